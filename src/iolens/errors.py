@@ -1,0 +1,17 @@
+"""Errors a user can act on: each carries one line that names the problem."""
+
+
+class LogError(Exception):
+    """The file cannot be read as a Darshan log (not a log, truncated, corrupt, too new)."""
+
+    def __init__(self, message: str, path: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class NoTraceError(LogError):
+    """The log holds no DXT trace where one is required."""
