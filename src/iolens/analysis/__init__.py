@@ -1,0 +1,1 @@
+"""Metrics and insights computed from the model tables only."""

@@ -1,0 +1,112 @@
+"""Job summary: per-layer bytes, operations, time and bandwidth; DXT coverage and truncation."""
+from __future__ import annotations
+
+import polars as pl
+
+from ..model import Log
+from .layers import DXT_LAYER, LAYERS, Layer
+
+
+def _sum(df: pl.DataFrame, cols) -> int | float:
+    """Sum of counters, ignoring the -1 that darshan-util writes for 'not recorded'."""
+    cols = [c for c in ([cols] if isinstance(cols, str) else cols) if c in df.columns]
+    if not cols or df.is_empty():
+        return 0
+    return df.select(pl.sum_horizontal([pl.col(c).clip(lower_bound=0) for c in cols]).sum()).item()
+
+
+def layer_summary(log: Log, layer: Layer) -> dict | None:
+    df = log.counters.get(layer.module)
+    if df is None:
+        return None
+    read_time, write_time, meta_time = (_sum(df, c) for c in (layer.read_time, layer.write_time, layer.meta_time))
+    total_bytes = _sum(df, [layer.bytes_read, layer.bytes_written])
+    slowest = _slowest_rank_time(df, layer)
+    return {
+        "layer": layer.name,
+        "module": layer.module,
+        "partial": log.is_partial(layer.module),
+        "files": df["file_id"].n_unique(),
+        "bytes_read": _sum(df, layer.bytes_read),
+        "bytes_written": _sum(df, layer.bytes_written),
+        "reads": _sum(df, layer.reads),
+        "writes": _sum(df, layer.writes),
+        "meta_ops": _sum(df, layer.meta_ops),
+        "read_time": read_time,
+        "write_time": write_time,
+        "meta_time": meta_time,
+        "io_time": read_time + write_time + meta_time,
+        "slowest_rank_io_time": slowest,
+        "bandwidth": total_bytes / slowest if slowest > 0 else None,
+    }
+
+
+def _slowest_rank_time(df: pl.DataFrame, layer: Layer) -> float:
+    """I/O time of the slowest rank: its own files plus the slowest rank's share of shared files.
+
+    This is darshan-parser's 'agg_perf_by_slowest' estimate.
+    """
+    t = pl.sum_horizontal([pl.col(c).clip(lower_bound=0) for c in (layer.read_time, layer.write_time,
+                                                                   layer.meta_time)])
+    own = df.filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t"))
+    own_max = own["t"].max() if own.height else 0.0
+    shared = df.filter(pl.col("rank") < 0)
+    shared_t = shared.select(pl.col(layer.slowest_time).clip(lower_bound=0).sum()).item() if shared.height else 0
+    return float((own_max or 0.0) + (shared_t or 0.0))
+
+
+def dxt_summary(log: Log) -> list:
+    """Per DXT module: what was traced, and whether the trace holds fewer operations than the counters."""
+    out = []
+    if log.dxt_records.is_empty() and not any(m.name.startswith("DXT") for m in log.modules):
+        return out
+    recs = log.dxt_records
+    for module, layer in DXT_LAYER.items():
+        info = log.module(module)
+        if info is None:
+            continue
+        mine = recs.filter(pl.col("module") == module)
+        traced_w = int(mine["write_count"].sum() or 0)
+        traced_r = int(mine["read_count"].sum() or 0)
+        counters = log.counters.get(layer.module)
+        counted_w = counted_r = None
+        if counters is not None:
+            traced_files = mine["file_id"].unique().implode()
+            on_traced = counters.filter(pl.col("file_id").is_in(traced_files))
+            counted_w, counted_r = int(_sum(on_traced, layer.writes)), int(_sum(on_traced, layer.reads))
+        reasons = []
+        if info.partial:
+            reasons.append(f"Darshan ran out of {module} memory during the run (module flagged partial)")
+        if counted_r is not None and traced_r < counted_r:
+            reasons.append(f"the trace holds {traced_r:,} reads but the {layer.module} counters record "
+                           f"{counted_r:,} on the same files")
+        if counted_w is not None and traced_w < counted_w:
+            reasons.append(f"the trace holds {traced_w:,} writes but the {layer.module} counters record "
+                           f"{counted_w:,} on the same files")
+        out.append({
+            "module": module,
+            "records": mine.height,
+            "segments": traced_w + traced_r,
+            "writes": traced_w,
+            "reads": traced_r,
+            "counter_writes": counted_w,
+            "counter_reads": counted_r,
+            "partial": info.partial,
+            "truncated": bool(reasons),
+            "truncation_reasons": reasons,
+        })
+    return out
+
+
+def job_summary(log: Log) -> dict:
+    """Everything `iolens info` shows, as plain data (also the `--json` output)."""
+    job = log.job
+    layers = [s for s in (layer_summary(log, layer) for layer in LAYERS) if s is not None]
+    return {
+        "path": log.path,
+        "job": job,
+        "layers": layers,
+        "dxt": dxt_summary(log),
+        "files": log.files.height,
+        "has_dxt": log.has_dxt,
+    }

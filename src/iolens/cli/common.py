@@ -1,0 +1,37 @@
+"""Options and helpers shared by subcommands: reading a log with progress, JSON output."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..model import Log, read
+
+log_argument = click.argument("log", type=click.Path(dir_okay=False, path_type=str))
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable schema).")
+
+
+def load(path: str, quiet: bool = False) -> Log:
+    """Read a log, with a progress bar on a terminal and nothing when piped."""
+    if quiet or not sys.stderr.isatty():
+        return read(path)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("reading {task.description}"), BarColumn(), TimeElapsedColumn(),
+                  transient=True) as bar:
+        task = bar.add_task(path.rsplit("/", 1)[-1], total=1.0)
+        log = read(path, progress=lambda frac: bar.update(task, completed=frac))
+    return log
+
+
+def emit_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, default=_default, allow_nan=False))
+
+
+def _default(value):
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    return str(value)

@@ -1,0 +1,72 @@
+"""`iolens` entry point. Subcommands live in their own modules and are imported only when run."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .. import __version__
+
+SUBCOMMANDS = {
+    "info": ("iolens.cli.info", "Job summary: layers, bytes, time, DXT coverage."),
+    "files": ("iolens.cli.files", "One row per file: layers, bytes, ops, ranks, striping."),
+    "export": ("iolens.cli.export", "Write the tables as Parquet or CSV."),
+    "report": ("iolens.cli.report", "Write the interactive, offline HTML explorer page."),
+    "diagnose": ("iolens.cli.diagnose", "Find I/O bottlenecks and say what to change."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return list(SUBCOMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in SUBCOMMANDS:
+            return None
+        try:
+            module = importlib.import_module(SUBCOMMANDS[name][0])
+        except ModuleNotFoundError as exc:
+            if exc.name == SUBCOMMANDS[name][0]:
+                return None
+            raise
+        return module.command
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, help_) for name, (_, help_) in SUBCOMMANDS.items() if self.get_command(ctx, name)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="iolens")
+def cli():
+    """iolens: turn Darshan/DXT I/O traces into answers."""
+
+
+def main(argv=None):
+    from ..errors import LogError
+
+    try:
+        cli.main(args=argv, prog_name="iolens", standalone_mode=False)
+    except LogError as exc:
+        click.echo(f"iolens: error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("iolens: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(0)
+    except KeyboardInterrupt:
+        click.echo("iolens: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
