@@ -1,0 +1,1 @@
+"""Renderings of a `Log`: the offline HTML explorer page (`views.html`)."""

@@ -1,0 +1,48 @@
+"""Write the model tables to a directory: Parquet (default) or CSV, plus job.json."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from ..model import Log
+
+
+def tables(log: Log) -> dict:
+    """name -> table, for every table the log has rows for (files always)."""
+    out = {"files": log.files}
+    for module, df in log.counters.items():
+        out[f"counters_{module}"] = df
+    if not log.dxt_records.is_empty():
+        out["dxt_records"] = log.dxt_records
+        out["segments"] = log.segments
+    if not log.lustre.is_empty():
+        out["lustre"] = log.lustre
+    if not log.heatmap.is_empty():
+        out["heatmap"] = log.heatmap
+    return out
+
+
+def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
+    """CSV has no list type: lists (OSTs) become space-separated strings."""
+    lists = [c for c, t in df.schema.items() if isinstance(t, pl.List)]
+    return df.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join(" ") for c in lists]) if lists else df
+
+
+def export(log: Log, out_dir: Path, fmt: str = "parquet", on_table=None) -> list:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    job_path = out_dir / "job.json"
+    job_path.write_text(json.dumps({"path": log.path, **log.job}, indent=2, default=str))
+    written.append(job_path)
+    for name, df in tables(log).items():
+        path = out_dir / f"{name}.{fmt}"
+        if fmt == "parquet":
+            df.write_parquet(path, statistics=False)
+        else:
+            _csv_ready(df).write_csv(path)
+        written.append(path)
+        if on_table:
+            on_table(name)
+    return written

@@ -1,0 +1,131 @@
+"""Terminal rendering (rich) of the job summary and the file table."""
+from __future__ import annotations
+
+import polars as pl
+import sys
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .units import human_bytes, human_count, human_rate, human_seconds, timestamp
+
+
+def make_console() -> Console:
+    """A terminal's own width, or a wide page when piped (lines then need not fit a screen)."""
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+def render_summary(summary: dict, console: Console) -> None:
+    job = summary["job"]
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("log", Text(summary["path"]))
+    facts.add_row("executable", Text(job["exe"] or "(not recorded)"))
+    facts.add_row("processes", human_count(job["nprocs"]))
+    facts.add_row("job id", str(job["jobid"]))
+    facts.add_row("start", timestamp(job["start_time"]))
+    facts.add_row("end", timestamp(job["end_time"]))
+    facts.add_row("run time", human_seconds(job["run_time"]))
+    facts.add_row("darshan", f"{job['lib_version'] or '?'} (log format {job['log_version']}, "
+                             f"{job['byte_order']}-endian, {job['compression']})")
+    facts.add_row("files", human_count(summary["files"]))
+    console.print(facts)
+    console.print(_modules_table(job))
+    if summary["layers"]:
+        console.print(_layers_table(summary["layers"]))
+    console.print(_dxt_section(summary))
+    for note in job["notes"]:
+        console.print(Text(f"note: {note}", style="dim"))
+
+
+def _modules_table(job: dict) -> Table:
+    table = Table(title="Modules", title_justify="left", show_edge=False)
+    for col in ("module", "version", "records", "status"):
+        table.add_column(col, justify="right" if col in ("version", "records") else "left")
+    for m in job["modules"]:
+        if m["partial"]:
+            status = Text("PARTIAL: Darshan ran out of memory, data incomplete", style="bold yellow")
+        elif not m["supported"]:
+            status = Text(m["note"], style="dim")
+        else:
+            status = Text("complete", style="green")
+        table.add_row(m["name"], str(m["version"]), human_count(m["records"]) if m["supported"] else "-", status)
+    if not job["modules"]:
+        table.add_row("(none)", "", "", Text("the log holds no module data", style="dim"))
+    return table
+
+
+def _layers_table(layers: list) -> Table:
+    table = Table(title="I/O per layer (cumulative over ranks)", title_justify="left", show_edge=False,
+                  padding=(0, 1))
+    for col in ("layer", "files", "read", "written", "reads", "writes", "meta", "time", "slowest", "rate*"):
+        table.add_column(col, justify="left" if col == "layer" else "right", no_wrap=True)
+    for s in layers:
+        name = s["layer"] + (" (partial)" if s["partial"] else "")
+        table.add_row(name, human_count(s["files"]), human_bytes(s["bytes_read"]), human_bytes(s["bytes_written"]),
+                      human_count(s["reads"]), human_count(s["writes"]), human_count(s["meta_ops"]),
+                      human_seconds(s["io_time"]), human_seconds(s["slowest_rank_io_time"]),
+                      human_rate(s["bandwidth"]))
+    table.caption = ("time: I/O time summed over ranks; slowest: I/O time of the slowest rank; "
+                     "* rate: bytes / slowest (darshan-parser's agg_perf_by_slowest)")
+    return table
+
+
+def _dxt_section(summary: dict):
+    dxt = summary["dxt"]
+    if not dxt:
+        return Text("DXT: no trace in this log (set DXT_ENABLE_IO_TRACE=1 when running to record every "
+                    "operation)", style="yellow")
+    table = Table(title="DXT trace", title_justify="left", show_edge=False)
+    for col in ("module", "records", "segments", "writes", "reads", "status"):
+        table.add_column(col, justify="left" if col in ("module", "status") else "right")
+    for d in dxt:
+        if d["truncated"]:
+            status = Text("TRUNCATED: " + "; ".join(d["truncation_reasons"]), style="bold yellow")
+        else:
+            status = Text("complete: every counted operation was traced", style="green")
+        table.add_row(d["module"], human_count(d["records"]), human_count(d["segments"]),
+                      human_count(d["writes"]), human_count(d["reads"]), status)
+    return table
+
+
+def shorten_path(name: str, width: int) -> str:
+    """Keep the tail of a long path: it names the file; the head is usually a shared prefix."""
+    return name if len(name) <= width else "…" + name[-(width - 1):]
+
+
+def render_files(df: pl.DataFrame, console: Console) -> None:
+    table = Table(show_edge=False, padding=(0, 1))
+    cols = [c for c in FILE_COLUMNS if c in df.columns and not df[c].is_null().all()]
+    cols = [c for c in cols if c != "name"] + ["name"]  # the name folds last; numbers never wrap
+    name_width = max(24, console.width - 11 * (len(cols) - 1))
+    for col in cols:
+        table.add_column(FILE_COLUMNS[col], justify="left" if col in ("name", "fs_type", "layers") else "right",
+                         no_wrap=col != "name", overflow="fold" if col == "name" else "ellipsis")
+    for row in df.iter_rows(named=True):
+        cells = []
+        for col in cols:
+            v = row[col]
+            if col.startswith("bytes"):
+                cells.append(human_bytes(v))
+            elif col == "name":
+                cells.append(Text(shorten_path(v or "", name_width)))
+            elif v is None:
+                cells.append("-")
+            elif isinstance(v, (int, float)) and col != "stripe_size":
+                cells.append(human_count(v))
+            elif col == "stripe_size":
+                cells.append(human_bytes(v))
+            else:
+                cells.append(Text(str(v)))
+        table.add_row(*cells)
+    console.print(table)
+
+
+FILE_COLUMNS = {
+    "name": "file", "fs_type": "fs", "layers": "layers", "ranks": "ranks", "bytes_read": "read",
+    "bytes_written": "written", "reads": "reads", "writes": "writes", "segments": "DXT ops",
+    "stripe_size": "stripe size", "stripe_count": "stripes",
+}
