@@ -8,7 +8,7 @@ import click
 
 from ..model import Log, read
 
-log_argument = click.argument("log", type=click.Path(dir_okay=False, path_type=str))
+log_argument = click.argument("log", type=click.Path(path_type=str))
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable schema).")
 
 

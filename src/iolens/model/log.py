@@ -141,20 +141,21 @@ class Log:
 
     def _segment_frame(self, module, recs):
         counts = recs.write_counts + recs.read_counts
-        if not counts.sum():
+        total = int(counts.sum())
+        if not total:
             return None
-        rec_index = np.repeat(np.arange(len(counts), dtype=np.uint32), counts)
-        # inside a record: write_count writes, then read_count reads
-        first = np.repeat(np.cumsum(counts) - counts, counts)
-        op_code = ((np.arange(len(rec_index)) - first) >= np.repeat(recs.write_counts, counts)).astype(np.uint32)
+        # inside a record: write_count writes, then read_count reads -> alternating runs of op codes
+        run_codes = np.tile(np.array([0, 1], dtype=np.uint32), len(counts))
+        run_lengths = np.column_stack([recs.write_counts, recs.read_counts]).ravel()
         hosts = sorted(set(recs.hostnames))
-        host_code = np.array([hosts.index(h) for h in recs.hostnames], dtype=np.uint32)[rec_index]
+        code_of = {h: i for i, h in enumerate(hosts)}
+        rec_host = np.fromiter((code_of[h] for h in recs.hostnames), dtype=np.uint32, count=len(counts))
         cols = {
-            "module": pl.Series([module], dtype=MODULE).gather(np.zeros(len(rec_index), dtype=np.uint32)),
-            "file_id": pl.Series(recs.ids[rec_index], dtype=pl.UInt64),
-            "rank": recs.ranks[rec_index],
-            "hostname": pl.Series(hosts, dtype=pl.Categorical).gather(host_code),
-            "op": pl.Series(OP.categories, dtype=OP).gather(op_code),
+            "module": pl.Series([module], dtype=MODULE).new_from_index(0, total),
+            "file_id": pl.Series(np.repeat(recs.ids, counts), dtype=pl.UInt64),
+            "rank": np.repeat(recs.ranks, counts),
+            "hostname": pl.Series(hosts, dtype=pl.Categorical).gather(np.repeat(rec_host, counts)),
+            "op": pl.Series(OP.categories, dtype=OP).gather(np.repeat(run_codes, run_lengths)),
             "offset": recs.offset,
             "length": recs.length,
             "start": recs.start,
@@ -167,15 +168,23 @@ class Log:
     # --- Lustre, heatmap ---------------------------------------------------------------------
     @cached_property
     def lustre(self) -> pl.DataFrame:
-        rows = []
+        """One row per layout component of each LUSTRE record (v1 records are one component)."""
+        fields = ("stripe_size", "stripe_count", "stripe_pattern", "flags", "ext_start", "ext_end", "mirror_id")
+        cols = {k: [] for k in ("file_id", "rank", "component", *fields, "pool_name", "osts")}
         for rec in self.raw.lustre:
             for k, comp in enumerate(rec.components):
-                rows.append({"file_id": rec.id, "rank": rec.rank, "component": k, **comp})
+                cols["file_id"].append(rec.id)
+                cols["rank"].append(rec.rank)
+                cols["component"].append(k)
+                for f in fields:
+                    cols[f].append(comp[f])
+                cols["pool_name"].append(comp["pool_name"])
+                cols["osts"].append(comp["osts"])
         schema = {"file_id": pl.UInt64, "rank": pl.Int64, "component": pl.Int64, "stripe_size": pl.Int64,
                   "stripe_count": pl.Int64, "stripe_pattern": pl.Int64, "flags": pl.Int64,
                   "ext_start": pl.Int64, "ext_end": pl.Int64, "mirror_id": pl.Int64, "pool_name": pl.String,
                   "osts": pl.List(pl.Int64)}
-        return pl.DataFrame(rows, schema=schema)
+        return pl.DataFrame({k: pl.Series(k, v, dtype=schema[k]) for k, v in cols.items()})
 
     @cached_property
     def heatmap(self) -> pl.DataFrame:

@@ -1,8 +1,17 @@
-"""Which Lustre OSTs each DXT segment touches, the way darshan-dxt-parser attributes them."""
+"""Which Lustre OSTs each DXT segment touches, the way darshan-dxt-parser attributes them.
+
+darshan-dxt-parser: find the layout component whose extent holds the segment's offset, take the stripe
+(offset - ext_start) / stripe_size, and walk stripes (mod stripe_count) until the segment's end or until
+stripe_count OSTs were listed. Done here for all segments at once: the OST ids of every component are
+laid out twice in one flat table, so a segment's OSTs are one contiguous slice of it, and the list
+column is built by polars from (start, end) ranges into that table, mapped to OST ids.
+"""
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
+
+I64_MAX = np.iinfo(np.int64).max
 
 
 def segment_osts(seg: pl.DataFrame, lustre: pl.DataFrame):
@@ -10,40 +19,62 @@ def segment_osts(seg: pl.DataFrame, lustre: pl.DataFrame):
     if lustre.is_empty() or seg.is_empty():
         return None
     # one layout per file: every rank's record holds the same striping
-    layout = lustre.filter(pl.col("stripe_size") > 0).unique(["file_id", "component"], keep="first",
-                                                             maintain_order=True)
-    file_ids = seg["file_id"].to_numpy()
-    offsets = seg["offset"].to_numpy()
-    lengths = seg["length"].to_numpy()
-    rows_all, osts_all = [], []
-    for (fid,), comps in layout.group_by(["file_id"], maintain_order=True):
-        rows = np.flatnonzero((file_ids == fid) & (offsets >= 0))
-        if not len(rows):
-            continue
-        for comp in comps.iter_rows(named=True):
-            ext_end = comp["ext_end"] if comp["ext_end"] >= 0 else np.iinfo(np.int64).max
-            sel = rows[(offsets[rows] >= comp["ext_start"]) & (offsets[rows] < ext_end)]
-            if not len(sel) or not comp["osts"]:
-                continue
-            r, o = _component_osts(offsets[sel] - comp["ext_start"], lengths[sel], comp["stripe_size"],
-                                   np.asarray(comp["osts"], dtype=np.int64))
-            rows_all.append(sel[r])
-            osts_all.append(o)
-    if not rows_all:
+    layout = (lustre.filter(pl.col("stripe_size") > 0)
+              .unique(["file_id", "component"], keep="first", maintain_order=True)
+              .sort(["file_id", "ext_start"], maintain_order=True))
+    if layout.is_empty():
         return None
-    flat = pl.DataFrame({"row": np.concatenate(rows_all), "ost": np.concatenate(osts_all)})
-    per_row = flat.group_by("row", maintain_order=True).agg(pl.col("ost"))
-    full = pl.DataFrame({"row": np.arange(seg.height, dtype=np.int64)})
-    return full.join(per_row, on="row", how="left", maintain_order="left")["ost"]
+    comp_file = layout["file_id"].to_numpy()
+    ext_start = layout["ext_start"].to_numpy()
+    ext_end = layout["ext_end"].to_numpy().copy()
+    ext_end[ext_end < 0] = I64_MAX
+    stripe_size = layout["stripe_size"].to_numpy()
+    ost_lists = layout["osts"].to_list()
+    count = np.array([len(o) for o in ost_lists], dtype=np.int64)
+    # each component's OSTs twice in a row: stripes first..first+n-1 (mod count) are then contiguous
+    base = np.zeros(len(count), dtype=np.int64)
+    base[1:] = np.cumsum(2 * count)[:-1]
+    table = np.array([o for lst in ost_lists for o in (lst + lst)], dtype=np.int64)
 
-
-def _component_osts(rel_offset, length, stripe_size, osts):
-    """Flattened (segment index, OST) pairs: stripes from the first touched, at most one round."""
-    count = len(osts)
-    first = rel_offset // stripe_size
-    last = (rel_offset + np.maximum(length, 1) - 1) // stripe_size
-    n = np.minimum(last - first + 1, count)
-    seg_index = np.repeat(np.arange(len(n)), n)
-    step = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
-    stripe = (np.repeat(first, n) + step) % count
-    return seg_index, osts[stripe]
+    # work on the rows of files with a layout only, and drop temporaries early (277 k rows: 2 MB each)
+    file_ids = seg["file_id"].to_numpy()
+    ufile, first_comp, ncomp = np.unique(comp_file, return_index=True, return_counts=True)
+    f = np.searchsorted(ufile, file_ids)
+    np.minimum(f, len(ufile) - 1, out=f)
+    rows = np.flatnonzero(ufile[f] == file_ids)
+    del file_ids
+    offsets = seg["offset"].to_numpy()[rows]
+    keep = offsets >= 0
+    rows, offsets, f = rows[keep], offsets[keep], f[rows[keep]]
+    if not len(rows):
+        return None
+    comp = first_comp[f]
+    for k in np.flatnonzero(ncomp > 1):  # composite (PFL) layouts: pick the component by extent
+        sel = np.flatnonzero(f == k)
+        starts = ext_start[first_comp[k]:first_comp[k] + ncomp[k]]
+        comp[sel] = first_comp[k] + np.maximum(np.searchsorted(starts, offsets[sel], side="right") - 1, 0)
+    del f
+    keep = (offsets >= ext_start[comp]) & (offsets < ext_end[comp]) & (count[comp] > 0)
+    rows, offsets, c = rows[keep], offsets[keep], comp[keep]
+    if not len(rows):
+        return None
+    lengths = seg["length"].to_numpy()[rows]
+    rel = offsets - ext_start[c]
+    del offsets
+    size = stripe_size[c]
+    first = rel // size
+    n = np.minimum((rel + np.maximum(lengths, 1) - 1) // size - first + 1, count[c])
+    del rel, lengths, size
+    lo = np.zeros(len(seg), dtype=np.int64)
+    lo[rows] = base[c] + first % count[c]
+    hi = lo.copy()
+    hi[rows] += n
+    ok = np.zeros(len(seg), dtype=bool)
+    ok[rows] = True
+    del first, n, c, rows
+    # ranges of positions in `table`, then positions -> OST ids (an element-wise map on the flat values)
+    ranges = pl.DataFrame({"lo": lo, "hi": hi, "ok": ok}).select(
+        pl.when(pl.col("ok")).then(pl.int_ranges("lo", "hi")).alias("osts"))["osts"]
+    del lo, hi, ok
+    return ranges.list.eval(pl.element().replace_strict(pl.Series(np.arange(len(table))), pl.Series(table),
+                                                        return_dtype=pl.Int64))

@@ -69,21 +69,36 @@ def parse_dxt(module: str, version: int, buf: bytes, bo: str) -> DxtRecords:
 
 
 def _segment_columns(buf: bytes, spans: list, seg_size: int, bo: str) -> dict:
-    """Copy each record's segments straight into preallocated native-order columns."""
+    """Copy every record's segments into native-order columns (one array per field)."""
     fields = [("offset", bo + "i8"), ("length", bo + "i8"), ("start", bo + "f8"), ("end", bo + "f8")]
     if seg_size == 40:
         # pthread_id is written in native order and never swapped by darshan-util either
         fields.append(("pthread_id", "<u8"))
     dtype = np.dtype(fields)
-    total = sum((b - a) // seg_size for a, b in spans)
+    counts = np.array([(b - a) // seg_size for a, b in spans], dtype=np.int64)
+    total = int(counts.sum())
+    if len(spans) > 64 and total < 2048 * len(spans) and len(buf) % 8 == 0:
+        return _gathered(buf, spans, counts, total, fields, seg_size)
     cols = {name: np.empty(total, dtype=dtype[name].newbyteorder("=")) for name in dtype.names}
     at = 0
-    for a, b in spans:
-        count = (b - a) // seg_size
+    for (a, _b), count in zip(spans, counts.tolist()):
         if not count:
             continue
         block = np.frombuffer(buf, dtype=dtype, count=count, offset=a)
         for name in dtype.names:
             cols[name][at:at + count] = block[name]
         at += count
+    return cols
+
+
+def _gathered(buf, spans, counts, total, fields, seg_size) -> dict:
+    """Many small records: one gather per field (records and segments are 8-byte aligned)."""
+    words = seg_size // 8
+    first = np.array([a for a, _ in spans], dtype=np.int64) // 8
+    before = np.cumsum(counts) - counts
+    idx = np.repeat(first - before * words, counts) + words * np.arange(total, dtype=np.int64)
+    cols = {}
+    for k, (name, fmt) in enumerate(fields):
+        view = np.frombuffer(buf, dtype=fmt, count=len(buf) // 8)
+        cols[name] = view[idx + k].astype(np.dtype(fmt).newbyteorder("="), copy=False)
     return cols

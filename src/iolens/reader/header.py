@@ -1,6 +1,7 @@
 """The fixed, uncompressed header: version, byte order, compression, region maps, module versions."""
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -46,20 +47,29 @@ def _remap(index_list: list, version: str) -> list:
     return items
 
 
+def _version_key(version: str) -> tuple:
+    major, _, minor = version.partition(".")
+    return int(major), int(minor.ljust(2, "0"))
+
+
 def parse_header(buf: bytes, file_size: int) -> Header:
     if len(buf) < 16:
         raise LogError("not a Darshan log (file too short for a header)")
-    version = buf[:8].split(b"\0", 1)[0].decode("ascii", "replace")
+    raw_version = buf[:8].split(b"\0", 1)[0]
     if struct.unpack_from("<q", buf, 8)[0] == MAGIC:
         bo = "<"
     elif struct.unpack_from(">q", buf, 8)[0] == MAGIC:
         bo = ">"
     else:
         raise LogError("not a Darshan log (bad magic number)")
+    version = raw_version.decode("ascii", "replace")
     if version not in KNOWN_VERSIONS:
-        if version.startswith("3.") and version > KNOWN_VERSIONS[-1]:
-            raise LogError(f"log format {version} is newer than iolens knows (up to {KNOWN_VERSIONS[-1]})")
-        raise LogError(f"unsupported log format version {version!r} (iolens reads {', '.join(KNOWN_VERSIONS)})")
+        if not re.fullmatch(rb"\d+\.\d+", raw_version):
+            raise LogError(f"corrupt header: version field {bytes(buf[:8])!r} is not a log format version")
+        if _version_key(version) > _version_key(KNOWN_VERSIONS[-1]):
+            raise LogError(f"log format {version} is newer than iolens knows (it reads up to "
+                           f"{KNOWN_VERSIONS[-1]}); a newer iolens may read it")
+        raise LogError(f"unsupported log format version {version} (iolens reads {', '.join(KNOWN_VERSIONS)})")
     new = version >= "3.41"
     size, nmods = (1328, 64) if new else (360, 16)
     if len(buf) < size:

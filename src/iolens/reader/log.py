@@ -12,7 +12,7 @@ from .heatmap import parse_heatmap
 from .job import JobRecord, parse_job
 from .lustre import parse_lustre
 from .names import parse_names
-from .regions import inflate
+from .regions import inflate_regions
 
 
 @dataclass
@@ -63,34 +63,32 @@ def _parse(path: str, data: bytes, progress) -> RawLog:
     if not data:
         raise LogError("empty file, not a Darshan log")
     header = parse_header(data, len(data))
-    view = memoryview(data)
-
-    def region(reg, label):
-        return inflate(view[reg.offset:reg.offset + reg.length], header.compression, label)
-
     jr = job_region(header, len(data))
     if jr.length <= 0:
         raise LogError("truncated: no job region after the header")
-    job = parse_job(region(jr, "job"), header.version, header.byte_order)
-    names = parse_names(region(header.name_region, "name records"), header.version,
-                        header.byte_order) if header.name_region.length else {}
-    raw = RawLog(path, header, job, names)
-    total = sum(r.length for r in header.module_regions.values()) or 1
-    done = 0
+    infos = []
     for mod_id, reg in sorted(header.module_regions.items()):
         name = MODULE_NAMES.get(mod_id, f"module {mod_id}")
-        version = header.module_versions[mod_id]
-        info = ModuleInfo(mod_id, name, version, bool(header.partial_mask >> mod_id & 1), reg.length,
-                          supported=name in LAYOUTS or name in SEGMENT_LAYOUT or name in ("LUSTRE", "HEATMAP"))
+        supported = name in LAYOUTS or name in SEGMENT_LAYOUT or name in ("LUSTRE", "HEATMAP")
+        infos.append((ModuleInfo(mod_id, name, header.module_versions[mod_id],
+                                 bool(header.partial_mask >> mod_id & 1), reg.length, supported), reg))
+    # every region iolens reads, inflated up front (in threads when big); skipped modules are not touched
+    wanted = [("job", jr.offset, jr.length)]
+    if header.name_region.length:
+        wanted.append(("name records", header.name_region.offset, header.name_region.length))
+    wanted += [(info.name, reg.offset, reg.length) for info, reg in infos if info.supported]
+    bufs = inflate_regions(data, wanted, header.compression, progress)
+    bufs.reverse()  # popped in order, so each buffer is freed once parsed
+    job = parse_job(bufs.pop(), header.version, header.byte_order)
+    names = parse_names(bufs.pop(), header.version, header.byte_order) if header.name_region.length else {}
+    raw = RawLog(path, header, job, names)
+    for info, _reg in infos:
         raw.modules.append(info)
         if not info.supported:
             info.note = "not modelled by iolens; skipped"
-            raw.notes.append(f"module {name} is present but not modelled by iolens; skipped")
+            raw.notes.append(f"module {info.name} is present but not modelled by iolens; skipped")
         else:
-            _read_module(raw, info, region(reg, name))
-        done += reg.length
-        if progress:
-            progress(done / total)
+            _read_module(raw, info, bufs.pop())
     return raw
 
 
