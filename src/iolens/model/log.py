@@ -182,9 +182,9 @@ class Log:
                 cols["osts"].append(comp["osts"])
         schema = {"file_id": pl.UInt64, "rank": pl.Int64, "component": pl.Int64, "stripe_size": pl.Int64,
                   "stripe_count": pl.Int64, "stripe_pattern": pl.Int64, "flags": pl.Int64,
-                  "ext_start": pl.Int64, "ext_end": pl.Int64, "mirror_id": pl.Int64, "pool_name": pl.String,
-                  "osts": pl.List(pl.Int64)}
-        return pl.DataFrame({k: pl.Series(k, v, dtype=schema[k]) for k, v in cols.items()})
+                  "ext_start": pl.Int64, "ext_end": pl.Int64, "mirror_id": pl.Int64, "pool_name": pl.String}
+        table = pl.DataFrame({k: pl.Series(k, cols[k], dtype=t) for k, t in schema.items()})
+        return table.with_columns(_list_column(cols["osts"]).alias("osts"))
 
     @cached_property
     def heatmap(self) -> pl.DataFrame:
@@ -208,6 +208,16 @@ class Log:
                                         "write_bytes": pl.Int64, "read_bytes": pl.Int64})
         return pl.DataFrame({k: np.concatenate(v) for k, v in parts.items()}).with_columns(
             pl.col("module").cast(pl.String))
+
+
+def _list_column(lists: list) -> pl.Series:
+    """list[i64] from Python lists: one flat array and a group-by, far faster than a Series of lists."""
+    lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter((v for x in lists for v in x), dtype=np.int64, count=int(lengths.sum()))
+    rows = pl.DataFrame({"row": np.repeat(np.arange(len(lists)), lengths), "v": flat})
+    grouped = rows.group_by("row").agg("v")
+    full = pl.DataFrame({"row": np.arange(len(lists))}).join(grouped, on="row", how="left", maintain_order="left")
+    return full["v"].fill_null(pl.lit([], dtype=pl.List(pl.Int64)))
 
 
 SEGMENT_SCHEMA = {"module": MODULE, "file_id": pl.UInt64, "rank": pl.Int64, "hostname": pl.Categorical,
