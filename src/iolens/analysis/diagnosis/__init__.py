@@ -1,0 +1,106 @@
+"""Diagnosis: from what the trace and counters show to which tuning knob fixes it.
+
+    from iolens.analysis.diagnosis import diagnose
+    for insight in diagnose(iolens.read("job.darshan")):
+        print(insight.severity, insight.code, insight.title)
+
+`diagnose(log, thresholds=None)` returns `Insight`s sorted most severe first; `Insight.to_dict()` is the
+stable JSON shape documented in docs/diagnosis.md (`SCHEMA_VERSION`).
+"""
+from __future__ import annotations
+
+import traceback
+import warnings
+
+from . import collective, hdf5, interfaces, lustre, metadata, ranks, redundancy, requests, trace
+from .context import Context
+from .insight import (CODES, JSON_SCHEMA, SCHEMA_VERSION, SEVERITIES, Evidence, Insight, Recommendation,
+                      sort_key)
+from .thresholds import DEFINITIONS, Thresholds, load_config, parse_assignment
+from .units import fmt_pct
+
+__all__ = ["diagnose", "Insight", "Evidence", "Recommendation", "Thresholds", "CODES", "SEVERITIES",
+           "SCHEMA_VERSION", "JSON_SCHEMA", "DEFINITIONS", "load_config", "parse_assignment", "CHECKS"]
+
+# (name, function) in the order they run; each returns a list of Insight
+CHECKS = (
+    ("trace", trace.check),
+    ("small_io", requests.check_small),
+    ("misaligned_io", requests.check_misaligned),
+    ("random_access", requests.check_random),
+    ("serialized_io", ranks.check_serialized),
+    ("rank_imbalance", ranks.check_imbalance),
+    ("straggler", ranks.check_straggler),
+    ("no_collective_io", collective.check_no_collective),
+    ("collective_io", collective.check_collective),
+    ("data_sieving", collective.check_sieving),
+    ("hdf5_metadata", hdf5.check),
+    ("lustre_striping", lustre.check_striping),
+    ("ost_imbalance", lustre.check_ost_imbalance),
+    ("slow_ost", lustre.check_slow_ost),
+    ("metadata_heavy", metadata.check),
+    ("redundancy", redundancy.check),
+    ("fsync_heavy", interfaces.check_fsync),
+    ("stdio_heavy", interfaces.check_stdio),
+)
+
+
+def diagnose(log, thresholds=None, strict: bool = False) -> list:
+    """Every insight iolens finds in `log`, most severe first.
+
+    thresholds: a `Thresholds`, or a dict of overrides {name: value} (see `DEFINITIONS`).
+    strict: re-raise a failing check instead of reporting it as a CHECK_FAILED insight (tests use this).
+    """
+    th = thresholds if isinstance(thresholds, Thresholds) else Thresholds(thresholds or {})
+    ctx = Context(log, th)
+    found = []
+    for name, check in CHECKS:
+        try:
+            found.extend(check(ctx))
+        except Exception as exc:  # one broken check must not hide the others
+            if strict:
+                raise
+            warnings.warn(f"iolens: check {name} failed on {log.path}: {exc!r}", RuntimeWarning, stacklevel=2)
+            found.append(Insight(
+                "CHECK_FAILED", "info", f"The {name} check failed on this log",
+                f"{type(exc).__name__}: {exc}. The other checks ran; please report this with the log.",
+                Evidence(metrics={}), [], source="counters", demotable=False,
+                score=0.0))
+            found[-1].summary += " " + traceback.format_exc(limit=1).strip().splitlines()[-1]
+    found = _dedupe(found)
+    _demote_if_io_is_negligible(ctx, found)
+    return sorted(found, key=sort_key)
+
+
+def _dedupe(found: list) -> list:
+    """Drop an insight that only restates a more specific one about the same ranks."""
+    serial = {r for i in found if i.code == "SERIALIZED_IO" for r in i.evidence.ranks}
+    striping_files = {f for i in found if i.code == "LUSTRE_STRIPING" for f in i.evidence.files}
+    slow_ost = next((i for i in found if i.code == "SLOW_OST"), None)
+    sieving_files = {f for i in found if i.code == "DATA_SIEVING" for f in i.evidence.files}
+    out = []
+    for i in found:
+        if (i.code == "RANK_IMBALANCE" and serial and
+                i.evidence.metrics.get("heaviest_rank") in serial and "aggregators" not in i.evidence.metrics):
+            continue  # "rank 0 does most of the I/O" is what SERIALIZED_IO already says, more precisely
+        if i.code == "REDUNDANT_READS" and i.evidence.files and set(i.evidence.files) <= sieving_files:
+            continue  # the re-reads are the read half of read-modify-write: DATA_SIEVING explains them
+        if i.code == "OST_IMBALANCE" and i.evidence.files and set(i.evidence.files[:3]) <= striping_files:
+            continue  # one big single-stripe file on one OST: LUSTRE_STRIPING says it with the fix
+        if (i.code in ("RANK_IMBALANCE", "STRAGGLER") and slow_ost is not None and
+                set(i.evidence.ranks[:4]) & set(slow_ost.evidence.ranks)):
+            i.summary += (f" These ranks' files are on OST {slow_ost.evidence.metrics.get('ost')}, which is slow "
+                          "(see SLOW_OST).")
+        out.append(i)
+    return out
+
+
+def _demote_if_io_is_negligible(ctx, found: list) -> None:
+    share = ctx.io_time_share
+    if share is None or share >= ctx.th.min_io_time_share:
+        return
+    for i in found:
+        if i.demotable and i.severity in ("critical", "warning"):
+            i.severity = "info"
+            i.summary += (f" (Shown as info: the slowest rank spends only {fmt_pct(share)} of the run time in I/O, "
+                          "so fixing this cannot speed the job up noticeably.)")

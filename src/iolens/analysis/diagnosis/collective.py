@@ -1,0 +1,247 @@
+"""NO_COLLECTIVE_IO, COLLECTIVE_IO, DATA_SIEVING: how MPI-IO requests are turned into file-system requests."""
+from __future__ import annotations
+
+import polars as pl
+
+from . import recommendations as rec
+from .context import MAX_RANKS, SIZE_BINS, clip
+from .insight import Evidence, Insight
+from .requests import counter_stake
+from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
+
+OPS = (("write", "WRITES", "WRITE", "WRITTEN"), ("read", "READS", "READ", "READ"))
+
+
+def _mpi_table(ctx):
+    mpi = ctx.counters("MPI-IO")
+    if mpi is None:
+        return None
+    large = int(ctx.th.large_request_bytes)
+    below = [b for b, lo, _ in SIZE_BINS if lo < large]
+    aggs = []
+    for op, OPS_, OP, B in OPS:
+        aggs += [clip(f"MPIIO_INDEP_{OPS_}").sum().alias(f"indep_{op}s"),
+                 clip(f"MPIIO_COLL_{OPS_}").sum().alias(f"coll_{op}s"),
+                 (clip(f"MPIIO_SPLIT_{OPS_}") + clip(f"MPIIO_NB_{OPS_}")).sum().alias(f"other_{op}s"),
+                 clip(f"MPIIO_BYTES_{B}").sum().alias(f"bytes_{op}"),
+                 pl.sum_horizontal([clip(f"MPIIO_SIZE_{OP}_AGG_{b}") for b in below]).sum().alias(f"below_large_{op}s")]
+    return mpi.group_by("file_id").agg(aggs).join(ctx.ranks_on_file("MPI-IO"), on="file_id")
+
+
+# --- NO_COLLECTIVE_IO -------------------------------------------------------------------------------
+def check_no_collective(ctx) -> list:
+    th = ctx.th
+    table = _mpi_table(ctx)
+    if table is None:
+        return []
+    out = []
+    for op, *_ in OPS:
+        shared = table.filter(pl.col("nranks") >= 2)
+        indep = int(shared[f"indep_{op}s"].sum() or 0)
+        allops = int((shared[f"indep_{op}s"] + shared[f"coll_{op}s"] + shared[f"other_{op}s"]).sum() or 0)
+        if not allops or indep < th.no_collective_min_ops or indep / allops < th.no_collective_min_share:
+            continue
+        # independent requests of large contiguous blocks are fine: only flag when most requests are small
+        below = int(shared[f"below_large_{op}s"].sum() or 0)
+        mpi_ops = int((shared[f"indep_{op}s"] + shared[f"coll_{op}s"]).sum() or 0)
+        if mpi_ops and below / max(mpi_ops, 1) < 0.5:
+            continue
+        # per rank of the files involved: a few independent header reads per rank are harmless
+        ranks_involved = int(shared.filter(pl.col(f"indep_{op}s") > 0)["nranks"].max() or 1)
+        if indep / max(ranks_involved, 1) < th.no_collective_min_ops_per_rank:
+            continue
+        files = shared.filter(pl.col(f"indep_{op}s") > 0).sort(f"indep_{op}s", descending=True)
+        fids = files["file_id"].to_list()
+        nranks = int(files["nranks"].max())
+        metrics = {f"independent_{op}s": indep, f"mpiio_{op}s": allops, "independent_share": indep / allops,
+                   "ranks_on_file": nranks, "shared_files": len(fids),
+                   f"requests_below_{int(th.large_request_bytes)}_bytes_share": below / max(mpi_ops, 1)}
+        ranks, window, source, partial = [], None, "counters", False
+        seg = ctx.seg_mpiio
+        if not seg.is_empty():
+            s = seg.filter((pl.col("op") == op) & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
+            if not s.is_empty():
+                ranks = sorted(s["rank"].unique().to_list())[:MAX_RANKS]
+                window = ctx.seg_window(s)
+                source, partial = "dxt", not ctx.trace_complete("DXT_MPIIO", op)
+                metrics["median_request_bytes"] = float(s["length"].median())
+        if window is None:
+            window = ctx.counter_window("MPI-IO", fids, ops=("WRITE",) if op == "write" else ("READ",))
+        # what is at stake: the busiest rank's time in independent MPI-IO calls on these files
+        OPS_ = "WRITES" if op == "write" else "READS"
+        OP = "WRITE" if op == "write" else "READ"
+        recs_ = ctx.counters("MPI-IO").filter(pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
+        allexpr = sum((clip(f"MPIIO_{k}_{OPS_}") for k in ("INDEP", "COLL", "SPLIT", "NB")), pl.lit(0))
+        stake = counter_stake(ctx, recs_, clip(f"MPIIO_F_{OP}_TIME") * clip(f"MPIIO_INDEP_{OPS_}")
+                              / pl.max_horizontal(allexpr, pl.lit(1)))
+        metrics["busiest_rank_independent_time_s"] = stake
+        severity = "warning" if ctx.matters(stake) else "info"
+        title = (f"No collective I/O: {fmt_count(indep)} independent MPI-IO {op}s ({fmt_pct(indep / allops)}) "
+                 f"on {len(fids)} shared file(s) used by up to {nranks} ranks")
+        summary = (f"{fmt_pct(indep / allops)} of the MPI-IO {op}s to files shared by several ranks are "
+                   f"independent (MPI_File_{op}/_{op}_at) and {fmt_pct(below / max(mpi_ops, 1))} are smaller than "
+                   f"{fmt_bytes(th.large_request_bytes)}: each becomes its own file-system request instead of "
+                   "being aggregated by collective buffering.")
+        if severity == "info":
+            summary += f" They cost the busiest rank only {fmt_time(stake)}: not worth changing for this run."
+        kinds = ctx.kinds(fids[:20])
+        recs = []
+        if "hdf5" in kinds:
+            recs.append(rec.hdf5_collective_transfer())
+            recs.append(rec.hdf5_collective_metadata())
+        if "netcdf" in kinds or "pnetcdf" in kinds:
+            recs.append(rec.netcdf_collective())
+        stripe = None
+        if not ctx.log.lustre.is_empty():
+            lus = ctx.log.lustre.filter(pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
+            stripe = int(lus["stripe_count"].max()) if lus.height else None
+        recs.extend(rec.collective_io(op, ctx.hosts or None, stripe))
+        out.append(Insight("NO_COLLECTIVE_IO", severity, title, summary,
+                           Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
+                           recs, source=source, partial=partial, score=indep / allops))
+    return out
+
+
+# --- COLLECTIVE_IO (info) ---------------------------------------------------------------------------
+def check_collective(ctx) -> list:
+    table = _mpi_table(ctx)
+    if table is None:
+        return []
+    out = []
+    posix = ctx.counters("POSIX")
+    for op, OPS_, OP, B in OPS:
+        files = table.filter(pl.col(f"coll_{op}s") > 0).sort(f"bytes_{op}", descending=True)
+        if files.is_empty():
+            continue
+        fids = files["file_id"].to_list()
+        coll = int(files[f"coll_{op}s"].sum())
+        mpi_bytes = int(files[f"bytes_{op}"].sum())
+        nranks = int(files["nranks"].max())
+        metrics = {f"collective_{op}s": coll, f"mpiio_bytes_{op}": mpi_bytes, "ranks_on_file": nranks}
+        ranks, source, partial, window = [], "counters", False, None
+        aggregators = None
+        seg = ctx.seg_posix
+        if not seg.is_empty() and ctx.trace_complete("DXT_POSIX", op):
+            s = seg.filter((pl.col("op") == op) & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
+            if not s.is_empty():
+                per = s.group_by("rank").agg(pl.col("length").sum().alias("b")).sort("rank")
+                ranks = per["rank"].to_list()
+                aggregators = len(ranks)
+                metrics["posix_requests"] = s.height
+                metrics["posix_median_request_bytes"] = float(s["length"].median())
+                window = ctx.seg_window(s)
+                source = "dxt"
+        if not ctx.seg_mpiio.is_empty():
+            m = ctx.seg_mpiio.filter((pl.col("op") == op) & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
+            if not m.is_empty():
+                metrics["mpiio_ranks"] = m["rank"].n_unique()
+                metrics["mpiio_median_request_bytes"] = float(m["length"].median())
+                window = window or ctx.seg_window(m)
+        if aggregators is None and posix is not None:
+            # from the counters: the busiest rank's share of the POSIX bytes bounds the number of aggregators
+            p = posix.filter(pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()) & (pl.col("rank") < 0))
+            if p.height:
+                fb = int(p.select(clip(f"POSIX_BYTES_{B}").sum()).item() or 0)
+                tot = int(p.select((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).sum()).item() or 0)
+                top = int(p.select(clip("POSIX_SLOWEST_RANK_BYTES").max()).item() or 0)
+                if fb and top:
+                    metrics["estimated_aggregators"] = max(1, round(tot / top))
+        if aggregators is not None:
+            metrics["aggregators"] = aggregators
+            who = f"{aggregators} aggregator{'s' if aggregators != 1 else ''} ({fmt_ranks(ranks)})"
+        elif "estimated_aggregators" in metrics:
+            who = f"about {metrics['estimated_aggregators']} aggregator(s) (estimated from the busiest rank's share)"
+        else:
+            who = "an unknown number of aggregators"
+        title = f"Collective {op}s: {nranks} ranks call MPI-IO, {who} reach the file system"
+        summary = (f"{fmt_count(coll)} collective MPI-IO {op}s ({fmt_bytes(mpi_bytes)}) on {len(fids)} file(s): "
+                   f"two-phase I/O gathers the data on {who}")
+        if "posix_median_request_bytes" in metrics:
+            summary += f", which issue requests of {fmt_bytes(metrics['posix_median_request_bytes'])} (median)"
+        summary += ". This is the healthy way to write shared files from many ranks."
+        out.append(Insight("COLLECTIVE_IO", "info", title, summary,
+                           Evidence(ranks=ranks[:MAX_RANKS], files=ctx.names_of(fids), time_window=window,
+                                    metrics=metrics),
+                           [], source=source, partial=partial, score=coll, demotable=False))
+    return out
+
+
+# --- DATA_SIEVING -----------------------------------------------------------------------------------
+def check_sieving(ctx) -> list:
+    th = ctx.th
+    mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
+    if mpi is None or posix is None:
+        return []
+    m = mpi.group_by("file_id").agg(clip("MPIIO_BYTES_READ").sum().alias("mpi_read"),
+                                    clip("MPIIO_BYTES_WRITTEN").sum().alias("mpi_written"),
+                                    clip("MPIIO_INDEP_WRITES").sum().alias("indep_writes"),
+                                    clip("MPIIO_COLL_WRITES").sum().alias("coll_writes"))
+    p = posix.group_by("file_id").agg(clip("POSIX_BYTES_READ").sum().alias("posix_read"),
+                                      clip("POSIX_READS").sum().alias("posix_reads"),
+                                      clip("POSIX_BYTES_WRITTEN").sum().alias("posix_written"),
+                                      (clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")).sum().alias("posix_time"),
+                                      clip("POSIX_F_READ_TIME").sum().alias("posix_read_time"))
+    j = (m.join(p, on="file_id").filter(pl.col("mpi_written") > 0)
+         .with_columns((pl.col("posix_read") - pl.col("mpi_read")).clip(lower_bound=0).alias("extra")))
+    # time of the unrequested reads: the POSIX read time, in proportion when the application also reads
+    j = j.with_columns((pl.col("posix_read_time") * pl.col("extra") / pl.max_horizontal(pl.col("posix_read"), pl.lit(1)))
+                       .alias("extra_time"))
+    j = j.filter((pl.col("extra") >= th.sieving_min_bytes) &
+                 ((pl.col("extra") >= th.sieving_min_share * pl.col("posix_written")) |
+                  (pl.col("extra_time") >= th.sieving_min_share * pl.col("posix_time"))))
+    if j.is_empty():
+        return []
+    j = j.sort("extra", descending=True)
+    fids = j["file_id"].to_list()
+    extra = int(j["extra"].sum())
+    written = int(j["posix_written"].sum())
+    indep, coll = int(j["indep_writes"].sum()), int(j["coll_writes"].sum())
+    read_time, posix_time = float(j["extra_time"].sum()), float(j["posix_time"].sum())
+    metrics = {"unrequested_read_bytes": extra, "posix_bytes_written": written, "extra_read_share": extra / written,
+               "posix_read_time_s": read_time, "posix_read_time_share": read_time / posix_time if posix_time else 0,
+               "independent_writes": indep, "collective_writes": coll}
+    ranks, window, source, partial = [], None, "counters", False
+    seg = ctx.seg_posix
+    if not seg.is_empty():
+        s = seg.filter((pl.col("op") == "read") & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
+        if not s.is_empty():
+            ranks = (s.group_by("rank").agg(pl.col("length").sum()).sort("length", descending=True)["rank"]
+                     .head(MAX_RANKS).to_list())
+            window = ctx.seg_window(s)
+            source, partial = "dxt", not ctx.trace_complete("DXT_POSIX", "read")
+            metrics["posix_reads"] = s.height
+    stake = counter_stake(ctx, posix.join(j.select("file_id", (pl.col("extra") / pl.max_horizontal(pl.col("posix_read"), pl.lit(1)))
+                                                   .alias("frac")), on="file_id"),
+                          clip("POSIX_F_READ_TIME") * pl.col("frac"))
+    metrics["busiest_rank_unrequested_read_time_s"] = stake
+    severity = "warning" if ctx.matters(stake) else "info"
+    collective = coll >= indep
+    cause = ("collective writes whose file domains have holes: ROMIO's two-phase write reads each aggregator's "
+             "domain before writing it" if collective else
+             "independent noncontiguous writes: ROMIO's data sieving reads the whole extent, patches it and "
+             "writes it back")
+    title = (f"Read-modify-write: the file system reads {fmt_bytes(extra)} the application never asked for while "
+             f"writing {fmt_bytes(written)}")
+    summary = (f"{len(fids)} file(s) are only written through MPI-IO, yet the POSIX layer reads {fmt_bytes(extra)} "
+               f"({fmt_pct(extra / written)} of the bytes written, {fmt_time(read_time)} of read time) from them. "
+               f"Likely cause: {cause}.")
+    if severity == "info":
+        summary += f" It costs the busiest rank only {fmt_time(stake)}: not worth changing for this run."
+    recs = []
+    if collective:
+        recs.append(rec.Recommendation(
+            "Write whole regions so collective buffers have no holes",
+            "Two-phase I/O only skips the read when an aggregator's domain is completely covered by the data "
+            "being written. Make each collective call cover contiguous regions (e.g. write all variables of a "
+            "record together, avoid gaps between ranks' blocks, contiguous rather than chunked HDF5 layout "
+            "with gaps, or chunks sized to the ranks' blocks).", "", "text"))
+        recs.append(rec.mpi_hints_c({"romio_cb_write": "enable", "cb_buffer_size": str(16 << 20)},
+                                    "Larger collective buffers",
+                                    "Fewer, larger two-phase rounds reduce how often partially covered domains "
+                                    "are read back."))
+    else:
+        recs.extend(rec.collective_io("write", ctx.hosts or None))
+        recs.append(rec.disable_data_sieving("write"))
+    return [Insight("DATA_SIEVING", severity, title, summary,
+                    Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
+                    recs, source=source, partial=partial, score=extra / written)]

@@ -1,0 +1,211 @@
+"""What every check needs, computed once per log: counters per file, the trace per layer, job facts."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import polars as pl
+
+from ..summary import dxt_summary, layer_summary
+from ..layers import LAYER_BY_MODULE
+from .thresholds import Thresholds
+
+STD_STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
+HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".h5part", ".nc4", ".cgns")
+NETCDF_SUFFIXES = (".nc", ".cdf", ".netcdf")
+MAX_RANKS = 32  # evidence lists at most this many ranks (the heaviest first)
+MAX_FILES = 10
+
+# Darshan access-size histogram bins: (suffix, lower bound exclusive, upper bound inclusive)
+SIZE_BINS = (("0_100", 0, 100), ("100_1K", 100, 1024), ("1K_10K", 1024, 10240), ("10K_100K", 10240, 102400),
+             ("100K_1M", 102400, 1 << 20), ("1M_4M", 1 << 20, 4 << 20), ("4M_10M", 4 << 20, 10 << 20),
+             ("10M_100M", 10 << 20, 100 << 20), ("100M_1G", 100 << 20, 1 << 30), ("1G_PLUS", 1 << 30, 1 << 62))
+
+
+def clip(col: str) -> pl.Expr:
+    """A counter with Darshan's -1 ('not recorded') read as 0."""
+    return pl.col(col).clip(lower_bound=0)
+
+
+class Context:
+    def __init__(self, log, thresholds: Thresholds):
+        self.log = log
+        self.th = thresholds
+        job = log.job
+        self.job = job
+        self.nprocs = max(int(job.get("nprocs") or 1), 1)
+        self.run_time = max(float(job.get("run_time") or 0.0), 0.0)
+        files = log.files
+        self.names = dict(zip(files["file_id"].to_list(), files["name"].to_list()))
+        self.dxt = {d["module"]: d for d in dxt_summary(log)}
+
+    # --- names and kinds ---------------------------------------------------------------------
+    def name(self, file_id) -> str:
+        return self.names.get(int(file_id), f"<record {int(file_id):016x}>")
+
+    def names_of(self, file_ids, limit: int = MAX_FILES) -> list:
+        return [self.name(f) for f in list(file_ids)[:limit]]
+
+    @cached_property
+    def std_ids(self) -> set:
+        return {fid for fid, name in self.names.items() if name in STD_STREAMS}
+
+    def is_data(self, file_id) -> bool:
+        return int(file_id) not in self.std_ids
+
+    def file_kind(self, file_id) -> str:
+        """'hdf5', 'pnetcdf', 'netcdf', 'mpiio' or 'posix': which library to phrase recommendations for."""
+        fid = int(file_id)
+        name = self.name(fid).lower()
+        if fid in self.ids_in("H5F") or fid in self.ids_in("H5D", "file_rec_id") or name.endswith(HDF5_SUFFIXES):
+            return "hdf5"
+        if fid in self.ids_in("PNETCDF_FILE") or fid in self.ids_in("PNETCDF_VAR", "file_rec_id"):
+            return "pnetcdf"
+        if name.endswith(NETCDF_SUFFIXES):
+            return "netcdf"
+        if fid in self.ids_in("MPI-IO"):
+            return "mpiio"
+        return "posix"
+
+    def kinds(self, file_ids) -> set:
+        return {self.file_kind(f) for f in file_ids}
+
+    def ids_in(self, module: str, column: str = "file_id") -> set:
+        cache = self.__dict__.setdefault("_ids_cache", {})
+        key = (module, column)
+        if key not in cache:
+            df = self.log.counters.get(module)
+            cache[key] = set(df[column].to_list()) if df is not None and column in df.columns else set()
+        return cache[key]
+
+    # --- counters ------------------------------------------------------------------------------
+    def counters(self, module: str):
+        df = self.log.counters.get(module)
+        return df if df is not None and df.height else None
+
+    def has(self, module: str) -> bool:
+        return self.counters(module) is not None
+
+    def ranks_on_file(self, module: str) -> pl.DataFrame:
+        """file_id -> how many ranks opened it in `module` (a shared record counts as every rank)."""
+        df = self.counters(module)
+        if df is None:
+            return pl.DataFrame(schema={"file_id": pl.UInt64, "nranks": pl.Int64})
+        return df.group_by("file_id").agg(
+            pl.when((pl.col("rank") < 0).any()).then(pl.lit(self.nprocs))
+            .otherwise(pl.col("rank").n_unique()).cast(pl.Int64).alias("nranks"))
+
+    def counter_window(self, module: str, file_ids=None, ops=("READ", "WRITE")):
+        """(first start, last end) of the given operations from the counters' timestamps, or None."""
+        df = self.counters(module)
+        if df is None:
+            return None
+        prefix = {"MPI-IO": "MPIIO"}.get(module, module)
+        starts = [f"{prefix}_F_{op}_START_TIMESTAMP" for op in ops]
+        ends = [f"{prefix}_F_{op}_END_TIMESTAMP" for op in ops]
+        if not all(c in df.columns for c in starts + ends):
+            return None
+        if file_ids is not None:
+            df = df.filter(pl.col("file_id").is_in(pl.Series(list(file_ids), dtype=pl.UInt64).implode()))
+        if df.is_empty():
+            return None
+        s = df.select(pl.min_horizontal([pl.when(pl.col(c) > 0).then(pl.col(c)) for c in starts]).min()).item()
+        e = df.select(pl.max_horizontal([pl.col(c) for c in ends]).max()).item()
+        if s is None or e is None or e <= 0 or e < s:
+            return None
+        return (float(s), float(e))
+
+    @cached_property
+    def layers(self) -> dict:
+        out = {}
+        for module, layer in LAYER_BY_MODULE.items():
+            s = layer_summary(self.log, layer)
+            if s is not None:
+                out[module] = s
+        return out
+
+    @cached_property
+    def slowest_rank_io_time(self) -> float:
+        """The I/O time of the slowest rank, at the layer where it is largest (MPI-IO includes POSIX)."""
+        times = [s["slowest_rank_io_time"] or 0.0 for m, s in self.layers.items() if m in ("POSIX", "MPI-IO", "STDIO")]
+        stdio = self.layers.get("STDIO", {}).get("slowest_rank_io_time") or 0.0
+        best = max(times, default=0.0)
+        # stdio is separate from POSIX/MPI-IO: add it to the larger of the two
+        return float(best + (stdio if best != stdio else 0.0))
+
+    @cached_property
+    def io_time_share(self):
+        if self.run_time <= 0:
+            return None
+        return self.slowest_rank_io_time / self.run_time
+
+    def matters(self, seconds: float) -> bool:
+        """Is a problem that costs the busiest rank `seconds` worth a warning for this run?
+
+        Yes when it is at least `min_stake_floor` and either at least `min_runtime_share` of the run time or
+        at least `min_stake_seconds` (for long runs, a minute of every rank waiting is worth fixing even if it
+        is a small share).
+        """
+        if seconds < self.th.min_stake_floor:
+            return False
+        if self.run_time <= 0:
+            return True
+        return seconds >= self.th.min_runtime_share * self.run_time or seconds >= self.th.min_stake_seconds
+
+    # --- the trace ------------------------------------------------------------------------------
+    def trace_truncated(self, module: str) -> bool:
+        d = self.dxt.get(module)
+        return bool(d and d["truncated"])
+
+    def trace_complete(self, module: str, op: str | None = None) -> bool:
+        """True when the module was traced and holds every operation the counters recorded."""
+        d = self.dxt.get(module)
+        if not d or not d["segments"]:
+            return False
+        if op is None:
+            return not d["truncated"]
+        counted = d["counter_reads" if op == "read" else "counter_writes"]
+        traced = d["reads" if op == "read" else "writes"]
+        return not d["partial"] and (counted is None or traced >= counted)
+
+    @cached_property
+    def seg(self) -> pl.DataFrame:
+        if not self.log.has_dxt:
+            from ...model.log import MODULE, OP
+            return pl.DataFrame(schema={"module": MODULE, "file_id": pl.UInt64, "rank": pl.Int64,
+                                        "op": OP, "offset": pl.Int64, "length": pl.Int64,
+                                        "start": pl.Float64, "end": pl.Float64})
+        seg = self.log.segments
+        cols = ["module", "file_id", "rank", "op", "offset", "length", "start", "end"]
+        if "osts" in seg.columns:
+            cols.append("osts")
+        return seg.select(cols)
+
+    @cached_property
+    def seg_posix(self) -> pl.DataFrame:
+        return self.seg.filter(pl.col("module") == "DXT_POSIX")
+
+    @cached_property
+    def seg_mpiio(self) -> pl.DataFrame:
+        return self.seg.filter(pl.col("module") == "DXT_MPIIO")
+
+    @cached_property
+    def seg_app(self) -> pl.DataFrame:
+        """The layer the application called: MPI-IO operations for files traced at MPI-IO, POSIX for the rest."""
+        if self.seg.is_empty():
+            return self.seg
+        mpi_files = self.seg_mpiio["file_id"].unique().implode()
+        return pl.concat([self.seg_mpiio,
+                          self.seg_posix.filter(~pl.col("file_id").is_in(mpi_files))])
+
+    @cached_property
+    def hosts(self) -> int:
+        recs = self.log.dxt_records
+        if recs.is_empty():
+            return 0
+        return int(recs["hostname"].n_unique())
+
+    def seg_window(self, seg: pl.DataFrame):
+        if seg.is_empty():
+            return None
+        row = seg.select(pl.col("start").min(), pl.col("end").max()).row(0)
+        return (float(row[0]), float(row[1])) if row[0] is not None else None

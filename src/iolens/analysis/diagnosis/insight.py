@@ -1,0 +1,184 @@
+"""What a diagnosis returns: insights with evidence and recommendations, and their JSON schema.
+
+The codes, severities and the dictionary shape of `Insight.to_dict()` are part of iolens' interface
+(`iolens diagnose --json`, the HTML report). Add fields only; never rename or remove one without
+bumping `SCHEMA_VERSION`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+SCHEMA_VERSION = 1
+
+SEVERITIES = ("critical", "warning", "info", "ok")
+SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+LANGUAGES = ("c", "shell", "text", "fortran", "ini")
+SOURCES = ("dxt", "counters")
+
+# code -> one line: what it means. docs/diagnosis.md explains the triggers.
+CODES = {
+    "TRUNCATED_TRACE": "The DXT trace (or a counter module) is incomplete; conclusions from it are partial.",
+    "SMALL_IO": "Small requests dominate at the file-system (POSIX) layer.",
+    "MISALIGNED_IO": "Large requests do not start on a file-system block or Lustre stripe boundary.",
+    "RANDOM_ACCESS": "Non-sequential (backward-seeking) small requests dominate.",
+    "RANK_IMBALANCE": "I/O time or bytes are very uneven across ranks.",
+    "STRAGGLER": "A few ranks finish their I/O much later than the rest.",
+    "SERIALIZED_IO": "One rank does I/O alone while the other ranks wait.",
+    "NO_COLLECTIVE_IO": "Many ranks use small independent MPI-IO requests on a shared file.",
+    "COLLECTIVE_IO": "Collective buffering is in use (how many aggregators reached the file system).",
+    "DATA_SIEVING": "The file system sees reads the application never asked for (read-modify-write).",
+    "HDF5_METADATA": "HDF5 metadata operations take a large share of the HDF5 time or of the requests.",
+    "LUSTRE_STRIPING": "A large shared file sits on too few Lustre stripes.",
+    "OST_IMBALANCE": "Bytes are very uneven across the Lustre OSTs used.",
+    "SLOW_OST": "Files on one Lustre OST take far longer per byte than on the others (a slow storage server).",
+    "METADATA_HEAVY": "Opens, stats and seeks take a large share of the I/O time, or many files are tiny.",
+    "REDUNDANT_READS": "Bytes read far exceed the extent of the files read.",
+    "REDUNDANT_WRITES": "Bytes written far exceed the extent of the files written.",
+    "FSYNC_HEAVY": "The application forces data to disk (fsync) very often.",
+    "STDIO_HEAVY": "A large share of the I/O goes through buffered C stdio (fopen/fprintf/fread).",
+    "CHECK_FAILED": "One of iolens' checks could not run on this log (a bug: please report it).",
+}
+
+
+@dataclass
+class Recommendation:
+    title: str
+    detail: str = ""
+    snippet: str = ""
+    language: str = "text"
+
+    def __post_init__(self):
+        if self.language not in LANGUAGES:
+            raise ValueError(f"unknown snippet language {self.language!r}")
+
+    def to_dict(self) -> dict:
+        return {"title": self.title, "detail": self.detail, "snippet": self.snippet, "language": self.language}
+
+
+@dataclass
+class Evidence:
+    ranks: list = field(default_factory=list)
+    files: list = field(default_factory=list)
+    time_window: tuple | None = None
+    metrics: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        window = None
+        if self.time_window is not None:
+            t0, t1 = (float(t) for t in self.time_window)
+            if math.isfinite(t0) and math.isfinite(t1):
+                window = [round(min(t0, t1), 6), round(max(t0, t1), 6)]
+        return {
+            "ranks": [int(r) for r in self.ranks],
+            "files": [str(f) for f in self.files],
+            "time_window": window,
+            "metrics": {str(k): _number(v) for k, v in self.metrics.items() if _number(v) is not None},
+        }
+
+
+@dataclass
+class Insight:
+    code: str
+    severity: str
+    title: str
+    summary: str
+    evidence: Evidence = field(default_factory=Evidence)
+    recommendations: list = field(default_factory=list)
+    source: str = "counters"
+    partial: bool = False
+    # not serialized: orders insights of the same severity (bigger = more important), and whether a low
+    # I/O share of the run time may demote it to info
+    score: float = 0.0
+    demotable: bool = True
+
+    def __post_init__(self):
+        if self.code not in CODES:
+            raise ValueError(f"unknown insight code {self.code!r}")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r}")
+        if self.source not in SOURCES:
+            raise ValueError(f"unknown source {self.source!r}")
+
+    def to_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "title": self.title,
+            "summary": self.summary,
+            "evidence": self.evidence.to_dict(),
+            "recommendations": [r.to_dict() for r in self.recommendations],
+            "source": self.source,
+            "partial": bool(self.partial),
+        }
+
+
+def _number(value):
+    """Metrics are plain JSON numbers: ints stay ints, floats are rounded, NaN/inf are dropped."""
+    if value is None or isinstance(value, bool):
+        return None if value is None else int(value)
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, int):
+        return value
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value):
+        return None
+    if value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return float(f"{value:.6g}")
+
+
+def sort_key(insight: Insight):
+    return (SEVERITY_RANK[insight.severity], -insight.score, insight.code)
+
+
+# JSON Schema (draft 2020-12) of `iolens diagnose --json`; docs/diagnosis.md shows it with an example.
+_RECOMMENDATION_SCHEMA = {
+    "type": "object",
+    "required": ["title", "detail", "snippet", "language"],
+    "properties": {
+        "title": {"type": "string"},
+        "detail": {"type": "string"},
+        "snippet": {"type": "string"},
+        "language": {"enum": list(LANGUAGES)},
+    },
+}
+INSIGHT_SCHEMA = {
+    "type": "object",
+    "required": ["code", "severity", "title", "summary", "evidence", "recommendations", "source", "partial"],
+    "properties": {
+        "code": {"type": "string", "enum": list(CODES)},
+        "severity": {"enum": list(SEVERITIES)},
+        "title": {"type": "string"},
+        "summary": {"type": "string"},
+        "evidence": {
+            "type": "object",
+            "required": ["ranks", "files", "time_window", "metrics"],
+            "properties": {
+                "ranks": {"type": "array", "items": {"type": "integer"}},
+                "files": {"type": "array", "items": {"type": "string"}},
+                "time_window": {"oneOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"},
+                                                              "minItems": 2, "maxItems": 2}]},
+                "metrics": {"type": "object", "additionalProperties": {"type": "number"}},
+            },
+        },
+        "recommendations": {"type": "array", "items": _RECOMMENDATION_SCHEMA},
+        "source": {"enum": list(SOURCES)},
+        "partial": {"type": "boolean"},
+    },
+}
+JSON_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "iolens diagnose --json",
+    "type": "object",
+    "required": ["log", "schema_version", "insights"],
+    "properties": {
+        "log": {"type": "string"},
+        "schema_version": {"const": SCHEMA_VERSION},
+        "insights": {"type": "array", "items": INSIGHT_SCHEMA},
+    },
+}

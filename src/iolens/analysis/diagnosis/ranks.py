@@ -1,0 +1,356 @@
+"""RANK_IMBALANCE, STRAGGLER, SERIALIZED_IO: how the I/O is spread over ranks and over time."""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from . import recommendations as rec
+from .context import MAX_RANKS, clip
+from .insight import Evidence, Insight
+from .units import fmt_bytes, fmt_pct, fmt_ranks, fmt_time
+
+LAYERS = (("MPI-IO", "MPIIO"), ("POSIX", "POSIX"), ("STDIO", "STDIO"))
+
+
+# --- per-rank load at the layer the application calls ---------------------------------------------
+def rank_loads(ctx):
+    """(time, bytes, source, partial) per rank 0..nprocs-1 at the application's layer.
+
+    MPI-IO for files opened with MPI-IO, POSIX for the other files, plus STDIO. From the trace when it is
+    complete; from the counters otherwise, where a shared (reduced) record gives its slowest and fastest rank
+    their recorded share and spreads the rest evenly.
+    """
+    n = ctx.nprocs
+    complete = all(ctx.trace_complete(m) for m in ("DXT_POSIX", "DXT_MPIIO") if m in ctx.dxt and ctx.dxt[m]["segments"])
+    seg = ctx.seg_app
+    if not seg.is_empty() and complete:
+        per = seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"),
+                                       pl.col("length").sum().alias("b"))
+        t, b = np.zeros(n), np.zeros(n)
+        r = per["rank"].to_numpy()
+        ok = (r >= 0) & (r < n)
+        t[r[ok]] += per["t"].to_numpy()[ok]
+        b[r[ok]] += per["b"].to_numpy()[ok]
+        st, sb, _ = _counter_loads(ctx, ("STDIO",))
+        return t + st, b + sb, "dxt", False
+    t, b, any_rows = _counter_loads(ctx, ("MPI-IO", "POSIX", "STDIO"))
+    if not any_rows:
+        return None
+    return t, b, "counters", False
+
+
+def _counter_loads(ctx, modules):
+    n = ctx.nprocs
+    t, b = np.zeros(n), np.zeros(n)
+    any_rows = False
+    mpi_files = pl.Series(sorted(ctx.ids_in("MPI-IO")), dtype=pl.UInt64).implode()
+    for module, p in LAYERS:
+        if module not in modules:
+            continue
+        df = ctx.counters(module)
+        if df is None:
+            continue
+        if module == "POSIX":
+            df = df.filter(~pl.col("file_id").is_in(mpi_files))
+        df = df.filter(pl.col("file_id").is_in(pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()).not_()) \
+            if module != "STDIO" else df
+        if df.is_empty():
+            continue
+        any_rows = True
+        df = df.with_columns((clip(f"{p}_F_READ_TIME") + clip(f"{p}_F_WRITE_TIME") + clip(f"{p}_F_META_TIME")).alias("_t"),
+                             (clip(f"{p}_BYTES_READ") + clip(f"{p}_BYTES_WRITTEN")).alias("_b"))
+        own = df.filter((pl.col("rank") >= 0) & (pl.col("rank") < n))
+        if own.height:
+            np.add.at(t, own["rank"].to_numpy(), own["_t"].to_numpy())
+            np.add.at(b, own["rank"].to_numpy(), own["_b"].to_numpy())
+        for row in df.filter(pl.col("rank") < 0).iter_rows(named=True):
+            _spread(t, row["_t"], row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_F_SLOWEST_RANK_TIME"),
+                    row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_F_FASTEST_RANK_TIME"))
+            _spread(b, row["_b"], row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_SLOWEST_RANK_BYTES"),
+                    row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_FASTEST_RANK_BYTES"))
+    return t, b, any_rows
+
+
+def _spread(arr, total, slow, slow_v, fast, fast_v):
+    n = len(arr)
+    known = [(r, v) for r, v in ((slow, slow_v), (fast, fast_v))
+             if r is not None and v is not None and 0 <= r < n and v >= 0]
+    if len(known) == 2 and known[0][0] == known[1][0]:
+        known = known[:1]
+    rest = total - sum(v for _, v in known)
+    others = n - len(known)
+    if rest < 0 or others <= 0:
+        arr += total / n
+        return
+    base = rest / others
+    arr += base
+    for r, v in known:
+        arr[r] += v - base
+
+
+# --- RANK_IMBALANCE -------------------------------------------------------------------------------
+def check_imbalance(ctx) -> list:
+    if ctx.nprocs < 2:
+        return []
+    out = _aggregator_bottleneck(ctx)
+    named = {r for i in out for r in i.evidence.ranks}
+    loads = rank_loads(ctx)
+    if loads is None:
+        return out
+    t, b, source, partial = loads
+    th = ctx.th
+    for kind, arr, fmt in (("time", t, fmt_time), ("bytes", b, fmt_bytes)):
+        mean, top = float(arr.mean()), float(arr.max())
+        if mean <= 0 or top / mean < th.imbalance_ratio:
+            continue
+        heavy = int(arr.argmax())
+        if heavy in named:
+            break
+        # what is at stake: the time other ranks may wait for the busiest one
+        excess_t = float(t[heavy] - t.mean())
+        if not ctx.matters(excess_t):
+            continue
+        order = np.argsort(-arr, kind="stable")
+        heavy_ranks = [int(r) for r in order[:MAX_RANKS] if arr[r] >= th.imbalance_ratio * mean]
+        share = top / arr.sum()
+        metrics = {"max_over_mean": top / mean, f"max_rank_{kind}": top, f"mean_rank_{kind}": mean,
+                   "heaviest_rank": heavy, "heaviest_rank_share": share,
+                   "heaviest_rank_time_s": float(t[heavy]), "heaviest_rank_bytes": float(b[heavy]),
+                   "mean_rank_time_s": float(t.mean()), "mean_rank_bytes": float(b.mean()),
+                   "ranks_with_io": int((arr > 0).sum()), "job_ranks": ctx.nprocs,
+                   "excess_time_s": excess_t}
+        title = (f"I/O {kind} is uneven across ranks: {fmt_ranks(heavy_ranks[:4])} "
+                 f"{'carries' if len(heavy_ranks) == 1 else 'carry'} up to {top / mean:.1f}× the mean")
+        summary = (f"Rank {heavy} spends {fmt_time(t[heavy])} in I/O and moves {fmt_bytes(b[heavy])} "
+                   f"({fmt_pct(share)} of all {kind}), against a mean of {fmt_time(t.mean())} and "
+                   f"{fmt_bytes(b.mean())} per rank over {ctx.nprocs} ranks; the others can wait up to "
+                   f"{fmt_time(excess_t)} for it at the next synchronisation.")
+        if source == "counters" and any(ctx.counters(m) is not None and
+                                        (ctx.counters(m)["rank"] < 0).any() for m, _ in LAYERS):
+            summary += (" Files shared by all ranks only record their slowest and fastest rank: the other "
+                        "ranks' shares are estimated as even.")
+        window = None
+        if not ctx.seg_app.is_empty():
+            window = ctx.seg_window(ctx.seg_app.filter(pl.col("rank") == heavy))
+        files = []
+        if not ctx.seg_app.is_empty():
+            files = (ctx.seg_app.filter(pl.col("rank") == heavy).group_by("file_id").agg(pl.col("length").sum())
+                     .sort("length", descending=True)["file_id"].to_list())
+        recs = [rec.Recommendation(
+            "Spread the I/O over all ranks",
+            f"Give every rank a similar share of the data to write/read (rank {heavy} does "
+            f"{top / mean:.1f}× the average), or use collective MPI-IO so the library balances the file-system "
+            "requests over its aggregators.",
+            "/* each rank writes its own part, all at once */\n"
+            "MPI_File_write_at_all(fh, my_offset, my_buf, my_count, MPI_BYTE, MPI_STATUS_IGNORE);", "c")]
+        out.append(Insight("RANK_IMBALANCE", "warning", title, summary,
+                           Evidence(ranks=heavy_ranks, files=ctx.names_of(files), time_window=window,
+                                    metrics=metrics),
+                           recs, source=source, partial=partial, score=top / mean))
+        break
+    return out
+
+
+def _aggregator_bottleneck(ctx) -> list:
+    """Collectively accessed shared files whose file-system I/O all goes through (nearly) one rank."""
+    mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
+    if mpi is None or posix is None:
+        return []
+    th = ctx.th
+    coll = mpi.group_by("file_id").agg((clip("MPIIO_COLL_WRITES") + clip("MPIIO_COLL_READS")).sum().alias("coll"),
+                                       clip("MPIIO_COLL_OPENS").sum().alias("coll_opens"))
+    coll = coll.filter(pl.col("coll") > 0).join(ctx.ranks_on_file("MPI-IO"), on="file_id")
+    out = []
+    seg = ctx.seg_posix
+    for row in coll.iter_rows(named=True):
+        fid, nranks = row["file_id"], row["nranks"]
+        p = posix.filter(pl.col("file_id") == fid)
+        if p.is_empty() or nranks < 2:
+            continue
+        fb = (p.select((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).sum()).item() or 0)
+        if fb <= 0:
+            continue
+        if not seg.is_empty() and ctx.trace_complete("DXT_POSIX") and fid in set(seg["file_id"].unique().to_list()):
+            per = (seg.filter(pl.col("file_id") == fid).group_by("rank")
+                   .agg(pl.col("length").sum().alias("b"), (pl.col("end") - pl.col("start")).sum().alias("t"))
+                   .sort("b", descending=True))
+            aggregators = per.height
+            nodes = ctx.hosts
+            if not nodes or aggregators >= nodes:
+                continue
+            top_rank, top_b, top_t = per.row(0)
+            source = "dxt"
+        else:
+            shared = p.filter(pl.col("rank") < 0)
+            if shared.is_empty() or nranks < th.single_aggregator_min_ranks:
+                continue
+            r = shared.row(0, named=True)
+            top_rank, top_b, top_t = r["POSIX_SLOWEST_RANK"], r["POSIX_SLOWEST_RANK_BYTES"], r["POSIX_F_SLOWEST_RANK_TIME"]
+            if top_rank is None or top_rank < 0 or top_b is None or top_b < (2 / 3) * fb:
+                continue
+            aggregators, nodes, source = 1, None, "counters"
+        if not ctx.matters(top_t):
+            continue
+        name = ctx.name(fid)
+        share = top_b / fb
+        metrics = {"aggregators": aggregators, "ranks_on_file": nranks, "heaviest_rank": top_rank,
+                   "heaviest_rank_bytes": top_b, "heaviest_rank_share": share, "heaviest_rank_time_s": top_t,
+                   "file_bytes": fb}
+        if nodes:
+            metrics["nodes"] = nodes
+        lus = ctx.log.lustre.filter(pl.col("file_id") == fid) if not ctx.log.lustre.is_empty() else None
+        stripe_count = int(lus["stripe_count"].max()) if lus is not None and lus.height else None
+        if stripe_count:
+            metrics["stripe_count"] = stripe_count
+        title = (f"Rank {top_rank} does {fmt_pct(share)} of the file-system I/O of a file {nranks} ranks "
+                 f"write collectively")
+        summary = (f"{name} is accessed with collective MPI-IO by {nranks} ranks, but at the POSIX layer rank "
+                   f"{top_rank} moves {fmt_bytes(top_b)} of {fmt_bytes(fb)} ({fmt_pct(share)}) in "
+                   f"{fmt_time(top_t)}: collective buffering uses {'only one aggregator' if aggregators == 1 else f'{aggregators} aggregators'}"
+                   + (f" for {nodes} nodes" if nodes else "") + ", and every other rank waits for it inside the "
+                   "collective calls.")
+        if stripe_count == 1:
+            summary += (" The file has a single Lustre stripe, and ROMIO's Lustre driver uses at most one "
+                        "aggregator per stripe by default.")
+        recs = []
+        if stripe_count is not None and stripe_count <= 4:
+            extent = p.select((pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max()
+                               + 1)).item() or 0
+            count = rec.stripe_count_for(extent if extent > 0 else fb, nranks)  # same rule as LUSTRE_STRIPING
+            recs.append(rec.lustre_setstripe(name, count, 1 << 20,
+                                             f"A wider stripe lets ROMIO use {count} aggregators in parallel."))
+        recs.append(rec.more_aggregators(nodes, stripe_count, nranks))
+        out.append(Insight("RANK_IMBALANCE", "warning", title, summary,
+                           Evidence(ranks=[top_rank], files=[name], time_window=ctx.counter_window("POSIX", [fid]),
+                                    metrics=metrics),
+                           recs, source=source, partial=False, score=share * 10))
+    return out
+
+
+# --- STRAGGLER ------------------------------------------------------------------------------------
+def check_straggler(ctx) -> list:
+    th = ctx.th
+    seg = ctx.seg_app
+    if seg.is_empty():
+        return []
+    per = seg.group_by("rank").agg(pl.col("start").min().alias("first"), pl.col("end").max().alias("last"))
+    if per.height < 4:
+        return []
+    t0, t1 = float(per["first"].min()), float(per["last"].max())
+    window = t1 - t0
+    median_end = float(per["last"].median())
+    need = max(th.straggler_min_delay, th.straggler_min_delay_share * window,
+               min(th.min_runtime_share * ctx.run_time, th.min_stake_seconds) if ctx.run_time > 0 else 0.0)
+    late = per.filter(pl.col("last") - median_end >= need)
+    if late.is_empty() or late.height > 0.25 * per.height:
+        return []
+    # a straggler is still doing I/O after the others finished, not just writing one record at the end
+    busy = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
+            .group_by("rank").agg((pl.col("end") - pl.max_horizontal(pl.col("start"), pl.lit(median_end))).sum()
+                                  .alias("busy")))
+    late = late.join(busy, on="rank", how="left").with_columns(pl.col("busy").fill_null(0.0))
+    late = late.filter((pl.col("busy") >= th.straggler_min_delay) &
+                       (pl.col("busy") >= 0.5 * (pl.col("last") - median_end)))
+    if late.is_empty():
+        return []
+    late = late.with_columns((pl.col("last") - median_end).alias("delay")).sort("delay", descending=True)
+    ranks = late["rank"].head(MAX_RANKS).to_list()
+    worst = float(late["delay"][0])
+    partial = any(ctx.trace_truncated(m) for m in ("DXT_POSIX", "DXT_MPIIO"))
+    files = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
+             .group_by("file_id").agg(pl.col("length").sum()).sort("length", descending=True)["file_id"].to_list())
+    metrics = {"stragglers": late.height, "ranks_with_io": per.height, "max_delay_s": worst,
+               "median_end_s": median_end, "io_window_s": window, "max_delay_share": worst / window if window else 0}
+    title = f"{fmt_ranks(ranks)} finish{'es' if len(ranks) == 1 else ''} I/O up to {fmt_time(worst)} after the others"
+    summary = (f"Half of the {per.height} ranks with I/O are done by {median_end:.2f} s, but {fmt_ranks(ranks)} "
+               f"keep{'s' if len(ranks) == 1 else ''} doing I/O until {float(late['last'].max()):.2f} s "
+               f"({fmt_pct(worst / window)} of the I/O window later).")
+    if partial:
+        summary += " The trace is truncated: ranks whose trace stopped early are not judged."
+    recs = [rec.Recommendation(
+        "Find out why these ranks are slow",
+        "Check whether the late ranks have more data (see RANK_IMBALANCE), share a node or OST with other "
+        "heavy I/O (node placement, OST_IMBALANCE), or issue smaller requests than the rest. Collective I/O "
+        "evens out the file-system load across ranks.", "", "text")]
+    return [Insight("STRAGGLER", "warning", title, summary,
+                    Evidence(ranks=ranks, files=ctx.names_of(files), time_window=(median_end, float(late["last"].max())),
+                             metrics=metrics),
+                    recs, source="dxt", partial=partial, score=worst / window if window else 0)]
+
+
+# --- SERIALIZED_IO --------------------------------------------------------------------------------
+def busy_intervals(seg: pl.DataFrame, gap: float) -> pl.DataFrame:
+    """Per rank, its operations merged into busy intervals (gaps shorter than `gap` bridged)."""
+    s = (seg.select("rank", "start", "end").sort(["rank", "start"])
+         .with_columns(pl.col("end").cum_max().shift(1).over("rank").alias("prev")))
+    s = s.with_columns(((pl.col("prev").is_null()) | (pl.col("start") > pl.col("prev") + gap))
+                       .cast(pl.Int64).cum_sum().over("rank").alias("g"))
+    return s.group_by(["rank", "g"]).agg(pl.col("start").min(), pl.col("end").max()).drop("g")
+
+
+def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
+    """Per rank: the time during which it is the only rank busy, plus the first/last moment of that."""
+    ev = pl.concat([
+        intervals.select(pl.col("start").alias("t"), pl.lit(1, dtype=pl.Int64).alias("d"), pl.col("rank").alias("r")),
+        intervals.select(pl.col("end").alias("t"), pl.lit(-1, dtype=pl.Int64).alias("d"),
+                         (-pl.col("rank")).alias("r")),
+    ]).sort(["t", "d"])
+    ev = ev.with_columns(pl.col("d").cum_sum().alias("active"), pl.col("r").cum_sum().alias("who"),
+                         (pl.col("t").shift(-1) - pl.col("t")).fill_null(0.0).alias("dt"))
+    one = ev.filter((pl.col("active") == 1) & (pl.col("dt") > 0))
+    return one.group_by(pl.col("who").alias("rank")).agg(
+        pl.col("dt").sum().alias("alone"), pl.col("t").min().alias("first"),
+        (pl.col("t") + pl.col("dt")).max().alias("last"))
+
+
+def check_serialized(ctx) -> list:
+    th = ctx.th
+    if ctx.nprocs < 2:
+        return []
+    seg = ctx.seg.filter(~pl.col("file_id").is_in(pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()))
+    if seg.is_empty():
+        return []
+    iv = busy_intervals(seg, th.serialized_gap)
+    t0, t1 = float(iv["start"].min()), float(iv["end"].max())
+    window = t1 - t0
+    if window <= 0:
+        return []
+    alone = alone_time(iv).sort("alone", descending=True)
+    if alone.is_empty():
+        return []
+    rank, secs, first, last = alone.row(0)
+    share = secs / window
+    if share < th.serialized_min_share or not ctx.matters(secs):
+        return []
+    ranks_io = seg["rank"].n_unique()
+    later = (seg.filter(pl.col("rank") != rank).group_by("rank").agg(pl.col("start").min())
+             .filter(pl.col("start") >= first)).height
+    mine = seg.filter((pl.col("rank") == rank) & (pl.col("start") < last) & (pl.col("end") > first))
+    app = mine.filter(pl.col("module") == "DXT_MPIIO") if (mine["module"] == "DXT_MPIIO").any() else mine
+    nbytes = int(app["length"].sum() or 0)
+    files = app.group_by("file_id").agg(pl.col("length").sum()).sort("length", descending=True)["file_id"].to_list()
+    kinds = ctx.kinds(files)
+    total_bytes = int(ctx.seg_app["length"].sum() or 0)
+    metrics = {"serial_share": share, "serial_time_s": secs, "io_window_s": window, "serial_rank": rank,
+               "bytes_while_alone": nbytes, "bytes_share_while_alone": nbytes / total_bytes if total_bytes else 0,
+               "ranks_with_io": ranks_io, "ranks_starting_after": later, "job_ranks": ctx.nprocs}
+    title = (f"Serialized I/O: rank {rank} does I/O alone for {fmt_pct(share)} of the I/O window "
+             f"({fmt_time(secs)})")
+    summary = (f"From {first:.2f} s to {last:.2f} s only rank {rank} is doing I/O ({fmt_bytes(nbytes)} on "
+               f"{len(files)} file(s)); {later} other rank(s) start their I/O only after that, so they most "
+               "likely wait for it.")
+    recs = []
+    if "netcdf" in kinds or "pnetcdf" in kinds:
+        recs.append(rec.netcdf_no_fill())
+    if "hdf5" in kinds:
+        recs.append(rec.hdf5_no_fill())
+    if not recs:
+        recs.append(rec.netcdf_no_fill())
+        recs.append(rec.hdf5_no_fill())
+        recs[0].detail = "If this is a NetCDF file being pre-filled by one rank: " + recs[0].detail
+        recs[1].detail = "If this is an HDF5 dataset being pre-filled: " + recs[1].detail
+    recs.append(rec.parallel_write("mpiio"))
+    partial = any(ctx.trace_truncated(m) for m in ("DXT_POSIX", "DXT_MPIIO"))
+    return [Insight("SERIALIZED_IO", "critical" if share >= 0.8 else "warning", title, summary,
+                    Evidence(ranks=[rank], files=ctx.names_of(files), time_window=(first, last), metrics=metrics),
+                    recs, source="dxt", partial=partial, score=share)]

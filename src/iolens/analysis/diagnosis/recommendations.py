@@ -1,0 +1,316 @@
+"""Concrete, pasteable fixes: MPI-IO hints, HDF5/NetCDF property calls, Lustre striping, Darshan settings.
+
+Every function returns a `Recommendation`; values in the snippets (node counts, stripe counts, sizes) come
+from the log when the caller knows them.
+"""
+from __future__ import annotations
+
+import math
+import posixpath
+
+from .insight import Recommendation
+from .units import fmt_size
+
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+# --- MPI-IO ----------------------------------------------------------------------------------------
+def mpi_hints_c(hints: dict, title: str, detail: str) -> Recommendation:
+    lines = ["MPI_Info info;", "MPI_Info_create(&info);"]
+    lines += [f'MPI_Info_set(info, "{k}", "{v}");' for k, v in hints.items()]
+    lines += ["MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);",
+              "MPI_Info_free(&info);"]
+    return Recommendation(title, detail, "\n".join(lines), "c")
+
+
+def romio_hints_file(hints: dict) -> Recommendation:
+    body = "\n".join(f"{k} {v}" for k, v in hints.items())
+    snippet = (f"cat > $PWD/romio-hints <<'EOF'\n{body}\nEOF\n"
+               "export ROMIO_HINTS=$PWD/romio-hints   # read by ROMIO (MPICH, Intel MPI, Cray MPICH, "
+               "OpenMPI's romio io component)")
+    return Recommendation("Or set the same hints without recompiling (ROMIO hints file)",
+                          "ROMIO reads one 'key value' pair per line from the file named by ROMIO_HINTS at "
+                          "MPI_File_open. Cray MPICH also accepts MPICH_MPIIO_HINTS=\"*:key=value:...\".",
+                          snippet, "shell")
+
+
+def collective_io(op: str, nodes: int | None, stripe_count: int | None = None) -> list:
+    """Switch independent calls to their collective versions and make sure two-phase buffering is on."""
+    call = "MPI_File_write_at_all" if op == "write" else "MPI_File_read_at_all"
+    indep = "MPI_File_write_at" if op == "write" else "MPI_File_read_at"
+    hint = "romio_cb_write" if op == "write" else "romio_cb_read"
+    hints = {hint: "enable"}
+    aggregators = _aggregators(nodes, stripe_count)
+    if aggregators:
+        hints["cb_nodes"] = str(aggregators)
+    hints["cb_buffer_size"] = str(16 * MiB)
+    why = ("With collective calls, ROMIO's two-phase I/O gathers the ranks' small interleaved pieces on a few "
+           "aggregator ranks and issues large contiguous requests to the file system.")
+    if aggregators:
+        why += (f" cb_nodes={aggregators}: one aggregator per node" if not stripe_count else
+                f" cb_nodes={aggregators}: a multiple of the file's stripe count ({stripe_count})")
+        why += (" (use the number of nodes of your job if it differs)." if nodes is None else ".")
+    code = (f"/* every rank of the communicator calls it, even with count = 0 */\n"
+            f"{call}(fh, offset, buf, count, MPI_BYTE, MPI_STATUS_IGNORE);   /* was {indep} */")
+    return [
+        Recommendation(f"Use collective MPI-IO ({call})", why, code, "c"),
+        mpi_hints_c(hints, "Enable collective buffering with MPI-IO hints",
+                    "Pass these hints when opening the file (ROMIO names; other MPI-IO implementations "
+                    "ignore unknown keys)."),
+        romio_hints_file(hints),
+    ]
+
+
+def _aggregators(nodes, stripe_count):
+    if stripe_count and stripe_count > 1:
+        if nodes:
+            return max(stripe_count, (nodes // stripe_count) * stripe_count) if nodes >= stripe_count \
+                else stripe_count
+        return stripe_count
+    return nodes or None
+
+
+def more_aggregators(nodes: int | None, stripe_count: int | None, ranks: int) -> Recommendation:
+    target = nodes or max(1, min(ranks // 32, 64))
+    hints = {"cb_nodes": str(target), "romio_cb_write": "enable"}
+    detail = (f"Set cb_nodes to the number of nodes ({target}" + (")" if nodes else ", a guess: iolens cannot "
+              "see the node count without DXT)") + ". On Lustre, ROMIO caps the aggregators at the stripe "
+              "count unless the file is striped wider: stripe the file too (see the lfs setstripe "
+              "recommendation).")
+    return mpi_hints_c(hints, "Use more collective-buffering aggregators", detail)
+
+
+def disable_data_sieving(op: str = "write") -> Recommendation:
+    key = "romio_ds_write" if op == "write" else "romio_ds_read"
+    return mpi_hints_c({key: "disable"}, f"Turn off data sieving for {op}s ({key}=disable)",
+                       "With data sieving ROMIO reads the whole extent around a noncontiguous independent "
+                       "write, patches it and writes it back, holding a lock. Disabling it issues one request "
+                       "per piece instead: better when the pieces are large; when they are small, prefer "
+                       "collective writes.")
+
+
+# --- HDF5 ----------------------------------------------------------------------------------------
+def hdf5_collective_transfer() -> Recommendation:
+    return Recommendation(
+        "HDF5: collective raw-data transfers",
+        "H5Dwrite/H5Dread are independent by default; a transfer property list makes them collective so MPI-IO "
+        "can aggregate them.",
+        "hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);\n"
+        "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);\n"
+        "H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, buf);\n"
+        "H5Pclose(dxpl);", "c")
+
+
+def hdf5_collective_metadata() -> Recommendation:
+    return Recommendation(
+        "HDF5: collective metadata reads and writes",
+        "Without these, every rank reads the same metadata with small independent requests and metadata is "
+        "flushed with many small writes. Requires HDF5 >= 1.10 and that all ranks call the metadata-modifying "
+        "functions collectively (they already must in parallel HDF5).",
+        "hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);\n"
+        "H5Pset_fapl_mpio(fapl, comm, info);\n"
+        "H5Pset_all_coll_metadata_ops(fapl, 1);   /* metadata reads: rank 0 reads, then broadcasts */\n"
+        "H5Pset_coll_metadata_write(fapl, 1);     /* metadata writes: one collective write */\n"
+        "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c")
+
+
+def hdf5_metadata_cache(meta_block: int = 4 * MiB) -> list:
+    return [
+        Recommendation(
+            "HDF5: larger metadata blocks and deferred metadata flushes",
+            "Aggregate metadata into bigger blocks and keep the metadata cache from evicting (writing) entries "
+            "during the run; everything is written once at H5Fclose. Avoid H5Fflush in the time loop.",
+            "H5Pset_meta_block_size(fapl, " + f"{meta_block}" + ");\n"
+            "H5AC_cache_config_t mdc;\n"
+            "mdc.version = H5AC__CURR_CACHE_CONFIG_VERSION;\n"
+            "H5Pget_mdc_config(fapl, &mdc);\n"
+            "mdc.set_initial_size = 1;\n"
+            "mdc.initial_size = 16 * 1024 * 1024;\n"
+            "mdc.max_size = 64 * 1024 * 1024;\n"
+            "mdc.evictions_enabled = 0;             /* no metadata writes until close */\n"
+            "mdc.incr_mode = H5C_incr__off;          /* required when evictions are off */\n"
+            "mdc.flash_incr_mode = H5C_flash_incr__off;\n"
+            "mdc.decr_mode = H5C_decr__off;\n"
+            "H5Pset_mdc_config(fapl, &mdc);", "c"),
+    ]
+
+
+def hdf5_alignment(alignment: int, threshold: int | None = None) -> Recommendation:
+    threshold = threshold if threshold is not None else min(alignment, 64 * 1024)
+    return Recommendation(
+        f"HDF5: align objects to {fmt_size(alignment)} boundaries",
+        f"Objects of at least {fmt_size(threshold)} start on a multiple of {fmt_size(alignment)} (the file system "
+        "block / Lustre stripe size), so large requests do not straddle stripes or need read-modify-write.",
+        f"H5Pset_alignment(fapl, {threshold}, {alignment});", "c")
+
+
+def hdf5_no_fill() -> Recommendation:
+    return Recommendation(
+        "HDF5: do not write fill values",
+        "By default HDF5 may write the fill value into every allocated chunk before your data; if the "
+        "application overwrites all of it, skip the fill.",
+        "hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);\n"
+        "H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);\n"
+        "H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);\n"
+        "hid_t dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);", "c")
+
+
+# --- NetCDF ------------------------------------------------------------------------------------
+def netcdf_no_fill() -> Recommendation:
+    return Recommendation(
+        "NetCDF: turn off fill mode",
+        "In fill mode NetCDF writes fill values for every variable (often from one rank) before the data is "
+        "written, so the file is written twice. Turn it off when every element is written.",
+        "/* per variable, after nc_def_var and before nc_enddef */\n"
+        "nc_def_var_fill(ncid, varid, NC_NOFILL, NULL);\n"
+        "/* or for the whole file: */\n"
+        "int old_mode;\n"
+        "nc_set_fill(ncid, NC_NOFILL, &old_mode);\n"
+        "/* PnetCDF: ncmpi_set_fill(ncid, NC_NOFILL, &old_mode); (no-fill is PnetCDF's default) */", "c")
+
+
+def netcdf_collective() -> Recommendation:
+    return Recommendation(
+        "NetCDF-4 / PnetCDF: collective variable access",
+        "NetCDF-4 parallel access is independent by default; PnetCDF's collective calls end in _all.",
+        "nc_var_par_access(ncid, varid, NC_COLLECTIVE);          /* NetCDF-4 */\n"
+        "ncmpi_put_vara_double_all(ncid, varid, start, count, buf); /* PnetCDF: the _all variant */", "c")
+
+
+# --- Lustre --------------------------------------------------------------------------------------
+def stripe_count_for(size: int, writers: int | None = None) -> int:
+    """A stripe count for a shared file of `size` bytes: about one OST per 4 GiB, at least 4, at most 64
+    (the usual site guidance: 1-10 GB -> 4-8, 10-100 GB -> 8-32, > 100 GB -> 32-64+), and not more than
+    the number of ranks writing it."""
+    count = int(math.ceil(size / (4 * GiB)))
+    count = max(4, min(64, count))
+    if writers:
+        count = max(1, min(count, writers))
+    return count
+
+
+def stripe_size_for(request: int | None) -> int:
+    """A stripe size matching the dominant request size (a power of two between 1 MiB and 64 MiB)."""
+    if not request or request <= MiB:
+        return MiB
+    size = 1 << int(math.floor(math.log2(request)))
+    return max(MiB, min(64 * MiB, size))
+
+
+def lustre_setstripe(path: str, count: int, size: int, reason: str) -> Recommendation:
+    directory = posixpath.dirname(path) or "."
+    return Recommendation(
+        f"Lustre: stripe over {count} OSTs with {fmt_size(size)} stripes",
+        reason + " Striping applies to files created after the command: set it on the output directory "
+        "before the run (or create the file with `lfs setstripe` first). MPI-IO can also set it at create "
+        f'time with the hints striping_factor={count} and striping_unit={size}.',
+        f"lfs setstripe -c {count} -S {fmt_size(size)} {directory}\n"
+        f"lfs getstripe {directory}   # check", "shell")
+
+
+# --- application changes -----------------------------------------------------------------------
+def aggregate_requests(op: str, size_hint: str = "1 MiB or more") -> Recommendation:
+    verb = "write" if op == "write" else "read"
+    if op == "write":
+        code = ("/* collect many small records in memory, write them in one call */\n"
+                "static char buf[16 << 20];\n"
+                "static size_t used = 0;\n"
+                "if (used + len > sizeof buf) { pwrite(fd, buf, used, file_off); file_off += used; used = 0; }\n"
+                "memcpy(buf + used, record, len); used += len;\n"
+                "/* at the end: pwrite(fd, buf, used, file_off); */")
+    else:
+        code = ("/* read a large block once, then serve the small reads from memory */\n"
+                "pread(fd, block, 16 << 20, block_off);\n"
+                "memcpy(record, block + (off - block_off), len);")
+    return Recommendation(
+        f"Aggregate small {verb}s into large requests",
+        f"Each request pays a fixed latency (system call, RPC, locks). Buffer in memory and {verb} in blocks of "
+        f"{size_hint}.", code, "c")
+
+
+def read_once_broadcast() -> Recommendation:
+    return Recommendation(
+        "Read shared input once and broadcast it",
+        "When every rank reads the same data, have one rank (or a collective read) fetch it and distribute it "
+        "over the network, which is much faster than N identical file-system reads.",
+        "if (rank == 0) pread(fd, buf, n, 0);\n"
+        "MPI_Bcast(buf, n, MPI_BYTE, 0, comm);\n"
+        "/* or: MPI_File_read_at_all(fh, 0, buf, n, MPI_BYTE, MPI_STATUS_IGNORE); with romio_cb_read=enable */",
+        "c")
+
+
+def parallel_write(kind: str) -> Recommendation:
+    return Recommendation(
+        "Write in parallel instead of through one rank",
+        "Let each rank write its own part of the file (collectively) instead of funnelling the data through "
+        "one rank.",
+        "/* each rank writes its block; all ranks call it */\n"
+        "MPI_Offset off = (MPI_Offset)rank * block_bytes;\n"
+        "MPI_File_write_at_all(fh, off, block, block_bytes, MPI_BYTE, MPI_STATUS_IGNORE);", "c")
+
+
+def fewer_fsync() -> Recommendation:
+    return Recommendation(
+        "Sync less often",
+        "fsync/fdatasync (and MPI_File_sync) wait until the data is on disk. Sync once per checkpoint, after the "
+        "last write, rather than after every write; closing the file is enough for other processes to see the "
+        "data on POSIX-compliant parallel file systems.",
+        "for (int i = 0; i < n; i++)\n    pwrite(fd, rec[i], len, off[i]);   /* no fsync here */\n"
+        "fsync(fd);                              /* once, at the end of the checkpoint */", "c")
+
+
+def stdio_buffering() -> list:
+    return [
+        Recommendation(
+            "Give stdio a large buffer, or use POSIX/MPI-IO for bulk data",
+            "fread/fwrite/fprintf go through a small libc buffer (4-8 KiB); with a larger buffer each system "
+            "call moves more data. For bulk or parallel output prefer pwrite/MPI-IO.",
+            "FILE *f = fopen(path, \"w\");\n"
+            "setvbuf(f, NULL, _IOFBF, 8 << 20);   /* 8 MiB buffer, before the first I/O */", "c"),
+        Recommendation(
+            "Avoid explicit flushes in loops",
+            "fflush() after every record forces a small write each time; flush at the end (or use a log level "
+            "that prints less).", "", "text"),
+    ]
+
+
+def metadata_fixes(many_tiny_files: bool) -> list:
+    recs = [Recommendation(
+        "Open files once and keep them open",
+        "Repeated open/close/stat of the same files costs a metadata-server round trip each time. Open once, "
+        "reuse the descriptor, and avoid stat()/access() probes (e.g. in loops or from every rank).", "", "text")]
+    if many_tiny_files:
+        recs.append(Recommendation(
+            "Pack many tiny files into fewer, larger ones",
+            "Thousands of tiny files are bound by the metadata server, not bandwidth: write one shared file "
+            "(MPI-IO, HDF5, NetCDF) or an archive per node instead of a file per rank per step.", "", "text"))
+    recs.append(Recommendation(
+        "Let one rank do shared metadata work",
+        "When every rank opens or stats the same file, do it on rank 0 and broadcast the result, or open the "
+        "file collectively with MPI_File_open.",
+        "struct stat st;\nint rc = 0;\nif (rank == 0) rc = stat(path, &st);\n"
+        "MPI_Bcast(&rc, 1, MPI_INT, 0, comm);\nMPI_Bcast(&st, sizeof st, MPI_BYTE, 0, comm);", "c"))
+    return recs
+
+
+def darshan_more_memory(module: str, counted: int | None = None) -> Recommendation:
+    if module.startswith("DXT"):
+        mib = 1024
+        if counted:
+            # a DXT segment costs 32 bytes (offset, length, start, end); keep a 2x margin
+            mib = max(64, 1 << int(math.ceil(math.log2(max(1, counted * 32 * 2 / (1 << 20))))))
+        return Recommendation(
+            "Re-run with more Darshan memory so the trace is complete",
+            "Darshan keeps the DXT trace in a fixed memory budget (DARSHAN_MODMEM, in MiB, 4 MiB by default "
+            "since 3.4) and silently stops tracing when it is full. Raise it for the run you want to analyse; "
+            "DXT_SMALL_IO_TRIGGER / DXT_UNALIGNED_IO_TRIGGER settings can also drop files from the trace.",
+            f"export DARSHAN_MODMEM={mib}            # MiB for all instrumentation modules\n"
+            f"export DARSHAN_MOD_ENABLE=DXT_POSIX,DXT_MPIIO\n"
+            f"mpiexec -n $NPROCS ./app", "shell")
+    return Recommendation(
+        f"Re-run with room for more {module} records",
+        "Darshan pre-allocates a fixed number of file records per module (1024 per process by default) and "
+        "stops recording new files when they run out, so the counters miss files.",
+        "cat > darshan.conf <<'EOF'\nMAX_RECORDS 16384 POSIX,MPI-IO,STDIO\nMODMEM 64\nEOF\n"
+        "export DARSHAN_CONFIG_PATH=$PWD/darshan.conf", "shell")

@@ -1,0 +1,405 @@
+"""SMALL_IO, MISALIGNED_IO, RANDOM_ACCESS: the shape of the requests that reach the file system (POSIX)."""
+from __future__ import annotations
+
+import polars as pl
+
+from . import recommendations as rec
+from .context import MAX_RANKS, SIZE_BINS, clip
+from .insight import Evidence, Insight
+from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
+
+OPS = (("write", "WRITE", "WRITES", "written"), ("read", "READ", "READS", "read"))
+
+
+def small_bins(limit: int):
+    """Darshan size bins that hold only requests of at most `limit` bytes."""
+    return [suffix for suffix, _, hi in SIZE_BINS if hi <= limit]
+
+
+def possibly_below_bins(limit: int):
+    """Bins that may hold requests smaller than `limit`."""
+    return [suffix for suffix, lo, _ in SIZE_BINS if lo < limit]
+
+
+def counter_stake(ctx, df: pl.DataFrame, est: pl.Expr) -> float:
+    """The largest per-rank value of `est` (seconds) over counter records: a rank's own records plus an
+    even share of the records of files shared by all ranks."""
+    n = ctx.nprocs
+    df = df.with_columns(est.fill_nan(0.0).fill_null(0.0).alias("_est"))
+    own = df.filter(pl.col("rank") >= 0).group_by("rank").agg(pl.col("_est").sum())
+    shared = float(df.filter(pl.col("rank") < 0)["_est"].sum() or 0.0) / n
+    return float(own["_est"].max() or 0.0) + shared
+
+
+def dxt_stake(seg: pl.DataFrame) -> float:
+    """The largest per-rank time spent in the given traced operations."""
+    if seg.is_empty():
+        return 0.0
+    return float(seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"))["t"].max() or 0.0)
+
+
+def stake_ok(ctx, seconds: float) -> bool:
+    """Does a problem costing the busiest rank `seconds` matter for this run?"""
+    return ctx.matters(seconds)
+
+
+def _posix_file_table(ctx, bins_small, bins_below_large):
+    df = ctx.counters("POSIX")
+    if df is None:
+        return None
+    aggs = [pl.len().alias("records"), (pl.col("rank") < 0).any().alias("shared")]
+    for op, OP, OPS_, _ in OPS:
+        aggs.append(clip(f"POSIX_{OPS_}").sum().alias(f"{op}s"))
+        aggs.append(clip(f"POSIX_SEQ_{OPS_}").sum().alias(f"seq_{op}s"))
+        aggs.append(pl.sum_horizontal([clip(f"POSIX_SIZE_{OP}_{b}") for b in bins_small]).sum()
+                    .alias(f"small_{op}s") if bins_small else pl.lit(0).alias(f"small_{op}s"))
+        aggs.append(pl.sum_horizontal([clip(f"POSIX_SIZE_{OP}_{b}") for b in bins_below_large]).sum()
+                    .alias(f"below_large_{op}s"))
+    return df.group_by("file_id").agg(aggs)
+
+
+# --- SMALL_IO ------------------------------------------------------------------------------------
+def check_small(ctx) -> list:
+    th = ctx.th
+    limit = int(th.small_request_bytes)
+    table = _posix_file_table(ctx, small_bins(limit), possibly_below_bins(int(th.large_request_bytes)))
+    seg = ctx.seg_posix
+    source = "counters"
+    if table is None:
+        if seg.is_empty():
+            return []
+        source = "dxt"
+        table = seg.group_by("file_id").agg(
+            *[(pl.col("op") == op).sum().alias(f"{op}s") for op, *_ in OPS],
+            *[((pl.col("op") == op) & (pl.col("length") <= limit)).sum().alias(f"small_{op}s") for op, *_ in OPS])
+    table = table.filter(pl.col("file_id").is_in(pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()).not_())
+    totals = {k: int(table[k].sum() or 0) for k in ("writes", "reads", "small_writes", "small_reads")}
+    flagged = []
+    for op, *_ in OPS:
+        n, small = totals[f"{op}s"], totals[f"small_{op}s"]
+        if n and small >= th.small_min_ops and small / n >= th.small_min_share:
+            flagged.append(op)
+    if not flagged:
+        return []
+
+    metrics = {"small_request_bytes": limit}
+    for op in ("write", "read"):
+        metrics[f"small_{op}s"] = totals[f"small_{op}s"]
+        metrics[f"{op}s"] = totals[f"{op}s"]
+        if totals[f"{op}s"]:
+            metrics[f"small_{op}_share"] = totals[f"small_{op}s"] / totals[f"{op}s"]
+    table = table.with_columns((pl.sum_horizontal([pl.col(f"small_{op}s") for op in flagged])).alias("small"))
+    top_files = table.filter(pl.col("small") > 0).sort("small", descending=True)
+    file_ids = top_files["file_id"].to_list()
+    metrics["files_with_small_requests"] = len(file_ids)
+
+    # the trace: exact sizes, time share, ranks, window, access pattern
+    ranks, window, partial, time_share, pattern, size_range = [], None, False, None, None, {}
+    if not seg.is_empty():
+        small = seg.filter((pl.col("length") <= limit) & pl.col("op").is_in(flagged))
+        if not small.is_empty():
+            partial = any(not ctx.trace_complete("DXT_POSIX", op) for op in flagged)
+            dur = (pl.col("end") - pl.col("start")).sum()
+            total_t = seg.select(dur).item() or 0.0
+            small_t = small.select(dur).item() or 0.0
+            time_share = small_t / total_t if total_t > 0 else None
+            metrics["small_request_time_s"] = small_t
+            if time_share is not None:
+                metrics["small_request_time_share"] = time_share
+            by_rank = small.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])
+            metrics["ranks_with_small_requests"] = by_rank.height
+            ranks = by_rank["rank"].head(MAX_RANKS).to_list()
+            window = ctx.seg_window(small)
+            for op in flagged:
+                part = small.filter(pl.col("op") == op)
+                if not part.is_empty():
+                    lo, hi = part.select(pl.col("length").min().alias("lo"), pl.col("length").max().alias("hi")).row(0)
+                    size_range[op] = (lo, hi)
+                    metrics[f"smallest_{op}_bytes"], metrics[f"largest_small_{op}_bytes"] = lo, hi
+            pattern = access_pattern(small)
+            if pattern:
+                metrics.update({k: v for k, v in pattern.items() if v is not None})
+            if source == "counters":
+                source = "dxt" if time_share is not None else source
+    elif table["shared"].any() if "shared" in table.columns else False:
+        metrics["ranks_with_small_requests"] = ctx.nprocs
+
+    # what is at stake: the busiest rank's time in small requests
+    if not seg.is_empty() and time_share is not None and not partial:
+        stake = dxt_stake(seg.filter((pl.col("length") <= limit) & pl.col("op").is_in(flagged)))
+    elif ctx.counters("POSIX") is not None:
+        est = pl.lit(0.0)
+        for op, OP, OPS_, _ in OPS:
+            if op in flagged:
+                bins = small_bins(limit)
+                small_n = pl.sum_horizontal([clip(f"POSIX_SIZE_{OP}_{b}") for b in bins]) if bins else pl.lit(0)
+                est = est + clip(f"POSIX_F_{OP}_TIME") * small_n / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1))
+        stake = counter_stake(ctx, ctx.counters("POSIX"), est)
+    else:
+        stake = 0.0
+    metrics["busiest_rank_small_request_time_s"] = stake
+
+    what = " and ".join(
+        f"{fmt_count(totals['small_' + op + 's'])} of {fmt_count(totals[op + 's'])} {op}s "
+        f"({fmt_pct(totals['small_' + op + 's'] / totals[op + 's'])})" for op in flagged)
+    sizes = ", ".join(f"{op}s {fmt_size(lo)}–{fmt_size(hi)} B" if hi < 1024 else
+                      f"{op}s {fmt_bytes(lo)}–{fmt_bytes(hi)}" for op, (lo, hi) in size_range.items())
+    title = f"Small requests dominate at the file system: {what} are at most {fmt_bytes(limit)}"
+    summary = (f"The POSIX layer (what reaches the file system) sees {what} of at most {fmt_bytes(limit)}"
+               + (f" ({sizes})" if sizes else "") + f" on {len(file_ids)} file(s)")
+    if time_share is not None:
+        summary += f"; they take {fmt_pct(time_share)} of the traced POSIX I/O time"
+    summary += "."
+    if pattern and pattern.get("strided_share", 0) >= 0.5:
+        stride = pattern.get("dominant_stride_bytes")
+        summary += (" Each rank's requests go forward through the file with gaps"
+                    + (f" (stride {fmt_bytes(stride)})" if stride else "")
+                    + ": a strided, rank-interleaved pattern, not random access — the kind collective "
+                    "buffering turns into large contiguous requests.")
+    elif pattern and pattern.get("consecutive_share", 0) >= 0.5:
+        summary += " Each rank's requests are consecutive: buffering them into larger requests is straightforward."
+    if partial:
+        summary += " The trace is truncated: the time share, ranks and sizes are from the traced part only."
+    # critical: small requests are most of the I/O time and cost the busiest rank >= 10% of the run
+    critical = time_share is not None and time_share >= 0.5 and ctx.run_time > 0 and stake >= 0.1 * ctx.run_time
+    severity = "critical" if critical else "warning"
+    if not stake_ok(ctx, stake):
+        severity = "info"
+        summary += (f" They cost the busiest rank only {fmt_time(stake)} ({fmt_pct(stake / ctx.run_time)} of the run), "
+                    "so this is not worth fixing for this run.")
+    return [Insight("SMALL_IO", severity, title, summary,
+                    Evidence(ranks=ranks, files=ctx.names_of(file_ids), time_window=window, metrics=metrics),
+                    _small_recs(ctx, file_ids, flagged), source=source, partial=partial,
+                    score=(time_share or 0.0) + sum(metrics.get(f"small_{op}_share", 0) for op in flagged))]
+
+
+def _small_recs(ctx, file_ids, ops) -> list:
+    recs = []
+    kinds = ctx.kinds(file_ids[:20])
+    mpi = ctx.counters("MPI-IO")
+    shared = False
+    nr = ctx.ranks_on_file("POSIX")
+    if not nr.is_empty():
+        shared = bool(nr.filter(pl.col("file_id").is_in(pl.Series(file_ids, dtype=pl.UInt64).implode())
+                                & (pl.col("nranks") > 1)).height)
+    indep = coll = 0
+    if mpi is not None:
+        on = mpi.filter(pl.col("file_id").is_in(pl.Series(file_ids, dtype=pl.UInt64).implode()))
+        for op in ops:
+            OPS_ = "WRITES" if op == "write" else "READS"
+            indep += int(on.select(clip(f"MPIIO_INDEP_{OPS_}").sum()).item() or 0)
+            coll += int(on.select(clip(f"MPIIO_COLL_{OPS_}").sum()).item() or 0)
+    op = ops[0]
+    nodes = ctx.hosts or None
+    if "hdf5" in kinds:
+        recs.append(rec.hdf5_collective_transfer())
+        recs.append(rec.hdf5_collective_metadata())
+    if "netcdf" in kinds or "pnetcdf" in kinds:
+        recs.append(rec.netcdf_collective())
+    if indep > coll or (shared and not (indep or coll)):
+        recs.extend(rec.collective_io(op, nodes))
+    elif coll:
+        recs.append(rec.mpi_hints_c({"romio_cb_write" if op == "write" else "romio_cb_read": "enable"},
+                                    "Make sure collective buffering is not disabled",
+                                    "The application already calls collective MPI-IO but the file system still "
+                                    "sees small requests: collective buffering may be turned off "
+                                    "(romio_cb_write=disable or automatic mode deciding against it)."))
+    recs.append(rec.aggregate_requests(op))
+    return recs
+
+
+def access_pattern(seg: pl.DataFrame):
+    """Shares of consecutive / strided (forward with a gap) / backward requests per rank and file, in time order."""
+    if seg.is_empty():
+        return None
+    keys = ["file_id", "rank", "op"]
+    s = seg.select(*keys, "offset", "length", "start").filter(pl.col("offset") >= 0).sort([*keys, "start"])
+    same = pl.all_horizontal([pl.col(k) == pl.col(k).shift(1) for k in keys])
+    s = (s.with_columns(pl.when(same).then(pl.col("offset").shift(1)).alias("prev_off"),
+                        pl.when(same).then((pl.col("offset") + pl.col("length")).shift(1)).alias("prev_end"))
+         .filter(pl.col("prev_end").is_not_null()))
+    if s.is_empty():
+        return None
+    n = s.height
+    r = s.select((pl.col("offset") == pl.col("prev_end")).sum().alias("consec"),
+                 (pl.col("offset") > pl.col("prev_end")).sum().alias("strided"),
+                 (pl.col("offset") < pl.col("prev_end")).sum().alias("back")).row(0, named=True)
+    strides = s.filter(pl.col("offset") > pl.col("prev_end")).select((pl.col("offset") - pl.col("prev_off"))
+                                                                     .alias("stride"))
+    dominant = None
+    if strides.height:
+        vc = strides["stride"].value_counts(sort=True)
+        if vc.height and vc["count"][0] >= 0.5 * strides.height:
+            dominant = int(vc["stride"][0])
+    return {"consecutive_share": r["consec"] / n, "strided_share": r["strided"] / n,
+            "backward_share": r["back"] / n, "dominant_stride_bytes": dominant}
+
+
+# --- MISALIGNED_IO -------------------------------------------------------------------------------
+def _alignments(ctx) -> pl.DataFrame:
+    """file_id -> alignment unit: the Lustre stripe size when known, else Darshan's POSIX_FILE_ALIGNMENT."""
+    df = ctx.counters("POSIX")
+    parts = []
+    if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
+        parts.append(df.group_by("file_id").agg(pl.col("POSIX_FILE_ALIGNMENT").max().alias("align_fs")))
+    out = parts[0] if parts else pl.DataFrame(schema={"file_id": pl.UInt64, "align_fs": pl.Int64})
+    lus = ctx.log.lustre
+    if not lus.is_empty():
+        stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(
+            pl.col("stripe_size").first().alias("align_lustre"))
+        out = out.join(stripes, on="file_id", how="full", coalesce=True)
+    else:
+        out = out.with_columns(pl.lit(None, dtype=pl.Int64).alias("align_lustre"))
+    return out.with_columns(pl.coalesce("align_lustre", "align_fs").alias("align")).filter(pl.col("align") > 1)
+
+
+def check_misaligned(ctx) -> list:
+    th = ctx.th
+    align = _alignments(ctx)
+    if align.is_empty():
+        return []
+    seg = ctx.seg_posix
+    metrics, ranks, window, partial, source = {}, [], None, False, "counters"
+    if not seg.is_empty():
+        s = seg.filter(pl.col("offset") >= 0).join(align.select("file_id", "align"), on="file_id", how="inner")
+        total = s.height
+        bad = s.filter((pl.col("length") >= pl.col("align")) & (pl.col("offset") % pl.col("align") != 0))
+        count = bad.height
+        source, partial = "dxt", ctx.trace_truncated("DXT_POSIX")
+        stake = dxt_stake(bad)
+        if count:
+            ranks = bad.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
+            window = ctx.seg_window(bad)
+            per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort("n", descending=True)
+            metrics["misaligned_bytes"] = int(bad["length"].sum())
+    else:
+        df = ctx.counters("POSIX")
+        if df is None or "POSIX_FILE_NOT_ALIGNED" not in df.columns:
+            return []
+        per = df.group_by("file_id").agg(
+            clip("POSIX_FILE_NOT_ALIGNED").sum().alias("not_aligned"),
+            (clip("POSIX_READS") + clip("POSIX_WRITES")).sum().alias("ops"),
+            pl.col("POSIX_FILE_ALIGNMENT").max().alias("align_fs"),
+            *[clip(f"POSIX_SIZE_{OP}_{b}").sum().alias(f"{OP}_{b}") for _, OP, _, _ in OPS
+              for b, _, _ in SIZE_BINS])
+        per = per.join(align.select("file_id", "align"), on="file_id", how="inner")
+        rows = []
+        for r in per.iter_rows(named=True):
+            below = sum(r[f"{OP}_{b}"] for _, OP, _, _ in OPS for b in possibly_below_bins(int(r["align"])))
+            rows.append({"file_id": r["file_id"], "n": max(0, r["not_aligned"] - below), "align": r["align"],
+                         "ops": r["ops"]})
+        per_file = pl.DataFrame(rows, schema={"file_id": pl.UInt64, "n": pl.Int64, "align": pl.Int64,
+                                              "ops": pl.Int64}).sort("n", descending=True)
+        total = int(per_file["ops"].sum() or 0)
+        count = int(per_file["n"].sum() or 0)
+        metrics["note_lower_bound"] = 1
+        est = ((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")) * clip("POSIX_FILE_NOT_ALIGNED")
+               / pl.max_horizontal(clip("POSIX_READS") + clip("POSIX_WRITES"), pl.lit(1)))
+        stake = counter_stake(ctx, df, est) * (count / max(int(per["not_aligned"].sum() or 0), 1))
+    if not total or count < th.misaligned_min_ops or count / total < th.misaligned_min_share:
+        return []
+    per_file = per_file.filter(pl.col("n") > 0)
+    unit = int(per_file["align"][0])
+    metrics["busiest_rank_misaligned_time_s"] = stake
+    severity = "warning" if stake_ok(ctx, stake) else "info"
+    metrics.update({"misaligned_requests": count, "requests": total, "misaligned_share": count / total,
+                    "alignment_bytes": unit})
+    file_ids = per_file["file_id"].to_list()
+    on_lustre = any(f in set(ctx.log.lustre["file_id"].to_list()) for f in file_ids[:20]) if not ctx.log.lustre.is_empty() else False
+    what = "Lustre stripe" if on_lustre else "file-system block"
+    title = (f"{fmt_count(count)} requests ({fmt_pct(count / total)}) of at least one {what} start off a "
+             f"{fmt_bytes(unit)} boundary")
+    summary = (f"{fmt_count(count)} of {fmt_count(total)} POSIX requests are at least {fmt_bytes(unit)} long but "
+               f"do not start on a {fmt_bytes(unit)} {what} boundary, so each touches one more block/stripe than "
+               "needed (extra lock traffic on Lustre, read-modify-write of partial blocks).")
+    if source == "counters":
+        summary += (" From counters only, requests that may be shorter than the alignment unit are not counted, "
+                    "so this is a lower bound.")
+    recs = []
+    if "hdf5" in ctx.kinds(file_ids[:20]):
+        recs.append(rec.hdf5_alignment(unit))
+    recs.append(rec.mpi_hints_c({"striping_unit": str(unit)}, "Keep MPI-IO file domains on stripe boundaries",
+                                "ROMIO aligns collective-buffering file domains to striping_unit; on Lustre it "
+                                "reads the stripe size itself."))
+    recs.append(rec.Recommendation(
+        "Align the application's records", f"Make each rank's block size and starting offset a multiple of "
+        f"{fmt_bytes(unit)} (pad headers, round block sizes up).",
+        f"MPI_Offset off = header_bytes_padded + (MPI_Offset)rank * block_bytes;   /* both multiples of {unit} */",
+        "c"))
+    if severity == "info":
+        summary += f" They cost the busiest rank at most {fmt_time(stake)}: not worth fixing for this run."
+    return [Insight("MISALIGNED_IO", severity, title, summary,
+                    Evidence(ranks=ranks, files=ctx.names_of(file_ids), time_window=window, metrics=metrics),
+                    recs, source=source, partial=partial, score=count / total)]
+
+
+# --- RANDOM_ACCESS ---------------------------------------------------------------------------------
+def check_random(ctx) -> list:
+    th = ctx.th
+    large = int(th.large_request_bytes)
+    out = []
+    table = _posix_file_table(ctx, small_bins(int(th.small_request_bytes)), possibly_below_bins(large))
+    seg = ctx.seg_posix
+    for op, OP, OPS_, _ in OPS:
+        metrics, ranks, window, source, partial = {}, [], None, "counters", False
+        if ctx.trace_complete("DXT_POSIX", op):
+            s = (seg.filter((pl.col("op") == op) & (pl.col("offset") >= 0)).sort(["file_id", "rank", "start"])
+                 .with_columns((pl.col("offset") + pl.col("length")).shift(1).over(["file_id", "rank"])
+                               .alias("prev_end")))
+            total = s.height
+            back = s.filter(pl.col("prev_end").is_not_null() & (pl.col("offset") < pl.col("prev_end")))
+            small_back = back.filter(pl.col("length") < large)
+            n_random = back.height
+            n_small_random = small_back.height
+            source = "dxt"
+            stake = dxt_stake(small_back)
+            if n_small_random:
+                ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
+                window = ctx.seg_window(small_back)
+                files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort("n", descending=True)["file_id"].to_list()
+            else:
+                files = []
+        else:
+            if table is None:
+                continue
+            total = int(table[f"{op}s"].sum() or 0)
+            rnd = table.with_columns((pl.col(f"{op}s") - pl.col(f"seq_{op}s")).clip(lower_bound=0).alias("rnd"))
+            n_random = int(rnd["rnd"].sum() or 0)
+            below_large = int(table[f"below_large_{op}s"].sum() or 0)
+            # without the trace the sizes of the random requests are unknown: require most requests to be small
+            n_small_random = n_random if total and below_large / total >= 0.5 else 0
+            files = rnd.filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list()
+            partial = False
+            stake = counter_stake(ctx, ctx.counters("POSIX"),
+                                  clip(f"POSIX_F_{OP}_TIME") * (clip(f"POSIX_{OPS_}") - clip(f"POSIX_SEQ_{OPS_}")).clip(lower_bound=0)
+                                  / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1)))
+        if not total or n_small_random < th.random_min_ops or n_small_random / total < th.random_min_share:
+            continue
+        metrics.update({f"random_{op}s": n_small_random, f"{op}s": total, "random_share": n_small_random / total,
+                        "nonsequential_requests": n_random})
+        title = (f"Random {op}s: {fmt_count(n_small_random)} of {fmt_count(total)} POSIX {op}s "
+                 f"({fmt_pct(n_small_random / total)}) go backwards in the file")
+        summary = (f"{fmt_pct(n_small_random / total)} of the POSIX {op}s start before the end of the same rank's "
+                   f"previous {op} on that file (Darshan's definition of non-sequential)"
+                   + (f" and are smaller than {fmt_bytes(large)}" if source == "dxt" else "")
+                   + ". Small random requests defeat read-ahead and write-behind and cost a seek or lock each.")
+        metrics["busiest_rank_random_time_s"] = stake
+        severity = "warning" if stake_ok(ctx, stake) else "info"
+        if severity == "info":
+            summary += f" They cost the busiest rank at most {fmt_time(stake)}: not worth fixing for this run."
+        recs = [rec.aggregate_requests(op)]
+        if op == "read":
+            recs.insert(0, rec.Recommendation(
+                "Sort and batch the reads", "Collect the offsets you need, sort them and read contiguous ranges "
+                "(or use MPI_File_read_at_all with a file view / H5Dread with a hyperslab union) so the file system "
+                "sees large forward reads.", "", "text"))
+            if "hdf5" in ctx.kinds(files[:20]):
+                recs.append(rec.Recommendation(
+                    "HDF5: chunk to match the access pattern and enlarge the chunk cache",
+                    "Random element access into large chunks re-reads whole chunks; choose chunk shapes that "
+                    "match the read pattern and give the chunk cache room for the working set.",
+                    "H5Pset_chunk_cache(dapl, 12421, 64 * 1024 * 1024, 1.0);   /* slots, bytes, w0 */", "c"))
+        out.append(Insight("RANDOM_ACCESS", severity, title, summary,
+                           Evidence(ranks=ranks, files=ctx.names_of(files), time_window=window, metrics=metrics),
+                           recs, source=source, partial=partial, score=n_small_random / total))
+    return out

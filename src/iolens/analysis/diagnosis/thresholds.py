@@ -1,0 +1,236 @@
+"""Every number a check compares against: documented defaults, `NAME=VALUE` overrides and a TOML config file.
+
+Values accept units: bytes as `4096`, `64KiB`, `1MiB`, `1G`; shares as `0.1` or `10%`; seconds as `2`, `500ms`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+
+@dataclass(frozen=True)
+class Threshold:
+    name: str
+    default: float
+    kind: str  # 'bytes' | 'share' | 'count' | 'ratio' | 'seconds'
+    help: str
+
+
+DEFINITIONS = (
+    # requests
+    Threshold("small_request_bytes", 100 * KiB, "bytes",
+              "A request of at most this size is small. Counters only know Darshan's size bins (100 B, 1 KiB, "
+              "10 KiB, 100 KiB, 1 MiB, 4 MiB, ...): the value is rounded down to a bin edge there."),
+    Threshold("small_min_share", 0.10, "share", "SMALL_IO: small requests are at least this share of the POSIX "
+                                                "reads or writes ..."),
+    Threshold("small_min_ops", 1000, "count", "... and at least this many."),
+    Threshold("large_request_bytes", 1 * MiB, "bytes",
+              "Requests of at least this size are efficient even when random or independent "
+              "(RANDOM_ACCESS and NO_COLLECTIVE_IO only count smaller ones)."),
+    Threshold("misaligned_min_share", 0.10, "share",
+              "MISALIGNED_IO: requests at least one alignment unit long that start off a block/stripe boundary "
+              "are at least this share of the POSIX requests ..."),
+    Threshold("misaligned_min_ops", 1000, "count", "... and at least this many."),
+    Threshold("random_min_share", 0.20, "share",
+              "RANDOM_ACCESS: requests that go backwards in the file (per rank) are at least this share ..."),
+    Threshold("random_min_ops", 1000, "count", "... and at least this many."),
+    # ranks
+    Threshold("imbalance_ratio", 2.0, "ratio",
+              "RANK_IMBALANCE: the busiest rank's I/O time (or bytes) is at least this multiple of the mean."),
+    Threshold("single_aggregator_min_ranks", 256, "count",
+              "RANK_IMBALANCE from counters only: one rank doing nearly all file-system I/O of a collectively "
+              "written file is flagged when the file was opened by at least this many ranks (the node count "
+              "is unknown without DXT; with DXT, fewer aggregators than nodes is flagged)."),
+    Threshold("straggler_min_delay", 1.0, "seconds",
+              "STRAGGLER: a rank's I/O ends at least this long after the median rank's ..."),
+    Threshold("straggler_min_delay_share", 0.25, "share", "... and at least this share of the I/O window."),
+    Threshold("serialized_min_share", 0.5, "share",
+              "SERIALIZED_IO: one rank is the only rank doing I/O for at least this share of the I/O window."),
+    Threshold("serialized_gap", 0.01, "seconds",
+              "Gaps shorter than this between one rank's operations count as busy (SERIALIZED_IO)."),
+    Threshold("min_runtime_share", 0.05, "share",
+              "Imbalance, stragglers, serialization and metadata only matter when the time at stake is at least "
+              "this share of the run time."),
+    Threshold("min_stake_seconds", 60.0, "seconds",
+              "... or at least this long (a minute of every rank waiting is worth fixing in a long run)."),
+    Threshold("min_stake_floor", 0.25, "seconds",
+              "... but never when less than this (tiny test runs: a 30 ms open is not a problem)."),
+    Threshold("min_io_time_share", 0.01, "share",
+              "When the slowest rank spends less than this share of the run time in I/O, warnings are "
+              "demoted to info: fixing them cannot speed the job up noticeably."),
+    # MPI-IO
+    Threshold("no_collective_min_ops", 1000, "count",
+              "NO_COLLECTIVE_IO: at least this many independent MPI-IO requests on shared files ..."),
+    Threshold("no_collective_min_share", 0.5, "share", "... at least this share of the MPI-IO requests ..."),
+    Threshold("no_collective_min_ops_per_rank", 100, "count",
+              "... and at least this many per rank on average (a few independent header reads per rank cost "
+              "nothing)."),
+    Threshold("sieving_min_share", 0.10, "share",
+              "DATA_SIEVING: POSIX reads the application did not ask for are at least this share of the bytes "
+              "written to the file, or their read time is at least this share of the POSIX time on it ..."),
+    Threshold("sieving_min_bytes", 16 * MiB, "bytes", "... and at least this many bytes."),
+    # HDF5
+    Threshold("hdf5_meta_min_share", 0.5, "share",
+              "HDF5_METADATA: metadata time (H5F/H5D open, close, flush) is at least this share of the HDF5 "
+              "time, or small metadata-sized writes are at least this share of the POSIX writes to HDF5 files."),
+    Threshold("hdf5_meta_request_bytes", 4 * KiB, "bytes",
+              "POSIX writes to an HDF5 file of at most this size are counted as metadata writes."),
+    # Lustre
+    Threshold("lustre_large_file_bytes", 1 * GiB, "bytes",
+              "LUSTRE_STRIPING: shared files at least this large should be striped over several OSTs."),
+    Threshold("ost_imbalance_ratio", 2.0, "ratio",
+              "OST_IMBALANCE: the busiest OST moves at least this multiple of the mean OST's bytes ..."),
+    Threshold("ost_min_bytes", 1 * GiB, "bytes", "... and the job moves at least this many bytes on Lustre."),
+    Threshold("slow_ost_ratio", 4.0, "ratio",
+              "SLOW_OST: single-stripe files on one OST take at least this multiple of the typical time per byte "
+              "(median over the other OSTs) ..."),
+    Threshold("slow_ost_min_files", 3, "count", "... over at least this many files on that OST."),
+    # metadata
+    Threshold("metadata_min_share", 0.30, "share",
+              "METADATA_HEAVY: metadata time is at least this share of the POSIX/STDIO I/O time."),
+    Threshold("tiny_file_bytes", 64 * KiB, "bytes", "A file whose extent is at most this size is tiny."),
+    Threshold("tiny_files_min", 1000, "count", "METADATA_HEAVY: at least this many tiny files ..."),
+    Threshold("tiny_files_min_share", 0.5, "share", "... that are at least this share of the files."),
+    # redundancy
+    Threshold("redundant_ratio", 1.5, "ratio",
+              "REDUNDANT_READS/WRITES: bytes moved are at least this multiple of the file extent ..."),
+    Threshold("redundant_min_bytes", 64 * MiB, "bytes", "... and the excess is at least this many bytes."),
+    # interfaces
+    Threshold("fsync_min_count", 100, "count", "FSYNC_HEAVY: at least this many fsync/fdatasync calls ..."),
+    Threshold("fsync_per_write", 0.1, "ratio", "... and at least this many per write."),
+    Threshold("stdio_min_share", 0.10, "share",
+              "STDIO_HEAVY: stdio carries at least this share of the bytes or of the I/O time ..."),
+    Threshold("stdio_min_bytes", 16 * MiB, "bytes", "... and at least this many bytes (or 1 s of I/O time)."),
+)
+BY_NAME = {t.name: t for t in DEFINITIONS}
+DEFAULTS = {t.name: t.default for t in DEFINITIONS}
+
+_BYTE_UNITS = {"": 1, "b": 1, "k": KiB, "kb": 1000, "kib": KiB, "m": MiB, "mb": 1000**2, "mib": MiB,
+               "g": GiB, "gb": 1000**3, "gib": GiB, "t": 1 << 40, "tb": 1000**4, "tib": 1 << 40}
+_TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
+
+
+class Thresholds(dict):
+    """name -> value, starting from the documented defaults."""
+
+    def __init__(self, overrides=None):
+        super().__init__(DEFAULTS)
+        for name, value in (overrides or {}).items():
+            self.set(name, value)
+
+    def set(self, name: str, value) -> None:
+        name = name.strip().lower().replace("-", "_")
+        if name not in BY_NAME:
+            raise ValueError(f"unknown threshold {name!r} (known: {', '.join(sorted(BY_NAME))})")
+        self[name] = parse_value(BY_NAME[name], value)
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def changed(self) -> dict:
+        return {k: v for k, v in self.items() if v != DEFAULTS[k]}
+
+
+def parse_value(th: Threshold, value) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{th.name}: expected a number, got {value!r}")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    else:
+        text = str(value).strip().lower().replace("_", "").replace(" ", "")
+        m = re.fullmatch(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)([a-z%]*)", text)
+        if not m:
+            raise ValueError(f"{th.name}: cannot read {value!r} as a number")
+        number, unit = float(m.group(1)), m.group(2)
+        if unit == "%":
+            if th.kind not in ("share", "ratio"):
+                raise ValueError(f"{th.name}: a percentage only fits a share")
+            number /= 100.0
+        elif th.kind == "bytes" and unit in _BYTE_UNITS:
+            number *= _BYTE_UNITS[unit]
+        elif th.kind == "seconds" and unit in _TIME_UNITS:
+            number *= _TIME_UNITS[unit]
+        elif unit:
+            raise ValueError(f"{th.name}: unknown unit {unit!r} for a {th.kind} value")
+    if number < 0:
+        raise ValueError(f"{th.name}: must not be negative")
+    if th.kind == "share" and number > 1:
+        raise ValueError(f"{th.name}: a share is between 0 and 1 (or 0% and 100%)")
+    if th.kind in ("bytes", "count"):
+        number = float(int(number))
+    return int(number) if th.kind in ("bytes", "count") else number
+
+
+def parse_assignment(text: str) -> tuple:
+    """'NAME=VALUE' -> (name, value); raises ValueError with a one-line reason."""
+    if "=" not in text:
+        raise ValueError(f"expected NAME=VALUE, got {text!r}")
+    name, value = text.split("=", 1)
+    name = name.strip().lower().replace("-", "_")
+    if name not in BY_NAME:
+        raise ValueError(f"unknown threshold {name!r} (known: {', '.join(sorted(BY_NAME))})")
+    return name, parse_value(BY_NAME[name], value.strip())
+
+
+def load_config(path: str) -> dict:
+    """Threshold overrides from a TOML file: a `[thresholds]` table (or top-level keys)."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    data = _load_toml(raw.decode("utf-8"))
+    table = data.get("thresholds", data)
+    if not isinstance(table, dict):
+        raise ValueError(f"{path}: [thresholds] must be a table")
+    out = {}
+    for name, value in table.items():
+        if isinstance(value, dict):
+            continue  # other sections
+        key = name.strip().lower().replace("-", "_")
+        if key not in BY_NAME:
+            raise ValueError(f"{path}: unknown threshold {name!r}")
+        out[key] = parse_value(BY_NAME[key], value)
+    return out
+
+
+def _load_toml(text: str) -> dict:
+    try:
+        import tomllib  # Python 3.11+
+    except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+        return _mini_toml(text)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not valid TOML: {exc}") from None
+
+
+def _mini_toml(text: str) -> dict:
+    """The subset iolens configs use: [section] headers and `key = number|"string"` lines."""
+    root: dict = {}
+    table = root
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            table = root
+            for part in line.strip("[]").split("."):
+                table = table.setdefault(part.strip(), {})
+            continue
+        if "=" not in line:
+            raise ValueError(f"line {lineno}: expected key = value")
+        key, value = (s.strip() for s in line.split("=", 1))
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            table[key] = value[1:-1]
+        else:
+            try:
+                table[key] = int(value)
+            except ValueError:
+                try:
+                    table[key] = float(value)
+                except ValueError:
+                    raise ValueError(f"line {lineno}: cannot read value {value!r}") from None
+    return root

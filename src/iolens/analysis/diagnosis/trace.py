@@ -1,0 +1,74 @@
+"""TRUNCATED_TRACE: the DXT trace holds fewer operations than the counters, or a module ran out of memory."""
+from __future__ import annotations
+
+import polars as pl
+
+from . import recommendations as rec
+from .insight import Evidence, Insight
+from .units import fmt_bytes, fmt_count, fmt_pct
+
+COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "LUSTRE")
+
+
+def check(ctx) -> list:
+    out = []
+    for module, d in ctx.dxt.items():
+        if not d["truncated"]:
+            continue
+        out.append(_dxt_insight(ctx, module, d))
+    for module in COUNTER_MODULES:
+        if ctx.log.is_partial(module):
+            out.append(Insight(
+                "TRUNCATED_TRACE", "warning",
+                f"The {module} counters are incomplete: Darshan ran out of records",
+                f"Darshan flagged the {module} module as partial: files opened after its record memory ran out "
+                "are missing, so totals and per-file conclusions from these counters are lower bounds.",
+                Evidence(metrics={"records": (ctx.log.module(module).records if ctx.log.module(module) else 0)}),
+                [rec.darshan_more_memory(module)], source="counters", partial=True, score=100.0, demotable=False))
+    return out
+
+
+def _dxt_insight(ctx, module, d) -> Insight:
+    layer = "POSIX" if module == "DXT_POSIX" else "MPI-IO"
+    parts, missing_kind, worst = [], [], 1.0
+    metrics = {"traced_writes": d["writes"], "traced_reads": d["reads"]}
+    for op, traced, counted in (("write", d["writes"], d["counter_writes"]), ("read", d["reads"], d["counter_reads"])):
+        if counted is None:
+            continue
+        metrics[f"counted_{op}s"] = counted
+        if counted > 0:
+            cover = min(traced / counted, 1.0)
+            metrics[f"{op}_coverage"] = cover
+            worst = min(worst, cover)
+            if traced < counted:
+                parts.append(f"{fmt_count(traced)} of {fmt_count(counted)} {op}s ({fmt_pct(cover)})")
+            if traced == 0:
+                missing_kind.append(op)
+    critical = bool(missing_kind) or worst < 0.5
+    if parts:
+        title = f"The {module} trace is truncated: it holds " + " and ".join(parts)
+    else:
+        title = f"The {module} trace is truncated (module flagged partial)"
+    summary = ("; ".join(d["truncation_reasons"]) + ". Conclusions drawn from the trace (timing, ranks, offsets) "
+               "are partial; totals come from the counters.")
+    counters = ctx.counters(layer)
+    for op in missing_kind:
+        if counters is not None:
+            col = {"POSIX": {"read": "POSIX_BYTES_READ", "write": "POSIX_BYTES_WRITTEN"},
+                   "MPI-IO": {"read": "MPIIO_BYTES_READ", "write": "MPIIO_BYTES_WRITTEN"}}[layer][op]
+            nbytes = int(counters.select(pl.col(col).clip(lower_bound=0).sum()).item() or 0)
+            metrics[f"counted_{op}_bytes"] = nbytes
+            summary += (f" The {layer} counters recorded {fmt_count(d['counter_' + op + 's'])} {op}s "
+                        f"({fmt_bytes(nbytes)}) that the trace does not show: they happened, they were not traced.")
+    window = None
+    seg = ctx.seg.filter(pl.col("module") == module)
+    if not seg.is_empty() and ctx.run_time > 0:
+        # from where the first rank stopped being traced to the end of the job
+        last = seg.group_by("rank").agg(pl.col("end").max())["end"].min()
+        if last is not None and last < ctx.run_time:
+            window = (float(last), float(ctx.run_time))
+    counted_total = (d["counter_writes"] or 0) + (d["counter_reads"] or 0)
+    return Insight("TRUNCATED_TRACE", "critical" if critical else "warning", title, summary,
+                   Evidence(ranks=[], files=[], time_window=window, metrics=metrics),
+                   [rec.darshan_more_memory(module, counted_total)], source="dxt", partial=True,
+                   score=100.0 + (1.0 - worst), demotable=False)

@@ -1,0 +1,60 @@
+"""`iolens diagnose LOG`: insights, most severe first, with evidence and what to change."""
+from __future__ import annotations
+
+import click
+
+from .common import emit_json, json_option, load, log_argument
+
+
+def _list_thresholds(ctx, _param, value):
+    if not value or ctx.resilient_parsing:
+        return
+    from ..analysis.diagnosis.thresholds import DEFINITIONS
+
+    for t in DEFINITIONS:
+        click.echo(f"{t.name} = {t.default:g}  ({t.kind}) {t.help}")
+    ctx.exit(0)
+
+
+@click.command("diagnose")
+@log_argument
+@json_option
+@click.option("--threshold", "-t", "overrides", multiple=True, metavar="NAME=VALUE",
+              help="Change a threshold, e.g. -t small_request_bytes=64KiB -t small_min_share=20%. Repeatable.")
+@click.option("--config", "config", type=click.Path(exists=True, dir_okay=False, path_type=str),
+              help="TOML file with a [thresholds] table (command-line --threshold wins).")
+@click.option("--all", "show_all", is_flag=True, help="Also show info and ok insights.")
+@click.option("--list-thresholds", is_flag=True, expose_value=False, is_eager=True, callback=_list_thresholds,
+              help="Print every threshold with its default and exit.")
+def command(log: str, as_json: bool, overrides: tuple, config: str | None, show_all: bool) -> None:
+    """Find I/O bottlenecks in LOG and say what to change.
+
+    Prints critical and warning insights (--all: also info/ok), each with its evidence and pasteable
+    recommendations. --json prints {"log", "schema_version", "insights"} with every insight, whatever its
+    severity (see docs/diagnosis.md for the schema).
+    """
+    from ..analysis.diagnosis import Thresholds, diagnose
+    from ..analysis.diagnosis.insight import SCHEMA_VERSION
+    from ..analysis.diagnosis.thresholds import load_config, parse_assignment
+
+    values = {}
+    if config:
+        try:
+            values.update(load_config(config))
+        except (ValueError, OSError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--config") from None
+    for text in overrides:
+        try:
+            name, value = parse_assignment(text)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--threshold") from None
+        values[name] = value
+    thresholds = Thresholds(values)
+    parsed = load(log, quiet=as_json)
+    insights = [i.to_dict() for i in diagnose(parsed, thresholds)]
+    if as_json:
+        emit_json({"log": log, "schema_version": SCHEMA_VERSION, "insights": insights})
+        return
+    from ..views.terminal_insights import render
+
+    render(log, insights, job=parsed.job, show_all=show_all)

@@ -1,0 +1,137 @@
+"""Terminal rendering of diagnosis insights: rich panels on a terminal, plain text when piped."""
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from .units import human_bytes, human_count, human_seconds
+
+STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "cyan", "ok": "green"}
+SYNTAX = {"c": "c", "shell": "bash", "ini": "ini", "fortran": "fortran", "text": "text"}
+
+
+def format_metric(name: str, value) -> str:
+    """A metric value in human units, judged by its name (…_bytes, …_s, …_share)."""
+    if value is None:
+        return "-"
+    if "_share" in name or name.endswith("_coverage"):
+        return f"{float(value) * 100:.1f}%"
+    if name.endswith("_bytes") or name.startswith("bytes") or name in ("stripe_size", "recommended_stripe_size"):
+        return human_bytes(value)
+    if name.endswith("_s"):
+        return human_seconds(value)
+    if isinstance(value, float) and not float(value).is_integer():
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return human_count(value)
+
+
+def _ranks(ranks, limit=12) -> str:
+    if not ranks:
+        return "all / not rank-specific"
+    text = ", ".join(map(str, ranks[:limit]))
+    return text + (f", … ({len(ranks)} listed)" if len(ranks) > limit else "")
+
+
+def _window(window) -> str:
+    return "-" if not window else f"{window[0]:.3f} s – {window[1]:.3f} s"
+
+
+def render(path: str, insights: list, job: dict | None = None, show_all: bool = False,
+           console: Console | None = None) -> None:
+    """Print insights (dicts from Insight.to_dict()) most severe first."""
+    shown = [i for i in insights if show_all or i["severity"] in ("critical", "warning")]
+    hidden = len(insights) - len(shown)
+    if console is None and not sys.stdout.isatty():
+        _render_plain(path, shown, hidden, job)
+        return
+    console = console or Console()
+    counts = {s: sum(1 for i in insights if i["severity"] == s) for s in STYLE}
+    head = Text()
+    head.append(f"{path}\n", style="bold")
+    if job:
+        head.append(f"{job.get('exe') or '?'}  ·  {job.get('nprocs')} ranks  ·  "
+                    f"{human_seconds(job.get('run_time'))}\n", style="dim")
+    head.append("  ".join(f"{counts[s]} {s}" for s in STYLE if counts[s]) or "no findings",
+                style="bold")
+    console.print(head)
+    if not shown:
+        console.print(Text("No problems found: nothing here is worth a warning.", style="green"))
+    seen: set = set()
+    for i in shown:
+        console.print(_panel(i, seen))
+    if hidden:
+        console.print(Text(f"{hidden} informational insight(s) hidden; --all shows them.", style="dim"))
+
+
+def _panel(i: dict, seen: set) -> Panel:
+    sev = i["severity"]
+    ev = i["evidence"]
+    parts = [Text(i["summary"])]
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold dim")
+    facts.add_column()
+    facts.add_row("ranks", _ranks(ev["ranks"]))
+    if ev["files"]:
+        facts.add_row("files", "\n".join(ev["files"][:5]) + (f"\n… ({len(ev['files'])} listed)"
+                                                               if len(ev["files"]) > 5 else ""))
+    facts.add_row("window", _window(ev["time_window"]))
+    if ev["metrics"]:
+        facts.add_row("numbers", ", ".join(f"{k}={format_metric(k, v)}" for k, v in list(ev["metrics"].items())[:12]))
+    src = i["source"] + (" (partial: the trace is truncated)" if i["partial"] else "")
+    facts.add_row("source", src)
+    parts += [Text(""), facts]
+    for n, r in enumerate(i["recommendations"], 1):
+        parts.append(Text(f"\n{n}. {r['title']}", style="bold"))
+        key = (r["title"], r["snippet"])
+        if key in seen:
+            parts.append(Text("(as above)", style="dim"))
+            continue
+        seen.add(key)
+        if r["detail"]:
+            parts.append(Text(r["detail"], style="dim"))
+        if r["snippet"]:
+            parts.append(Panel(Syntax(r["snippet"], SYNTAX.get(r["language"], "text"), word_wrap=True,
+                                      background_color="default"),
+                               border_style="dim", expand=False))
+    title = Text()
+    title.append(f" {sev.upper()} ", style=STYLE[sev] + " reverse")
+    title.append(f" {i['code']}: ", style=STYLE[sev])
+    title.append(i["title"])
+    return Panel(Group(*parts), title=title, title_align="left", border_style=STYLE[sev].replace("bold ", ""))
+
+
+def _render_plain(path: str, shown: list, hidden: int, job: dict | None) -> None:
+    out = sys.stdout.write
+    seen: set = set()
+    out(f"{path}\n")
+    if not shown:
+        out("No problems found.\n")
+    for i in shown:
+        ev = i["evidence"]
+        out(f"\n[{i['severity'].upper()}] {i['code']}: {i['title']}\n")
+        out(f"  {i['summary']}\n")
+        out(f"  ranks: {_ranks(ev['ranks'])}\n")
+        if ev["files"]:
+            out(f"  files: {', '.join(ev['files'][:5])}" + (" …" if len(ev["files"]) > 5 else "") + "\n")
+        out(f"  window: {_window(ev['time_window'])}\n")
+        if ev["metrics"]:
+            out("  numbers: " + ", ".join(f"{k}={format_metric(k, v)}" for k, v in ev["metrics"].items()) + "\n")
+        out(f"  source: {i['source']}{' (partial)' if i['partial'] else ''}\n")
+        for n, r in enumerate(i["recommendations"], 1):
+            out(f"  {n}. {r['title']}\n")
+            if (r["title"], r["snippet"]) in seen:
+                out("     (as above)\n")
+                continue
+            seen.add((r["title"], r["snippet"]))
+            if r["detail"]:
+                out(f"     {r['detail']}\n")
+            if r["snippet"]:
+                for line in r["snippet"].splitlines():
+                    out(f"       {line}\n")
+    if hidden:
+        out(f"\n{hidden} informational insight(s) hidden; --all shows them.\n")
