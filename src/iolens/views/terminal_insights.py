@@ -21,7 +21,7 @@ def format_metric(name: str, value) -> str:
         return "-"
     if "_share" in name or name.endswith("_coverage"):
         return f"{float(value) * 100:.1f}%"
-    if name.endswith("_bytes") or name.startswith("bytes") or name in ("stripe_size", "recommended_stripe_size"):
+    if "bytes" in name or name in ("stripe_size", "recommended_stripe_size"):
         return human_bytes(value)
     if name.endswith("_s"):
         return human_seconds(value)
