@@ -1,0 +1,172 @@
+"""The summary half of the page: job facts, layers, warnings, access sizes, per-rank load, files, OSTs."""
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import polars as pl
+
+from ...analysis.layers import LAYERS
+from ...analysis.summary import job_summary
+from .encode import Blob
+
+SIZE_BUCKETS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
+                "100M_1G", "1G_PLUS")
+SIZE_LABELS = ("0–100 B", "100 B–1 KiB", "1–10 KiB", "10–100 KiB", "100 KiB–1 MiB", "1–4 MiB", "4–10 MiB",
+               "10–100 MiB", "100 MiB–1 GiB", "≥ 1 GiB")
+SIZE_PREFIX = {"POSIX": "POSIX_SIZE_{op}_", "MPI-IO": "MPIIO_SIZE_{op}_AGG_", "HDF5": "H5D_SIZE_{op}_AGG_",
+               "PnetCDF": "PNETCDF_VAR_SIZE_{op}_AGG_"}
+MAX_FILE_ROWS = 5000
+
+
+def _iso(epoch) -> str:
+    try:
+        return dt.datetime.fromtimestamp(float(epoch), tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def job_facts(summary: dict) -> dict:
+    job = summary["job"]
+    return {
+        "exe": job["exe"], "nprocs": job["nprocs"], "jobid": job["jobid"], "uid": job["uid"],
+        "start": _iso(job["start_time"]), "end": _iso(job["end_time"]), "run_time": job["run_time"],
+        "log_version": job["log_version"], "lib_version": job["lib_version"],
+        "metadata": job["metadata"], "mounts": job["mounts"], "modules": job["modules"],
+    }
+
+
+def banners(log, summary: dict) -> list:
+    """Warnings a reader must see before trusting the picture: truncation, partial modules, no trace."""
+    out = []
+    for d in summary["dxt"]:
+        if d["truncated"]:
+            out.append({"level": "critical", "text": f"The {d['module']} trace is truncated: "
+                        + "; ".join(d["truncation_reasons"]) + ". Operations missing from the trace "
+                        "are missing from the timeline; the counters below are complete."})
+    for m in summary["job"]["modules"]:
+        if m["partial"] and not m["name"].startswith("DXT"):
+            out.append({"level": "warning", "text": f"The {m['name']} module is partial: Darshan ran out of "
+                        "memory for its records during the run, so its counters cover only some files."})
+        if not m["supported"]:
+            out.append({"level": "info", "text": f"Module {m['name']} is not decoded: {m['note']}"})
+    for note in summary["job"]["notes"]:
+        out.append({"level": "info", "text": str(note)})
+    return out
+
+
+def access_sizes(log) -> list:
+    """Per layer: how many reads and writes fell in each Darshan access-size bucket."""
+    out = []
+    for layer in LAYERS:
+        df = log.counters.get(layer.module)
+        prefix = SIZE_PREFIX.get(layer.name)
+        if df is None or df.is_empty() or prefix is None:
+            continue
+        row = {"layer": layer.name, "buckets": list(SIZE_LABELS)}
+        for op in ("READ", "WRITE"):
+            cols = [prefix.format(op=op) + b for b in SIZE_BUCKETS]
+            if not all(c in df.columns for c in cols):
+                break
+            row[op.lower()] = [int(df[c].clip(lower_bound=0).sum()) for c in cols]
+        else:
+            if sum(row["read"]) + sum(row["write"]):
+                out.append(row)
+    return out
+
+
+def per_rank_load(log, segments: pl.DataFrame, nranks: int, blob: Blob) -> dict:
+    """I/O time and bytes of every rank, per layer: from the trace when there is one, else the counters."""
+    layers = []
+    if segments.height:
+        for layer, module in (("MPI-IO", "DXT_MPIIO"), ("POSIX", "DXT_POSIX")):
+            part = segments.filter((pl.col("module") == module) & (pl.col("rank") < nranks))
+            if part.is_empty():
+                continue
+            agg = part.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("time"),
+                                            pl.col("length").clip(lower_bound=0).sum().alias("bytes"))
+            layers.append(_rank_arrays(layer, agg, nranks, blob))
+        return {"source": "trace", "layers": layers, "shared_note": ""}
+    shared = False
+    for layer in LAYERS:
+        df = log.counters.get(layer.module)
+        if df is None or df.is_empty():
+            continue
+        own = df.filter((pl.col("rank") >= 0) & (pl.col("rank") < nranks))
+        shared = shared or own.height < df.height
+        if own.is_empty():
+            continue
+        pos = lambda c: pl.col(c).clip(lower_bound=0)  # noqa: E731
+        agg = own.group_by("rank").agg(
+            (pos(layer.read_time) + pos(layer.write_time) + pos(layer.meta_time)).sum().alias("time"),
+            (pos(layer.bytes_read) + pos(layer.bytes_written)).sum().alias("bytes"))
+        layers.append(_rank_arrays(layer.name, agg, nranks, blob))
+    note = ("Files shared by all ranks are reduced to one record by Darshan and not split per rank here."
+            if shared else "")
+    return {"source": "counters", "layers": layers, "shared_note": note}
+
+
+def _rank_arrays(layer: str, agg: pl.DataFrame, nranks: int, blob: Blob) -> dict:
+    time = np.zeros(nranks)
+    nbytes = np.zeros(nranks)
+    ranks = agg["rank"].to_numpy()
+    time[ranks] = agg["time"].to_numpy()
+    nbytes[ranks] = agg["bytes"].to_numpy()
+    key = layer.replace("-", "").lower()
+    blob.add(f"rank_time_{key}", time, "f64")
+    blob.add(f"rank_bytes_{key}", nbytes, "f64")
+    busiest = int(np.argmax(time)) if nranks else 0
+    return {"layer": layer, "time": f"rank_time_{key}", "bytes": f"rank_bytes_{key}", "busiest_rank": busiest,
+            "busiest_time": float(time[busiest]) if nranks else 0.0,
+            "median_time": float(np.median(time[time > 0])) if (time > 0).any() else 0.0}
+
+
+def file_rows(log, file_index: dict, segments: pl.DataFrame) -> dict:
+    """The file table: one row per file, biggest first, with its index in the trace's file list."""
+    try:
+        from ...analysis.files import file_table
+        table = file_table(log)
+    except Exception:  # noqa: BLE001 - the table is optional; fall back to names only
+        table = log.files.select("file_id", "name", "mount", "fs_type")
+    traced = (segments.group_by("file_id").agg(pl.len().alias("traced_ops"))
+              if segments.height else pl.DataFrame(schema={"file_id": pl.UInt64, "traced_ops": pl.UInt32}))
+    table = table.join(traced, on="file_id", how="left")
+    if "segments" in table.columns:
+        table = table.drop("segments")
+    keep = [c for c in ("name", "fs_type", "layers", "ranks", "bytes_read", "bytes_written", "reads", "writes",
+                        "traced_ops", "stripe_size", "stripe_count") if c in table.columns]
+    rows = table.head(MAX_FILE_ROWS)
+    idx = [file_index.get(i) for i in rows["file_id"].to_list()]
+    return {"columns": keep, "rows": rows.select(keep).rows(), "trace_index": idx, "total": table.height}
+
+
+def ost_usage(log, segments: pl.DataFrame) -> dict | None:
+    """Per Lustre OST: files striped over it, and the traced operations and bytes that reached it."""
+    lustre = log.lustre
+    if lustre.is_empty():
+        return None
+    files = (lustre.unique(["file_id", "component"]).explode("osts").drop_nulls("osts")
+             .group_by("osts").agg(pl.col("file_id").n_unique().alias("files")).rename({"osts": "ost"}))
+    if "osts" in segments.columns:
+        per_op = segments.select("length", "osts").drop_nulls("osts").with_columns(
+            share=pl.col("length").clip(lower_bound=0) / pl.col("osts").list.len().clip(lower_bound=1))
+        traffic = per_op.explode("osts").group_by("osts").agg(pl.len().alias("ops"),
+                                                              pl.col("share").sum().alias("bytes"))
+        files = files.join(traffic.rename({"osts": "ost"}), on="ost", how="full", coalesce=True)
+    files = files.sort("ost")
+    return {"columns": files.columns, "rows": files.rows(), "stripe_sizes": sorted(
+        {int(x) for x in lustre["stripe_size"].drop_nulls().to_list() if x > 0})}
+
+
+def summary_payload(log, segments: pl.DataFrame, file_index: dict, nranks: int, blob: Blob) -> dict:
+    s = job_summary(log)
+    return {
+        "job": job_facts(s),
+        "layers": s["layers"],
+        "dxt": s["dxt"],
+        "banners": banners(log, s),
+        "access_sizes": access_sizes(log),
+        "per_rank": per_rank_load(log, segments, nranks, blob),
+        "files": file_rows(log, file_index, segments),
+        "osts": ost_usage(log, segments),
+    }

@@ -1,0 +1,262 @@
+"use strict";
+/* The page: shared view state (time window, rank range, file), wiring, tooltip, and `window.iolens`. */
+
+class App {
+  constructor(meta) {
+    this.meta = meta;
+    this.trace = null;
+    this.columns = null;
+    this.file = -1;
+    const T = meta.trace;
+    this.tMax = Math.max(T.t_max, 1e-6);
+    this.minSpan = Math.max(T.tick * 20, 1e-7);
+    this.home = this.initialView();
+    this.view = {...this.home};
+    this.tooltip = document.getElementById("tooltip");
+    this.pending = 0;
+    this.frame = 0;
+  }
+
+  initialView() {
+    const f = this.meta.filters, pad = this.tMax * 0.005;
+    return {
+      t0: f.start !== undefined ? f.start : -pad, t1: f.end !== undefined ? f.end : this.tMax + pad,
+      r0: f.rank_from !== undefined ? f.rank_from : 0,
+      r1: f.rank_to !== undefined ? f.rank_to + 1 : this.meta.nranks,
+    };
+  }
+
+  clampView(v) {
+    const lo = -this.tMax * 0.05, hi = this.tMax * 1.05;
+    let span = clamp(v.t1 - v.t0, this.minSpan, hi - lo);
+    let t0 = clamp(v.t0, lo, hi - span);
+    const n = this.meta.nranks;
+    let rs = clamp(v.r1 - v.r0, Math.min(1, n), n);
+    let r0 = clamp(v.r0, 0, n - rs);
+    return {t0, t1: t0 + span, r0, r1: r0 + rs};
+  }
+
+  setView(v, opts) {
+    this.view = this.clampView({...this.view, ...v});
+    this.render(opts);
+  }
+
+  zoomTime(at, factor) {
+    const v = this.view;
+    this.setView({t0: at - (at - v.t0) * factor, t1: at + (v.t1 - at) * factor});
+  }
+
+  zoomRanks(at, factor) {
+    const v = this.view;
+    this.setView({r0: at - (at - v.r0) * factor, r1: at + (v.r1 - at) * factor});
+  }
+
+  focus(win) {
+    this.setView(win);
+    document.getElementById("timeline-card").scrollIntoView({block: "start"});
+  }
+
+  /* Timeline at the next frame (wheel and drag events coalesce), the point views just after it.
+     {sync: true} draws everything now (tests, programmatic zooms). */
+  render(opts) {
+    if (!this.timeline) return;
+    if (opts && opts.sync) { cancelAnimationFrame(this.frame); this.frame = 0; this.draw(opts); return; }
+    if (!this.frame) this.frame = requestAnimationFrame(() => { this.frame = 0; this.draw(opts); });
+  }
+
+  draw(opts) {
+    this.timeline.render();
+    this.updateWindowText();
+    clearTimeout(this.pending);
+    const later = () => { if (this.transfer) { this.transfer.render(); this.spatial.render(); } };
+    if (opts && opts.sync) later(); else this.pending = setTimeout(later, opts && opts.pan ? 60 : 0);
+  }
+
+  updateWindowText() {
+    const v = this.view, st = this.timeline.stats;
+    document.getElementById("window-text").textContent =
+      `${fmtSeconds(Math.max(0, v.t0))} – ${fmtSeconds(v.t1)} (${fmtSeconds(v.t1 - v.t0)}) · ranks ` +
+      `${Math.max(0, Math.floor(v.r0))}–${Math.min(this.meta.nranks - 1, Math.ceil(v.r1) - 1)}`;
+    const parts = Object.entries(st).map(([layer, s]) => `${layer}: ${s.mode === "bars" ? fmtInt(s.drawn) + " operations" :
+      s.mode.startsWith("density") ? "busy fraction of " + fmtInt(s.drawn) + " operations" : "overview"}`);
+    document.getElementById("mode-text").textContent = parts.join(" · ");
+  }
+
+  selectFile(idx) {
+    this.file = idx;
+    document.getElementById("file-select").value = String(idx);
+    this.render();
+  }
+
+  /* Tooltip lines for operation i of layer k on `rank`. */
+  describeOp(k, i, rank) {
+    const tr = this.trace, m = this.meta;
+    const host = tr.rankHost[rank] ? m.hosts[tr.rankHost[rank] - 1] : "unknown";
+    const file = m.files[tr.file[i]];
+    const lines = [
+      ["Layer", m.trace.layers[k]], ["Operation", tr.op[i] ? "read" : "write"], ["Rank", String(rank)],
+      ["Host", host], ["File", file ? file.name : "?"],
+      ["Offset", tr.offset[i] < 0 ? "unknown" : tr.offset[i] < 1024 ? `${fmtInt(tr.offset[i])} B` : `${fmtInt(tr.offset[i])} B (${fmtBytes(tr.offset[i])})`],
+      ["Size", tr.length[i] < 1024 ? `${fmtInt(tr.length[i])} B` : `${fmtInt(tr.length[i])} B (${fmtBytes(tr.length[i])})`],
+      ["Start", fmtSeconds(tr.start[i])], ["End", fmtSeconds(tr.end[i])], ["Duration", fmtSeconds(tr.end[i] - tr.start[i])],
+    ];
+    const osts = opOsts(m.lustre[String(tr.file[i])], tr.offset[i], tr.length[i]);
+    if (osts) lines.push(["Lustre OSTs", osts.join(", ")]);
+    return lines;
+  }
+
+  showTooltip(x, y, lines) {
+    const t = this.tooltip;
+    clear(t);
+    const tbl = el("table");
+    for (const [k, v] of lines) tbl.append(el("tr", null, [el("th", null, k), el("td", null, v)]));
+    t.append(tbl);
+    t.hidden = false;
+    const w = t.offsetWidth, h = t.offsetHeight;
+    t.style.left = (x + 14 + w > window.innerWidth ? x - w - 14 : x + 14) + "px";
+    t.style.top = (y + 14 + h > window.innerHeight ? Math.max(0, y - h - 14) : y + 14) + "px";
+  }
+
+  hideTooltip() { this.tooltip.hidden = true; }
+}
+
+/* OSTs an operation touches, as darshan-dxt-parser attributes them (first stripe on, at most one round). */
+function opOsts(layout, offset, length) {
+  if (!layout || offset < 0) return null;
+  for (const [extStart, extEnd, stripe, osts] of layout) {
+    if (offset < extStart || (extEnd >= 0 && offset >= extEnd) || !osts.length) continue;
+    const rel = offset - extStart, first = Math.floor(rel / stripe);
+    const last = Math.floor((rel + Math.max(length, 1) - 1) / stripe);
+    const out = [];
+    for (let s = first; s <= last && out.length < osts.length; s++) out.push(osts[s % osts.length]);
+    return out;
+  }
+  return null;
+}
+
+function setupFileSelect(app) {
+  const sel = document.getElementById("file-select");
+  sel.append(el("option", {value: "-1"}, "all files"));
+  const traced = app.meta.files.map((f, i) => [f, i]).filter(([f]) => f.ops > 0).sort((a, b) => b[0].ops - a[0].ops);
+  for (const [f, i] of traced) sel.append(el("option", {value: String(i)}, `${f.name} (${fmtInt(f.ops)} ops)`));
+  sel.addEventListener("change", () => app.selectFile(Number(sel.value)));
+}
+
+function setupLegend(app) {
+  const box = clear(document.getElementById("timeline-legend"));
+  const sw = (cls, style, text) => { const s = el("span", {class: "sw " + cls}); if (style) s.style.background = style; return el("span", {class: "leg"}, [s, text]); };
+  box.append(sw("", rgb(COLORS.write), "write"), sw("", rgb(COLORS.read), "read"),
+    sw("phase", null, "I/O phase"), sw("strag", null, "straggler rank / its slowest phase"),
+    sw("busy", null, "busiest rank"),
+    el("span", {class: "leg muted"}, "Dense views: colour opacity = share of time the rank was busy."));
+}
+
+function setupNoTrace(app) {
+  document.getElementById("explorer").hidden = true;
+  const box = document.getElementById("no-trace");
+  box.hidden = false;
+  box.append(el("h2", null, "No DXT trace in this log"));
+  box.append(el("p", null, "Darshan's extended tracing (DXT) was off for this job, so there is no per-operation " +
+    "timeline. The counters below still describe the whole job" + (app.meta.heatmaps.length ? ", and Darshan's heatmap shows I/O over time per rank." : ".")));
+  box.append(el("p", null, [document.createTextNode("To trace every operation next time, set "), el("code", null, "DXT_ENABLE_IO_TRACE=1"),
+    document.createTextNode(" in the job's environment (e.g. "), el("code", null, "export DXT_ENABLE_IO_TRACE=1"),
+    document.createTextNode(" before mpirun/srun), and raise "), el("code", null, "DXT_TRACE_MEM"),
+    document.createTextNode(" or DARSHAN_MODMEM for long runs.")]));
+}
+
+function testApi(app, ready) {
+  return {
+    ready,
+    state() {
+      const v = app.view, tl = app.timeline;
+      const stats = tl ? tl.stats : {};
+      return {
+        ready: app.decoded === true, t0: v.t0, t1: v.t1, r0: v.r0, r1: v.r1,
+        ranks: tl ? tl.rankRange() : [0, app.meta.nranks - 1], nranks: app.meta.nranks,
+        layers: app.meta.trace.layers.slice(), file: app.file, modes: Object.fromEntries(Object.entries(stats).map(([k, s]) => [k, s.mode])),
+        drawn: Object.fromEntries(Object.entries(stats).map(([k, s]) => [k, s.drawn])),
+        transferDrawn: app.transfer ? app.transfer.stats.drawn : 0, spatialDrawn: app.spatial ? app.spatial.stats.drawn : 0,
+        renderMs: tl ? tl.renderMs : 0, totalOps: app.meta.trace.total_ops, embeddedOps: app.meta.trace.ops,
+      };
+    },
+    zoom(t0, t1, r0, r1) {
+      const v = {t0, t1};
+      if (r0 !== undefined) { v.r0 = r0; v.r1 = r1; }
+      app.setView(v, {sync: true});
+      return this.state();
+    },
+    reset() { app.view = {...app.home}; app.render({sync: true}); return this.state(); },
+    selectFile(idx) { app.selectFile(idx); app.render({sync: true}); return this.state(); },
+    files() { return app.meta.files.map((f, i) => ({index: i, name: f.name, ops: f.ops})); },
+    /* A visible operation of `layer` on `rank` (the widest), with where to point the mouse. */
+    findOp(layer, rank) {
+      const tr = app.trace, k = app.meta.trace.layers.indexOf(layer), v = app.view;
+      if (!tr || k < 0) return null;
+      const [lo, hi] = groupWindow(tr, k * tr.nranks + rank, v.t0, v.t1);
+      let best = -1;
+      for (let i = lo; i < hi; i++) {
+        if (tr.end[i] < v.t0 || (app.file >= 0 && tr.file[i] !== app.file)) continue;
+        if (best < 0 || tr.end[i] - tr.start[i] > tr.end[best] - tr.start[best]) best = i;
+      }
+      if (best < 0) return null;
+      const p = app.timeline.clientPoint(k, best, rank);
+      return {x: p.x, y: p.y, rank, length: tr.length[best], op: tr.op[best] ? "read" : "write",
+              start: tr.start[best], end: tr.end[best], file: app.meta.files[tr.file[best]].name};
+    },
+    render() { const t = performance.now(); app.render({sync: true}); return performance.now() - t; },
+  };
+}
+
+async function main() {
+  const meta = JSON.parse(document.getElementById("iolens-meta").textContent);
+  const app = new App(meta);
+  const status = document.getElementById("load-status");
+  let resolveReady;
+  const ready = new Promise((res) => { resolveReady = res; });
+  window.iolens = testApi(app, ready);
+  renderHeader(meta); renderBanners(meta); renderJobFacts(meta); renderLayers(meta); renderAccessSizes(meta);
+  renderFiles(meta, (idx) => app.focus({}) || app.selectFile(idx));
+  renderOsts(meta);
+  renderInsights(app);
+  document.getElementById("footer").textContent = `Made by ${meta.tool.name} ${meta.tool.version} on ${meta.tool.generated} from ${meta.log.path}. ` +
+    "Self-contained: works offline; no data leaves this file.";
+  const hasTrace = meta.trace.layers.length > 0;
+  if (hasTrace) {
+    setupFileSelect(app); setupLegend(app); renderPhases(app); renderRankFacts(app);
+    app.timeline = new Timeline(document.getElementById("timeline"), app);
+    document.getElementById("reset").addEventListener("click", () => { app.view = {...app.home}; app.render(); });
+    document.getElementById("zoom-in").addEventListener("click", () => app.zoomTime((app.view.t0 + app.view.t1) / 2, 0.5));
+    document.getElementById("zoom-out").addEventListener("click", () => app.zoomTime((app.view.t0 + app.view.t1) / 2, 2));
+  } else setupNoTrace(app);
+  const began = performance.now();
+  try {
+    app.columns = await decodeColumns(meta, "head");
+    renderPerRank(meta, app.columns);
+    renderHeatmaps(meta, app.columns);
+    if (hasTrace) {
+      app.render();  // the overview first, while the operations are decoded
+      status.textContent = `decoding ${fmtInt(meta.trace.ops)} operations…`;
+      await new Promise((res) => requestAnimationFrame(() => setTimeout(res, 0)));
+      Object.assign(app.columns, await decodeColumns(meta, "trace"));
+      app.trace = buildTrace(meta, app.columns);
+      app.transfer = new TransferView(document.getElementById("transfer"), app, document.getElementById("transfer-layer"));
+      app.spatial = new SpatialView(document.getElementById("spatial"), app, document.getElementById("spatial-layer"),
+        document.getElementById("spatial-colour"), document.getElementById("spatial-hint"));
+      renderInsights(app);
+      app.render({sync: true});
+    }
+    app.decoded = true;
+    status.textContent = hasTrace ? `${fmtInt(meta.trace.ops)} operations ready in ${fmtSeconds((performance.now() - began) / 1000)}` : "ready";
+    status.classList.add("ok");
+  } catch (err) {
+    status.textContent = "could not decode the embedded data: " + err;
+    status.classList.add("bad");
+    throw err;
+  } finally {
+    resolveReady(true);
+  }
+  let resizeTimer = 0;
+  window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(() => app.render(), 120); });
+}
+
+main();

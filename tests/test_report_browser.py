@@ -1,0 +1,258 @@
+"""The explorer page in a real browser (Debian's chromium via Playwright): what a user sees and does."""
+from __future__ import annotations
+
+import pytest
+
+from iolens import read
+from iolens.views.html import write_report
+
+from report_browser import LoadedPage, launch, rewrite_log
+
+pytestmark = pytest.mark.browser
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    import os
+
+    if not os.path.exists("/usr/bin/chromium"):
+        pytest.skip("Debian's chromium is not installed")
+    with sync_api.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory, logs_dir):
+    """Write each page once per module: name -> html path."""
+    out = tmp_path_factory.mktemp("pages")
+    cache = {}
+
+    def make(rel: str):
+        if rel not in cache:
+            cache[rel] = out / (rel.replace("/", "_") + ".html")
+            write_report(read(logs_dir / rel), cache[rel], insights=None)
+        return cache[rel]
+    return make
+
+
+def open_page(browser, path):
+    return LoadedPage(browser, path)
+
+
+def test_collective_page_shows_ranks_layers_and_aggregators(browser, pages):
+    p = open_page(browser, pages("generated/collective_2phase.darshan"))
+    st = p.state()
+    assert p.errors == []
+    assert st["ready"] and st["layers"] == ["MPI-IO", "POSIX"] and st["ranks"] == [0, 7]
+    assert st["drawn"] == {"MPI-IO": 64, "POSIX": 64} and set(st["modes"].values()) == {"bars"}
+    # every rank calls MPI-IO; only the two aggregators reach POSIX
+    assert all(p.js("([l, r]) => window.iolens.findOp(l, r) !== null", ["MPI-IO", r]) for r in range(8))
+    assert [r for r in range(8) if p.js("([l, r]) => window.iolens.findOp(l, r)", ["POSIX", r])] == [0, 1]
+    assert "Operation timeline" in p.page.inner_text("#timeline-card")
+    # Alt + drag draws a box: zoom to that time span and those ranks
+    box = p.page.locator("#timeline canvas").bounding_box()
+    top = p.js("() => window.iolens.findOp('MPI-IO', 2).y")
+    bottom = p.js("() => window.iolens.findOp('MPI-IO', 5).y")
+    p.page.keyboard.down("Alt")
+    p.page.mouse.move(box["x"] + 300, top - 2)
+    p.page.mouse.down()
+    p.page.mouse.move(box["x"] + 500, bottom + 2, steps=4)
+    p.page.mouse.up()
+    p.page.keyboard.up("Alt")
+    p.settle()
+    zoomed = p.state()
+    assert zoomed["ranks"] == [2, 5]
+    assert zoomed["t1"] - zoomed["t0"] < 0.35 * (st["t1"] - st["t0"])
+    assert p.errors == []
+    p.close()
+
+
+def test_zoom_reveals_operations_and_hover_names_rank_and_size(browser, pages):
+    p = open_page(browser, pages("generated/small_indep_shared.darshan"))
+    full = p.state()
+    assert full["modes"] == {"MPI-IO": "density", "POSIX": "density"}
+    # a real wheel zoom at the middle of the timeline narrows the time range
+    box = p.page.locator("#timeline canvas").bounding_box()
+    p.page.mouse.move(box["x"] + box["width"] * 0.55, box["y"] + 80)
+    for _ in range(4):
+        p.page.mouse.wheel(0, -300)
+    p.settle()
+    wheeled = p.state()
+    assert wheeled["t1"] - wheeled["t0"] < 0.2 * (full["t1"] - full["t0"])
+    assert full["t0"] < wheeled["t0"] < wheeled["t1"] < full["t1"]
+    # a real drag pans in time
+    y = box["y"] + 80
+    p.page.mouse.move(box["x"] + 600, y)
+    p.page.mouse.down()
+    p.page.mouse.move(box["x"] + 400, y, steps=5)
+    p.page.mouse.up()
+    p.settle()
+    panned = p.state()
+    assert panned["t0"] > wheeled["t0"] and abs((panned["t1"] - panned["t0"]) - (wheeled["t1"] - wheeled["t0"])) < 1e-9
+    # zoom to a few milliseconds of ranks 2-4: individual operations, drawn as bars
+    mid = (panned["t0"] + panned["t1"]) / 2
+    st = p.js("([a, b]) => window.iolens.zoom(a, b, 2, 5)", [mid, mid + 0.002])
+    assert st["ranks"] == [2, 4] and st["modes"]["POSIX"] == "bars" and 0 < st["drawn"]["POSIX"] < 2000
+    # a real hover on one of them shows its rank and size
+    op = p.js("() => window.iolens.findOp('POSIX', 3)")
+    assert op is not None
+    p.page.mouse.move(op["x"], op["y"])
+    tip = p.page.locator("#tooltip")
+    tip.wait_for(state="visible")
+    text = tip.inner_text()
+    assert "Rank\t3" in text and f"Size\t{op['length']:,} B" in text and "Layer\tPOSIX" in text
+    assert "small_indep_shared" in text and "Host\t" in text and "Duration" in text
+    # reset comes back to the whole job
+    p.page.click("#reset")
+    p.settle()
+    back = p.state()
+    assert (back["t0"], back["t1"], back["ranks"]) == (full["t0"], full["t1"], full["ranks"])
+    # shift + wheel zooms over ranks, keeping the time range
+    p.page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 60)
+    p.page.keyboard.down("Shift")
+    for _ in range(3):
+        p.page.mouse.wheel(0, -300)
+    p.page.keyboard.up("Shift")
+    p.settle()
+    ranks = p.state()
+    assert ranks["r1"] - ranks["r0"] < 0.5 * (full["r1"] - full["r0"]) and ranks["t0"] == full["t0"]
+    assert p.errors == []
+    p.close()
+
+
+def test_file_selector_changes_what_is_shown(browser, pages):
+    p = open_page(browser, pages("generated/file_per_process.darshan"))
+    st = p.state()
+    assert st["layers"] == ["POSIX"] and st["drawn"]["POSIX"] == 512  # no MPI-IO: one facet
+    files = [f for f in p.js("() => window.iolens.files()") if f["ops"]]
+    assert len(files) == 8
+    target = files[3]
+    p.page.select_option("#file-select", str(target["index"]))
+    p.settle()
+    st = p.state()
+    assert st["file"] == target["index"] and st["drawn"]["POSIX"] == 64 and st["transferDrawn"] == 64
+    owners = [r for r in range(8) if p.js("([l, r]) => window.iolens.findOp(l, r)", ["POSIX", r])]
+    assert len(owners) == 1
+    assert p.js("([l, r]) => window.iolens.findOp(l, r).file", ["POSIX", owners[0]]) == target["name"]
+    p.page.select_option("#file-select", "-1")
+    p.settle()
+    assert p.state()["drawn"]["POSIX"] == 512
+    assert p.errors == []
+    p.close()
+
+
+def test_page_without_dxt(browser, pages):
+    p = open_page(browser, pages("public/pydarshan-examples/sample-badost.darshan"))
+    assert p.errors == []
+    assert p.page.locator("#explorer").is_hidden()
+    notice = p.page.inner_text("#no-trace")
+    assert "DXT_ENABLE_IO_TRACE=1" in notice
+    assert "ior" in p.page.inner_text("#job-facts")
+    assert p.page.locator("#osts-card").is_visible()
+    assert p.page.locator("#file-table tbody tr").count() > 100
+    p.close()
+
+
+def test_heatmap_only_log(browser, pages):
+    p = open_page(browser, pages("public/darshan-logs/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan"))
+    assert p.errors == []
+    assert p.page.locator("#heatmap-card").is_visible()
+    assert p.page.locator("#heatmaps canvas").count() >= 1
+    p.close()
+
+
+def test_insight_link_zooms_to_its_evidence(browser, tmp_path, logs_dir):
+    html = tmp_path / "insight.html"
+    insight = {"code": "rank-zero-fill", "severity": "critical", "title": "Rank 0 writes alone",
+               "evidence": {"ranks": [0], "files": [], "time_window": [0.5, 1.0], "metrics": {}},
+               "recommendations": ["Let every rank write its part."]}
+    write_report(read(logs_dir / "generated/fill_rank0.darshan"), html, insights=[insight])
+    p = open_page(browser, html)
+    p.page.click("#insights .evidence-link")
+    p.settle()
+    st = p.state()
+    assert 0.45 < st["t0"] < 0.5 and 1.0 < st["t1"] < 1.05 and st["ranks"] == [0, 0]
+    assert st["modes"]["MPI-IO"] == "bars" and st["drawn"]["MPI-IO"] > 0
+    assert "Let every rank write its part." in p.page.text_content("#insights")
+    assert p.errors == []
+    p.close()
+
+
+def test_names_from_the_log_are_text_not_html(browser, tmp_path, logs_dir):
+    hostile_exe = "<img src=x onerror=window.__xss=2><script>window.__xss=3</script> --run"
+    hostile_file = "/tmp/<img src=x onerror=window.__xss=1>.dat"
+    log_path = tmp_path / "hostile.darshan"
+    rewrite_log(logs_dir / "generated/collective_2phase.darshan", log_path, exe=hostile_exe,
+                rename={"/tmp/ioscratch/collective_2phase.dat": hostile_file})
+    html = tmp_path / "hostile.html"
+    write_report(read(log_path), html, insights=None)
+    p = open_page(browser, html)
+    assert p.js("() => window.__xss") is None
+    assert p.page.locator("img").count() == 0
+    assert p.page.inner_text("#job-title") == hostile_exe
+    assert hostile_file in p.page.inner_text("#file-table")
+    assert any(hostile_file in o for o in p.page.locator("#file-select option").all_inner_texts())
+    op = p.js("() => window.iolens.findOp('POSIX', 0)")
+    p.page.mouse.move(op["x"], op["y"])
+    p.page.locator("#tooltip").wait_for(state="visible")
+    assert hostile_file in p.page.inner_text("#tooltip")
+    assert p.js("() => window.__xss") is None
+    assert p.errors == []
+    p.close()
+
+
+@pytest.mark.slow
+def test_largest_log_is_small_fast_and_fluid(browser, tmp_path, logs_dir):
+    html = tmp_path / "scale.html"
+    info = write_report(read(logs_dir / "generated/scale_1p6M.darshan"), html, insights=None)
+    assert info["total_ops"] == info["ops"] == 1_600_000
+    assert info["bytes"] <= 20 * 2**20
+    p = open_page(browser, html)
+    assert p.load_seconds <= 3.0, p.load_seconds
+    st = p.state()
+    assert st["ready"] and st["drawn"]["POSIX"] == 1_600_000 and st["modes"]["POSIX"] == "density"
+    timings = [p.js("([a, b]) => { const t = performance.now(); window.iolens.zoom(a, b); return performance.now() - t; }",
+                    [0.2 + k * 0.3, 4.0 + k * 0.3]) for k in range(3)]
+    assert min(timings) <= 300, timings
+    st = p.js("() => window.iolens.zoom(2.0, 2.001, 0, 4)")
+    assert st["modes"]["POSIX"] == "bars" and 0 < st["drawn"]["POSIX"] < 5000
+    assert p.errors == []
+    p.close()
+
+
+def test_hover_names_the_lustre_osts(browser, pages, logs_dir):
+    rel = "public/pydarshan-examples/ior_hdf5_example.darshan"
+    p = open_page(browser, pages(rel))
+    op = p.js("() => window.iolens.findOp('POSIX', 1)")
+    p.page.mouse.move(op["x"], op["y"])
+    p.page.locator("#tooltip").wait_for(state="visible")
+    text = p.page.inner_text("#tooltip")
+    seg = read(logs_dir / rel).segments
+    match = seg.filter((seg["module"] == "DXT_POSIX") & (seg["rank"] == 1)
+                       & ((seg["start"] - op["start"]).abs() < 1e-6))
+    assert match.height == 1
+    osts = match["osts"][0].to_list()
+    assert f"Lustre OSTs\t{', '.join(map(str, osts))}" in text
+    assert "Host\tnid" in text
+    assert p.errors == []
+    p.close()
+
+
+def test_capped_page_shows_the_overview_past_the_budget(browser, tmp_path, logs_dir):
+    html = tmp_path / "capped.html"
+    info = write_report(read(logs_dir / "generated/small_indep_shared.darshan"), html, max_ops=20_000, insights=[])
+    assert info["ops"] <= 20_000 < info["total_ops"] and info["cut_at"] is not None
+    p = open_page(browser, html)
+    assert f"embeds the first {info['ops']:,} of {info['total_ops']:,}" in p.page.inner_text("#banners")
+    st = p.state()
+    assert st["modes"]["POSIX"].endswith("+overview")
+    cut = info["cut_at"]
+    after = p.js("([a, b]) => window.iolens.zoom(a, b)", [cut + 0.05, cut + 0.1])
+    assert after["drawn"]["POSIX"] == 0 and after["modes"]["POSIX"].endswith("+overview")
+    before = p.js("([a, b]) => window.iolens.zoom(a, b)", [cut - 0.01, cut - 0.005])
+    assert before["drawn"]["POSIX"] > 0 and not before["modes"]["POSIX"].endswith("+overview")
+    assert p.errors == []
+    p.close()
