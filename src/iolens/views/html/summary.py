@@ -48,8 +48,7 @@ def banners(log, summary: dict) -> list:
         if m["partial"] and not m["name"].startswith("DXT"):
             out.append({"level": "warning", "text": f"The {m['name']} module is partial: Darshan ran out of "
                         "memory for its records during the run, so its counters cover only some files."})
-        if not m["supported"]:
-            out.append({"level": "info", "text": f"Module {m['name']} is not decoded: {m['note']}"})
+    # the reader's notes already name every skipped module
     for note in summary["job"]["notes"]:
         out.append({"level": "info", "text": str(note)})
     return out
