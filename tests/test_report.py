@@ -197,3 +197,14 @@ def test_filters_validate():
     seg = pl.DataFrame({"rank": [0], "start": [0.0], "end": [1.0], "file_id": pl.Series([1], dtype=pl.UInt64)})
     with pytest.raises(LogError):
         apply_filters(seg, pl.DataFrame({"file_id": [1], "name": ["a"]}), Filters(start=2.0, end=1.0))
+
+
+def test_page_scripts_are_small_modules_all_inlined():
+    from importlib import resources
+
+    from iolens.views.html.page import SCRIPTS
+    static = resources.files("iolens.views") / "static"
+    on_disk = sorted(f.name for f in static.iterdir() if f.name.endswith(".js"))
+    assert sorted(SCRIPTS) == on_disk and SCRIPTS[-1] == "app.js"
+    for name in on_disk:
+        assert len((static / name).read_text(encoding="utf-8").splitlines()) <= 450, name

@@ -153,6 +153,38 @@ def test_page_without_dxt(browser, pages):
     assert "ior" in p.page.inner_text("#job-facts")
     assert p.page.locator("#osts-card").is_visible()
     assert p.page.locator("#file-table tbody tr").count() > 100
+    # the counters' diagnosis is shown even without a timeline, with no link to one
+    assert p.page.locator("#insights-card").is_visible()
+    assert p.page.locator("#insights .insight.warning[data-code=SLOW_OST]").count() == 1
+    assert p.page.locator("#insights .evidence-link").count() == 0
+    assert p.errors == []
+    p.close()
+
+
+def test_page_without_dxt_still_shows_the_diagnosis(browser, pages, tmp_path, logs_dir):
+    rel = "public/darshan-logs/release_logs/mpi-io-test-ppc64-3.1.0.darshan"
+    p = open_page(browser, pages(rel))  # the real diagnosis: nothing to report on this log
+    assert p.errors == []
+    assert p.page.locator("#explorer").is_hidden()
+    assert p.page.locator("#insights-card").is_visible()
+    text = p.page.inner_text("#insights")
+    assert "No problems found." in text and "No info-level notes either." in text
+    p.close()
+    # only info-level items: still "no problems", with how many notes there are, folded; no timeline link
+    html = tmp_path / "notes.html"
+    note = {"code": "METADATA_HEAVY", "severity": "info", "title": "Many <b>opens</b>", "summary": "Info only.",
+            "evidence": {"ranks": [1], "files": [], "time_window": None, "metrics": {}},
+            "recommendations": [], "source": "counters", "partial": False}
+    write_report(read(logs_dir / rel), html, insights=[note, {**note, "title": "Another note"}])
+    p = open_page(browser, html)
+    text = p.page.inner_text("#insights")
+    assert "No problems found." in text and "2 info-level notes below." in text
+    p.page.click("#insights .info-notes summary")
+    assert p.page.locator("#insights .insight.info").count() == 2
+    assert p.page.locator("#insights .insight.info .insight-title").first.inner_text() == "Many <b>opens</b>"
+    assert p.page.locator("#insights b").count() == 0 and "from the counters" in p.page.inner_text("#insights")
+    assert p.page.locator("#insights .evidence-link").count() == 0
+    assert p.errors == []
     p.close()
 
 
@@ -254,5 +286,123 @@ def test_capped_page_shows_the_overview_past_the_budget(browser, tmp_path, logs_
     assert after["drawn"]["POSIX"] == 0 and after["modes"]["POSIX"].endswith("+overview")
     before = p.js("([a, b]) => window.iolens.zoom(a, b)", [cut - 0.01, cut - 0.005])
     assert before["drawn"]["POSIX"] > 0 and not before["modes"]["POSIX"].endswith("+overview")
+    assert p.errors == []
+    p.close()
+
+
+def test_hover_on_transfer_and_spatial_points_names_rank_and_size(browser, pages):
+    p = open_page(browser, pages("generated/small_indep_shared.darshan"))
+    st = p.state()
+    mid = (st["t0"] + st["t1"]) / 2
+    st = p.js("([a, b]) => window.iolens.zoom(a, b, 2, 5)", [mid, mid + 0.05])
+    assert st["transferDrawn"] > 100 and st["spatialDrawn"] > 100
+    tip = p.page.locator("#tooltip")
+    for view in ("transfer", "spatial"):
+        # a point of rank 3 with no point of another rank or size drawn within a few pixels
+        pt = p.js("([v, r]) => window.iolens.findPoint(v, r)", [view, 3])
+        assert pt is not None, view
+        p.page.mouse.move(pt["x"], pt["y"])
+        tip.wait_for(state="visible")
+        text = tip.inner_text()
+        assert "Layer\tPOSIX" in text and "Rank\t3" in text, (view, text)
+        assert f"Size\t{pt['length']:,} B" in text and f"Operation\t{pt['op']}" in text, (view, text)
+        assert "small_indep_shared.dat" in text and "Host\t" in text and "Duration\t" in text
+        # a couple of pixels off still finds it; leaving the view hides the tooltip
+        p.page.mouse.move(pt["x"] + 2, pt["y"] - 1)
+        assert "Rank\t3" in tip.inner_text()
+        head = p.page.locator(f"#{view}-card h2").bounding_box()
+        p.page.mouse.move(head["x"] + 5, head["y"] + 5)
+        tip.wait_for(state="hidden")
+    # the transfer view's other layer
+    p.page.select_option("#transfer-layer", "MPI-IO")
+    p.settle()
+    pt = p.js("() => window.iolens.findPoint('transfer', 4)")
+    p.page.mouse.move(pt["x"], pt["y"])
+    tip.wait_for(state="visible")
+    assert "Layer\tMPI-IO" in tip.inner_text() and "Rank\t4" in tip.inner_text()
+    assert p.errors == []
+    p.close()
+
+
+def _gutter_rgb(p, layer, rank):
+    """The colour just left of the plot (TL.left = 74) on `rank`'s timeline row."""
+    return p.js("""([layer, rank]) => {
+        const op = window.iolens.findOp(layer, rank), c = document.querySelector('#timeline canvas');
+        const r = c.getBoundingClientRect(), dpr = c.width / r.width;
+        const d = c.getContext('2d').getImageData(Math.round(72 * dpr), Math.round((op.y - r.top) * dpr), 1, 1).data;
+        return [d[0], d[1], d[2]]; }""", [layer, rank])
+
+
+def test_insight_click_highlights_its_evidence_ranks_until_reset(browser, tmp_path, logs_dir):
+    html = tmp_path / "evidence.html"
+    ev = lambda ranks, window: {"ranks": ranks, "files": [], "time_window": window, "metrics": {}}  # noqa: E731
+    insights = [
+        {"code": "SERIALIZED_IO", "severity": "critical", "title": "Rank 0 writes alone", "evidence": ev([0], [0.3, 2.9]),
+         "recommendations": []},
+        {"code": "STRAGGLER", "severity": "warning", "title": "Ranks 3 and 5 are late", "evidence": ev([3, 5], [2.8, 2.95]),
+         "recommendations": []},
+        {"code": "METADATA_HEAVY", "severity": "warning", "title": "No time window", "evidence": ev([1], None),
+         "recommendations": []},
+    ]
+    write_report(read(logs_dir / "generated/fill_rank0.darshan"), html, insights=insights)
+    p = open_page(browser, html)
+    assert p.state()["highlight"] is None
+    links = p.page.locator("#insights .evidence-link")
+    assert links.count() == 2  # not for the insight without a time window
+    assert p.page.locator("#insights .insight[data-code=METADATA_HEAVY] .evidence-link").count() == 0
+    p.page.click("#insights .insight[data-code=STRAGGLER] .evidence-link")
+    p.settle()
+    st = p.state()
+    assert st["highlight"]["ranks"] == [3, 5] and st["highlight"]["code"] == "STRAGGLER"
+    assert st["ranks"] == [3, 5] and 2.7 < st["t0"] < 2.8
+    assert p.page.locator("#insights .insight.active").get_attribute("data-code") == "STRAGGLER"
+    # on the canvas: the evidence rows carry the accent bar, the rank between them does not
+    st = p.js("() => window.iolens.zoom(2.8, 2.95, 0, 8)")
+    assert st["highlight"]["ranks"] == [3, 5]  # zooming elsewhere keeps the highlight
+    accent = lambda c: c[2] > 180 and c[0] < 110  # noqa: E731  (#3b5bdb)
+    assert accent(_gutter_rgb(p, "MPI-IO", 3)) and accent(_gutter_rgb(p, "POSIX", 5))
+    assert not accent(_gutter_rgb(p, "MPI-IO", 4))
+    # another insight replaces the highlight
+    p.page.click("#insights .insight[data-code=SERIALIZED_IO] .evidence-link")
+    p.settle()
+    assert p.state()["highlight"]["ranks"] == [0]
+    assert [e.get_attribute("data-code") for e in p.page.locator("#insights .insight.active").all()] == ["SERIALIZED_IO"]
+    p.js("() => window.iolens.zoom(0.3, 2.95, 0, 8)")
+    assert accent(_gutter_rgb(p, "MPI-IO", 0)) and not accent(_gutter_rgb(p, "MPI-IO", 3))
+    # Reset clears it
+    p.page.click("#reset")
+    p.settle()
+    assert p.state()["highlight"] is None and p.page.locator("#insights .insight.active").count() == 0
+    assert not accent(_gutter_rgb(p, "MPI-IO", 0))
+    assert p.errors == []
+    p.close()
+
+
+def test_keyboard_pans_zooms_and_resets_the_focused_timeline(browser, pages):
+    p = open_page(browser, pages("generated/small_indep_shared.darshan"))
+    home = p.js("() => window.iolens.zoom(0.4, 0.6, 2, 5)")
+    box = p.page.locator("#timeline canvas").bounding_box()
+    p.page.mouse.click(box["x"] + 400, box["y"] + 60)
+    assert p.js("() => document.activeElement.id") == "timeline"
+    press = lambda key: (p.page.keyboard.press(key), p.settle(), p.state())[2]  # noqa: E731
+    st = press("ArrowRight")
+    assert abs(st["t0"] - 0.44) < 1e-9 and abs(st["t1"] - 0.64) < 1e-9 and st["ranks"] == home["ranks"]
+    st = press("ArrowLeft")
+    assert abs(st["t0"] - 0.4) < 1e-9
+    st = press("ArrowDown")
+    assert st["ranks"] == [3, 5]
+    st = press("ArrowUp")
+    assert st["ranks"] == [2, 4]
+    st = press("+")
+    assert abs((st["t1"] - st["t0"]) - 0.1) < 1e-9 and abs(st["t0"] - 0.45) < 1e-9
+    st = press("-")
+    assert abs((st["t1"] - st["t0"]) - 0.2) < 1e-9
+    full = p.js("() => window.iolens.reset()")
+    p.js("() => window.iolens.zoom(0.4, 0.6, 2, 5)")
+    for key in ("0", "Escape"):
+        p.js("() => window.iolens.zoom(0.4, 0.6, 2, 5)")
+        st = press(key)
+        assert (st["t0"], st["t1"], st["ranks"]) == (full["t0"], full["t1"], full["ranks"])
+    assert "Esc reset" in p.page.inner_text("#timeline-card .hint")
     assert p.errors == []
     p.close()

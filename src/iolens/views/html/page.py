@@ -19,8 +19,8 @@ from .summary import summary_payload
 from .trace import cap_segments, rank_hosts, trace_columns
 
 DEFAULT_MAX_OPS = 5_000_000  # 4.8 M ops: load 1.5 s, zoom < 250 ms (bench); beyond, the overview only
-SCRIPTS = ("util.js", "decode.js", "axis.js", "timeline.js", "scatter.js", "summary.js", "insights.js",
-           "app.js")
+SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "timeline.js", "hover.js", "scatter.js",
+           "summary.js", "insights.js", "testapi.js", "app.js")
 STYLES = ("report.css",)
 
 

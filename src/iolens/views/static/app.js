@@ -15,6 +15,7 @@ class App {
     this.tooltip = document.getElementById("tooltip");
     this.pending = 0;
     this.frame = 0;
+    this.highlight = null;  // an insight's evidence ranks: see evidence.js
   }
 
   initialView() {
@@ -49,6 +50,13 @@ class App {
   zoomRanks(at, factor) {
     const v = this.view;
     this.setView({r0: at - (at - v.r0) * factor, r1: at + (v.r1 - at) * factor});
+  }
+
+  /* The whole job and every rank, without any insight's highlight. */
+  reset(opts) {
+    clearEvidence(this);
+    this.view = {...this.home};
+    this.render(opts);
   }
 
   focus(win) {
@@ -155,6 +163,9 @@ function setupNoTrace(app) {
   document.getElementById("explorer").hidden = true;
   const box = document.getElementById("no-trace");
   box.hidden = false;
+  const insights = document.getElementById("insights-card");  // the side column is hidden with the explorer
+  insights.classList.add("standalone");
+  box.after(insights);
   box.append(el("h2", null, "No DXT trace in this log"));
   box.append(el("p", null, "Darshan's extended tracing (DXT) was off for this job, so there is no per-operation " +
     "timeline. The counters below still describe the whole job" + (app.meta.heatmaps.length ? ", and Darshan's heatmap shows I/O over time per rank." : ".")));
@@ -162,49 +173,6 @@ function setupNoTrace(app) {
     document.createTextNode(" in the job's environment (e.g. "), el("code", null, "export DXT_ENABLE_IO_TRACE=1"),
     document.createTextNode(" before mpirun/srun), and raise "), el("code", null, "DXT_TRACE_MEM"),
     document.createTextNode(" or DARSHAN_MODMEM for long runs.")]));
-}
-
-function testApi(app, ready) {
-  return {
-    ready,
-    state() {
-      const v = app.view, tl = app.timeline;
-      const stats = tl ? tl.stats : {};
-      return {
-        ready: app.decoded === true, t0: v.t0, t1: v.t1, r0: v.r0, r1: v.r1,
-        ranks: tl ? tl.rankRange() : [0, app.meta.nranks - 1], nranks: app.meta.nranks,
-        layers: app.meta.trace.layers.slice(), file: app.file, modes: Object.fromEntries(Object.entries(stats).map(([k, s]) => [k, s.mode])),
-        drawn: Object.fromEntries(Object.entries(stats).map(([k, s]) => [k, s.drawn])),
-        transferDrawn: app.transfer ? app.transfer.stats.drawn : 0, spatialDrawn: app.spatial ? app.spatial.stats.drawn : 0,
-        renderMs: tl ? tl.renderMs : 0, totalOps: app.meta.trace.total_ops, embeddedOps: app.meta.trace.ops,
-      };
-    },
-    zoom(t0, t1, r0, r1) {
-      const v = {t0, t1};
-      if (r0 !== undefined) { v.r0 = r0; v.r1 = r1; }
-      app.setView(v, {sync: true});
-      return this.state();
-    },
-    reset() { app.view = {...app.home}; app.render({sync: true}); return this.state(); },
-    selectFile(idx) { app.selectFile(idx); app.render({sync: true}); return this.state(); },
-    files() { return app.meta.files.map((f, i) => ({index: i, name: f.name, ops: f.ops})); },
-    /* A visible operation of `layer` on `rank` (the widest), with where to point the mouse. */
-    findOp(layer, rank) {
-      const tr = app.trace, k = app.meta.trace.layers.indexOf(layer), v = app.view;
-      if (!tr || k < 0) return null;
-      const [lo, hi] = groupWindow(tr, k * tr.nranks + rank, v.t0, v.t1);
-      let best = -1;
-      for (let i = lo; i < hi; i++) {
-        if (tr.end[i] < v.t0 || (app.file >= 0 && tr.file[i] !== app.file)) continue;
-        if (best < 0 || tr.end[i] - tr.start[i] > tr.end[best] - tr.start[best]) best = i;
-      }
-      if (best < 0) return null;
-      const p = app.timeline.clientPoint(k, best, rank);
-      return {x: p.x, y: p.y, rank, length: tr.length[best], op: tr.op[best] ? "read" : "write",
-              start: tr.start[best], end: tr.end[best], file: app.meta.files[tr.file[best]].name};
-    },
-    render() { const t = performance.now(); app.render({sync: true}); return performance.now() - t; },
-  };
 }
 
 async function main() {
@@ -224,7 +192,7 @@ async function main() {
   if (hasTrace) {
     setupFileSelect(app); setupLegend(app); renderPhases(app); renderRankFacts(app);
     app.timeline = new Timeline(document.getElementById("timeline"), app);
-    document.getElementById("reset").addEventListener("click", () => { app.view = {...app.home}; app.render(); });
+    document.getElementById("reset").addEventListener("click", () => app.reset());
     document.getElementById("zoom-in").addEventListener("click", () => app.zoomTime((app.view.t0 + app.view.t1) / 2, 0.5));
     document.getElementById("zoom-out").addEventListener("click", () => app.zoomTime((app.view.t0 + app.view.t1) / 2, 2));
   } else setupNoTrace(app);

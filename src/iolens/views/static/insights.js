@@ -3,52 +3,71 @@
 
 const SEVERITY_ORDER = {critical: 0, warning: 1, info: 2, ok: 3};
 
-/* Where on the timeline an insight's evidence is: {t0, t1, r0, r1} or null. */
+/* Where on the timeline an insight's evidence is: {t0, t1[, r0, r1]}, or null without a time window. */
 function evidenceWindow(ev, nranks) {
-  if (!ev) return null;
-  const tw = ev.time_window, ranks = (ev.ranks || []).filter((r) => Number.isInteger(r) && r >= 0 && r < nranks);
-  if (!tw && !ranks.length) return null;
-  const out = {};
-  if (tw && tw.length === 2 && isFinite(tw[0]) && isFinite(tw[1])) {
-    const pad = Math.max((tw[1] - tw[0]) * 0.05, 1e-6);
-    out.t0 = tw[0] - pad; out.t1 = tw[1] + pad;
-  }
+  const tw = ev && ev.time_window;
+  if (!tw || tw.length !== 2 || !isFinite(tw[0]) || !isFinite(tw[1]) || tw[0] === null || tw[1] === null) return null;
+  const pad = Math.max((tw[1] - tw[0]) * 0.05, 1e-6);
+  const out = {t0: tw[0] - pad, t1: tw[1] + pad};
+  const ranks = (ev.ranks || []).filter((r) => Number.isInteger(r) && r >= 0 && r < nranks);
   if (ranks.length) { out.r0 = Math.min(...ranks); out.r1 = Math.max(...ranks) + 1; }
   return out;
 }
 
+const SOURCE_LABEL = {dxt: "from the DXT trace", counters: "from the counters"};
+
+function insightItem(app, ins, n) {
+  const item = el("div", {class: "insight " + (ins.severity || "info"), "data-code": ins.code || "", "data-insight": String(n)});
+  item.append(el("div", {class: "insight-head"}, [el("span", {class: "sev"}, ins.severity || "info"),
+    el("span", {class: "insight-title"}, ins.title || ins.code || "")]));
+  if (ins.summary) item.append(el("p", {class: "insight-summary"}, ins.summary));
+  const recs = ins.recommendations || [];
+  if (recs.length) {
+    const box = el("details", {class: "recs"});
+    box.append(el("summary", null, `${recs.length} recommendation${recs.length > 1 ? "s" : ""}`));
+    for (const r of recs) {
+      if (typeof r === "string") { box.append(el("p", null, r)); continue; }
+      box.append(el("div", {class: "rec"}, [el("b", null, r.title || ""), r.detail ? el("p", null, r.detail) : null,
+        r.snippet ? el("pre", null, el("code", null, r.snippet)) : null]));
+    }
+    item.append(box);
+  }
+  const foot = el("div", {class: "insight-foot"});
+  if (SOURCE_LABEL[ins.source]) foot.append(el("span", {class: "muted"}, SOURCE_LABEL[ins.source]));
+  const win = evidenceWindow(ins.evidence, app.meta.nranks);
+  if (win && app.meta.trace.layers.length) {
+    const link = el("a", {href: "#timeline-card", class: "evidence-link"}, "show on timeline →");
+    link.title = "Zoom the timeline to this evidence and highlight its ranks (Reset clears it)";
+    link.addEventListener("click", (e) => { e.preventDefault(); showEvidence(app, ins, n, win); });
+    foot.append(link);
+  }
+  if (foot.firstChild) item.append(foot);
+  return item;
+}
+
+/* Problems (critical, warning) first; info-level notes folded below. Shown whenever the diagnosis ran. */
 function renderInsights(app) {
   const box = clear(document.getElementById("insights")), list = app.meta.insights;
   if (list === null || list === undefined) {
     box.append(el("p", {class: "muted"}, "Diagnosis is not available in this version of iolens."));
     return;
   }
-  if (!list.length) { box.append(el("p", {class: "muted"}, "No problem found.")); return; }
   const sorted = list.slice().sort((a, b) => (SEVERITY_ORDER[a.severity] ?? 9) - (SEVERITY_ORDER[b.severity] ?? 9));
-  sorted.forEach((ins, n) => {
-    const win = evidenceWindow(ins.evidence, app.meta.nranks);
-    const item = el("div", {class: "insight " + (ins.severity || "info"), "data-code": ins.code || ""});
-    const head = el("div", {class: "insight-head"}, [el("span", {class: "sev"}, ins.severity || "info"), el("span", {class: "insight-title"}, ins.title || ins.code || "")]);
-    item.append(head);
-    if (ins.summary) item.append(el("p", {class: "insight-summary"}, ins.summary));
-    const recs = ins.recommendations || [];
-    if (recs.length) {
-      const box = el("details", {class: "recs"});
-      box.append(el("summary", null, `${recs.length} recommendation${recs.length > 1 ? "s" : ""}`));
-      for (const r of recs) {
-        if (typeof r === "string") { box.append(el("p", null, r)); continue; }
-        box.append(el("div", {class: "rec"}, [el("b", null, r.title || ""), r.detail ? el("p", null, r.detail) : null,
-          r.snippet ? el("pre", null, el("code", null, r.snippet)) : null]));
-      }
-      item.append(box);
-    }
-    if (win && app.trace !== undefined && app.meta.trace.layers.length) {
-      const link = el("a", {href: "#timeline-card", class: "evidence-link", "data-insight": String(n)}, "show on timeline →");
-      link.addEventListener("click", (e) => { e.preventDefault(); app.focus(win); });
-      item.append(link);
-    }
-    box.append(item);
-  });
+  const isProblem = (i) => i.severity === "critical" || i.severity === "warning";
+  const problems = sorted.filter(isProblem), notes = sorted.filter((i) => !isProblem(i));
+  if (!problems.length) {
+    box.append(el("p", {class: "no-problems"}, "No problems found."));
+    box.append(el("p", {class: "muted"}, notes.length
+      ? `${notes.length} info-level note${notes.length === 1 ? "" : "s"} below.` : "No info-level notes either."));
+  }
+  sorted.forEach((ins, n) => { if (isProblem(ins)) box.append(insightItem(app, ins, n)); });
+  if (notes.length) {
+    const fold = el("details", {class: "info-notes"});
+    fold.append(el("summary", null, `${notes.length} info-level note${notes.length === 1 ? "" : "s"}`));
+    sorted.forEach((ins, n) => { if (!isProblem(ins)) fold.append(insightItem(app, ins, n)); });
+    box.append(fold);
+  }
+  markActiveInsight(app);
 }
 
 function renderPhases(app) {

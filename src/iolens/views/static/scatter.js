@@ -11,6 +11,8 @@ class PointView {
     layerSelect.value = app.meta.trace.layers.includes("POSIX") ? "POSIX" : app.meta.trace.layers[0];
     layerSelect.addEventListener("change", () => this.render());
     this.stats = {drawn: 0};
+    this.index = null;  // what the last render drew where: see hover.js
+    bindPointHover(this);
   }
 
   get k() { return Math.max(0, this.app.meta.trace.layers.indexOf(this.layerSelect.value)); }
@@ -54,23 +56,28 @@ class TransferView extends PointView {
   render() {
     const tr = this.app.trace, v = this.app.view, barH = 70;
     const ctx = this.frame(200, barH + 16);
+    this.index = null;
     if (!tr) { this.empty(ctx, "decoding the trace…"); return; }
     const k = this.k, W = this.plotW, H = this.plotH, file = this.app.file;
     const sizeBin = sizeBins(tr), top = Math.max(16, layerMaxBin(tr, k, sizeBin));
     const count = new Uint32Array(W * H * 2), op = tr.op, start = tr.start, length = tr.length;
     const bins = Math.max(10, Math.floor(W / 3)), bytes = new Float64Array(bins * 2);
-    const sx = W / (v.t1 - v.t0), sy = (H - 1) / top, t0 = v.t0;
+    const sx = W / (v.t1 - v.t0), sy = (H - 1) / top, t0 = v.t0, ranges = this.ranges(k);
+    const owner = new Int32Array(W * H).fill(-1);
     let drawn = 0;
-    for (const [, lo, hi] of this.ranges(k)) {
+    for (const [, lo, hi] of ranges) {
       for (let i = lo; i < hi; i++) {
         if (file >= 0 && tr.file[i] !== file) continue;
         const x = Math.min(W - 1, Math.floor((start[i] - t0) * sx)), o = op[i];
-        count[((H - 1 - Math.floor(sizeBin[i] * sy)) * W + x) * 2 + o]++;
+        const pix = (H - 1 - Math.floor(sizeBin[i] * sy)) * W + x;
+        count[pix * 2 + o]++; owner[pix] = i;
         bytes[Math.floor(x / W * bins) * 2 + o] += length[i];
         drawn++;
       }
     }
     this.stats = {drawn};
+    this.index = {owner, W, H, k, ranges, shows: (i) => file < 0 || tr.file[i] === file,
+      span: (i) => { const y = H - 1 - Math.floor(sizeBin[i] * sy); return [Math.min(W - 1, Math.floor((start[i] - t0) * sx)), y, y]; }};
     let maxC = 1;
     for (let j = 0; j < count.length; j++) if (count[j] > maxC) maxC = count[j];
     const px = new Uint8ClampedArray(W * H * 4), lmax = Math.log(1 + maxC), dot = drawn < 20000 ? 1 : 0;
@@ -151,18 +158,19 @@ class SpatialView extends PointView {
   render() {
     const tr = this.app.trace, v = this.app.view;
     const ctx = this.frame(286, 0);
+    this.index = null;
     if (!tr) { this.empty(ctx, "decoding the trace…"); return; }
     const k = this.k, file = this.fileShown(), W = this.plotW, H = this.plotH;
     this.hint.textContent = file >= 0
       ? `File offset of every operation on ${this.app.meta.files[file].name}` +
         (this.app.file < 0 ? " (the file with the most operations; choose another in the timeline's file menu)" : "") +
-        " over time: sequential, strided, random and rank-interleaved patterns show as lines, stripes and clouds."
+        " over time: sequential, strided, random and rank-interleaved patterns show as lines, stripes and clouds. Hover a point for details."
       : "No traced file.";
     const range = file >= 0 ? this.offsetRange(k, file) : null;
     if (!range) { this.stats = {drawn: 0}; this.empty(ctx, "no operation with a known offset on this file and layer"); return; }
     const [lo_, hi_] = range, sy = (H - 1) / (hi_ - lo_), sx = W / (v.t1 - v.t0);
     const byRank = this.colour.value === "rank";
-    const px = new Uint8ClampedArray(W * H * 4), ranges = this.ranges(k);
+    const px = new Uint8ClampedArray(W * H * 4), ranges = this.ranges(k), owner = new Int32Array(W * H).fill(-1);
     let candidates = 0, drawn = 0;
     for (const [, lo, hi] of ranges) candidates += hi - lo;
     const wide = candidates < 20000 ? 1 : 0, offset = tr.offset, length = tr.length, start = tr.start, t0 = v.t0;
@@ -178,12 +186,17 @@ class SpatialView extends PointView {
           for (let xx = x, xe = Math.min(W - 1, x + wide); xx <= xe; xx++) {
             const p = (y * W + xx) * 4;
             px[p] = c[0]; px[p + 1] = c[1]; px[p + 2] = c[2]; px[p + 3] = 235;
+            if (xx === x) owner[y * W + x] = i;
           }
         }
         drawn++;
       }
     }
     this.stats = {drawn, file};
+    this.index = {owner, W, H, k, ranges, shows: (i) => tr.file[i] === file && offset[i] >= 0,
+      span: (i) => [Math.min(W - 1, Math.floor((start[i] - t0) * sx)),
+        clamp(H - 1 - Math.floor((offset[i] + length[i] - lo_) * sy), 0, H - 1),
+        clamp(H - 1 - Math.floor((offset[i] - lo_) * sy), 0, H - 1)]};
     drawGridX(ctx, SC.left, W, SC.top, H, v.t0, v.t1);
     this.paint(ctx, px, W, H, SC.top);
     const ticks = byteTicks(lo_, hi_, 6).map((o) => [fmtBytes(o), SC.top + H - 1 - (o - lo_) * sy]);

@@ -19,6 +19,7 @@ class Timeline {
     this.drag = null;
     this.layout();
     this.bindEvents();
+    bindTimelineKeys(app, container);
   }
 
   layout() {
@@ -59,6 +60,7 @@ class Timeline {
     drawGridX(ctx, TL.left, this.plotW, f.top, f.height, v.t0, v.t1);
     ctx.beginPath(); ctx.rect(TL.left, f.top, this.plotW, f.height); ctx.clip();
     this.drawPhases(ctx, f);
+    drawEvidenceBand(this, ctx, f);
     let stat;
     if (!tr) stat = this.drawOverview(ctx, f, v.t0);
     else {
@@ -73,6 +75,7 @@ class Timeline {
     ctx.restore();
     ctx.strokeStyle = "#c9ced6"; ctx.strokeRect(TL.left + 0.5, f.top + 0.5, this.plotW - 1, f.height - 1);
     this.drawRankAxis(ctx, f);
+    drawEvidenceGutter(this, ctx, f);
     this.stats[f.layer] = stat;
   }
 
@@ -259,6 +262,7 @@ class Timeline {
     const info = this.app.meta.analysis[f.layer] || {};
     const strag = new Set((info.stragglers || []).map((s) => s.rank));
     const busiest = info.busiest && info.busiest.length ? info.busiest[0].rank : -1;
+    const evidence = this.app.highlight ? this.app.highlight.ranks : new Set();
     ctx.save();
     ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "right"; ctx.textBaseline = "middle";
     let ranks;
@@ -271,8 +275,8 @@ class Timeline {
     for (const r of ranks) {
       const y = f.top + (r + 0.5 - v.r0) * rowH;
       if (y < f.top || y > f.top + f.height) continue;
-      ctx.fillStyle = strag.has(r) ? COLORS.straggler : COLORS.axis;
-      ctx.font = r === busiest ? "700 11px system-ui, sans-serif" : "11px system-ui, sans-serif";
+      ctx.fillStyle = evidence.has(r) ? EVIDENCE.label : strag.has(r) ? COLORS.straggler : COLORS.axis;
+      ctx.font = r === busiest || evidence.has(r) ? "700 11px system-ui, sans-serif" : "11px system-ui, sans-serif";
       ctx.fillText(String(r), TL.left - 14, y);
     }
     const mark = (r, color, shape) => {
