@@ -341,15 +341,23 @@ def test_insight_click_highlights_its_evidence_ranks_until_reset(browser, tmp_pa
          "recommendations": []},
         {"code": "STRAGGLER", "severity": "warning", "title": "Ranks 3 and 5 are late", "evidence": ev([3, 5], [2.8, 2.95]),
          "recommendations": []},
-        {"code": "METADATA_HEAVY", "severity": "warning", "title": "No time window", "evidence": ev([1], None),
+        {"code": "RANK_IMBALANCE", "severity": "warning", "title": "Rank 1 only", "evidence": ev([1], None),
+         "recommendations": []},
+        {"code": "METADATA_HEAVY", "severity": "warning", "title": "No time window", "evidence": ev([], None),
          "recommendations": []},
     ]
     write_report(read(logs_dir / "generated/fill_rank0.darshan"), html, insights=insights)
     p = open_page(browser, html)
     assert p.state()["highlight"] is None
     links = p.page.locator("#insights .evidence-link")
-    assert links.count() == 2  # not for the insight without a time window
+    assert links.count() == 3  # not for the insight that names neither a time nor a rank
     assert p.page.locator("#insights .insight[data-code=METADATA_HEAVY] .evidence-link").count() == 0
+    home = p.state()
+    p.page.click("#insights .insight[data-code=RANK_IMBALANCE] .evidence-link")
+    p.settle()
+    st = p.state()  # rank-only evidence: that rank over the whole run
+    assert st["highlight"]["ranks"] == [1] and st["ranks"] == [1, 1]
+    assert (st["t0"], st["t1"]) == (home["t0"], home["t1"])
     p.page.click("#insights .insight[data-code=STRAGGLER] .evidence-link")
     p.settle()
     st = p.state()

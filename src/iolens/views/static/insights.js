@@ -3,13 +3,18 @@
 
 const SEVERITY_ORDER = {critical: 0, warning: 1, info: 2, ok: 3};
 
-/* Where on the timeline an insight's evidence is: {t0, t1[, r0, r1]}, or null without a time window. */
-function evidenceWindow(ev, nranks) {
+/* Where on the timeline an insight's evidence is: {t0, t1[, r0, r1]}; the whole run for rank-only
+   evidence (e.g. an imbalance named from counters); null when it names neither a time nor a rank. */
+function evidenceWindow(ev, nranks, home) {
   const tw = ev && ev.time_window;
-  if (!tw || tw.length !== 2 || !isFinite(tw[0]) || !isFinite(tw[1]) || tw[0] === null || tw[1] === null) return null;
-  const pad = Math.max((tw[1] - tw[0]) * 0.05, 1e-6);
-  const out = {t0: tw[0] - pad, t1: tw[1] + pad};
-  const ranks = (ev.ranks || []).filter((r) => Number.isInteger(r) && r >= 0 && r < nranks);
+  const ranks = ((ev && ev.ranks) || []).filter((r) => Number.isInteger(r) && r >= 0 && r < nranks);
+  const timed = tw && tw.length === 2 && tw[0] !== null && tw[1] !== null && isFinite(tw[0]) && isFinite(tw[1]);
+  if (!timed && !ranks.length) return null;
+  let out = {t0: home.t0, t1: home.t1};
+  if (timed) {
+    const pad = Math.max((tw[1] - tw[0]) * 0.05, 1e-6);
+    out = {t0: tw[0] - pad, t1: tw[1] + pad};
+  }
   if (ranks.length) { out.r0 = Math.min(...ranks); out.r1 = Math.max(...ranks) + 1; }
   return out;
 }
@@ -34,7 +39,7 @@ function insightItem(app, ins, n) {
   }
   const foot = el("div", {class: "insight-foot"});
   if (SOURCE_LABEL[ins.source]) foot.append(el("span", {class: "muted"}, SOURCE_LABEL[ins.source]));
-  const win = evidenceWindow(ins.evidence, app.meta.nranks);
+  const win = evidenceWindow(ins.evidence, app.meta.nranks, app.home);
   if (win && app.meta.trace.layers.length) {
     const link = el("a", {href: "#timeline-card", class: "evidence-link"}, "show on timeline →");
     link.title = "Zoom the timeline to this evidence and highlight its ranks (Reset clears it)";
