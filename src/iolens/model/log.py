@@ -9,12 +9,15 @@ import polars as pl
 from ..reader.counter_names import COUNTER_NAMES
 from ..reader.job import mount_of
 from ..reader.log import RawLog, read_raw
-from .osts import segment_osts
+from ..reader.lustre import COMPONENT_FIELDS
+from .columns import categorical_series, list_series
+from .osts import layouts, segment_osts
 
 DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
 LAYER_OF_DXT = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPI-IO"}
 OP = pl.Enum(["write", "read"])  # code 0 = write, 1 = read: the order segments are stored in
 MODULE = pl.Enum(list(DXT_MODULES))
+OP_NAMES = pl.Series(OP.categories, dtype=OP)
 
 
 def read(path: str, progress=None) -> "Log":
@@ -105,7 +108,7 @@ class Log:
     # --- DXT ---------------------------------------------------------------------------------
     @property
     def has_dxt(self) -> bool:
-        return any(len(self.raw.dxt[m].offset) for m in self.raw.dxt)
+        return any(recs.total for recs in self.raw.dxt.values())
 
     @cached_property
     def dxt_records(self) -> pl.DataFrame:
@@ -128,63 +131,37 @@ class Log:
 
     @cached_property
     def segments(self) -> pl.DataFrame:
-        """One row per traced operation: module, file_id, rank, hostname, op, offset, length, start, end, osts."""
-        frames = [self._segment_frame(m, r) for m, r in self.raw.dxt.items()]
-        frames = [f for f in frames if f is not None]
-        if not frames:
-            return pl.DataFrame(schema=SEGMENT_SCHEMA)
-        seg = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
-        osts = segment_osts(seg, self.lustre)
-        if osts is not None:
-            seg = seg.with_columns(osts.alias("osts"))
-        return seg
+        """One row per traced operation: module, file_id, rank, hostname, op, offset, length, start, end, osts.
 
-    def _segment_frame(self, module, recs):
-        counts = recs.write_counts + recs.read_counts
-        total = int(counts.sum())
-        if not total:
-            return None
-        # inside a record: write_count writes, then read_count reads -> alternating runs of op codes
-        run_codes = np.tile(np.array([0, 1], dtype=np.uint32), len(counts))
-        run_lengths = np.column_stack([recs.write_counts, recs.read_counts]).ravel()
-        hosts = sorted(set(recs.hostnames))
-        code_of = {h: i for i, h in enumerate(hosts)}
-        rec_host = np.fromiter((code_of[h] for h in recs.hostnames), dtype=np.uint32, count=len(counts))
-        cols = {
-            "module": pl.Series([module], dtype=MODULE).new_from_index(0, total),
-            "file_id": pl.Series(np.repeat(recs.ids, counts), dtype=pl.UInt64),
-            "rank": np.repeat(recs.ranks, counts),
-            "hostname": pl.Series(hosts, dtype=pl.Categorical).gather(np.repeat(rec_host, counts)),
-            "op": pl.Series(OP.categories, dtype=OP).gather(np.repeat(run_codes, run_lengths)),
-            "offset": recs.offset,
-            "length": recs.length,
-            "start": recs.start,
-            "end": recs.end,
-        }
-        if recs.pthread_id is not None:
-            cols["pthread_id"] = pl.Series(recs.pthread_id, dtype=pl.UInt64)
-        return pl.DataFrame(cols)
+        The table is held in the chunks the reader filled (a few per module), not rechunked: that would
+        copy it whole."""
+        layout = layouts(self.raw.lustre)
+        chunks = [c for module, recs in self.raw.dxt.items() for c in _segment_chunks(module, recs, layout)]
+        if not chunks:
+            return pl.DataFrame(schema=SEGMENT_SCHEMA)
+        if any(osts is not None for _, osts in chunks):  # null lists where a chunk has no Lustre file
+            no_osts = pl.Series(dtype=pl.List(pl.Int64))
+            frames = [frame.with_columns((no_osts.extend_constant(None, frame.height) if osts is None else osts)
+                                         .alias("osts")) for frame, osts in chunks]
+        else:
+            frames = [frame for frame, _ in chunks]
+        if len(frames) == 1:
+            return frames[0]
+        same = all(f.columns == frames[0].columns for f in frames)  # else pthread_id in one module only
+        return pl.concat(frames, how="vertical" if same else "diagonal_relaxed", rechunk=False)
 
     # --- Lustre, heatmap ---------------------------------------------------------------------
     @cached_property
     def lustre(self) -> pl.DataFrame:
         """One row per layout component of each LUSTRE record (v1 records are one component)."""
-        fields = ("stripe_size", "stripe_count", "stripe_pattern", "flags", "ext_start", "ext_end", "mirror_id")
-        cols = {k: [] for k in ("file_id", "rank", "component", *fields, "pool_name", "osts")}
-        for rec in self.raw.lustre:
-            for k, comp in enumerate(rec.components):
-                cols["file_id"].append(rec.id)
-                cols["rank"].append(rec.rank)
-                cols["component"].append(k)
-                for f in fields:
-                    cols[f].append(comp[f])
-                cols["pool_name"].append(comp["pool_name"])
-                cols["osts"].append(comp["osts"])
-        schema = {"file_id": pl.UInt64, "rank": pl.Int64, "component": pl.Int64, "stripe_size": pl.Int64,
-                  "stripe_count": pl.Int64, "stripe_pattern": pl.Int64, "flags": pl.Int64,
-                  "ext_start": pl.Int64, "ext_end": pl.Int64, "mirror_id": pl.Int64, "pool_name": pl.String}
-        table = pl.DataFrame({k: pl.Series(k, cols[k], dtype=t) for k, t in schema.items()})
-        return table.with_columns(_list_column(cols["osts"]).alias("osts"))
+        recs = self.raw.lustre
+        cols = {"file_id": pl.Series(recs.file_id, dtype=pl.UInt64), "rank": pl.Series(recs.rank, dtype=pl.Int64),
+                "component": pl.Series(recs.component, dtype=pl.Int64)}
+        for i, name in enumerate(COMPONENT_FIELDS):
+            cols[name] = pl.Series(np.ascontiguousarray(recs.values[:, i]), dtype=pl.Int64)
+        cols["pool_name"] = pl.Series(recs.pool_name, dtype=pl.String)
+        cols["osts"] = list_series(np.diff(recs.ost_offsets), recs.osts)
+        return pl.DataFrame(cols)
 
     @cached_property
     def heatmap(self) -> pl.DataFrame:
@@ -210,15 +187,42 @@ class Log:
             pl.col("module").cast(pl.String))
 
 
-def _list_column(lists: list) -> pl.Series:
-    """list[i64] from Python lists: one flat array and a group-by, far faster than a Series of lists."""
-    lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
-    flat = np.fromiter((v for x in lists for v in x), dtype=np.int64, count=int(lengths.sum()))
-    rows = pl.DataFrame({"row": np.repeat(np.arange(len(lists)), lengths), "v": flat})
-    grouped = rows.group_by("row").agg("v")
-    full = pl.DataFrame({"row": np.arange(len(lists))}).join(grouped, on="row", how="left", maintain_order="left")
-    return full["v"].fill_null(pl.lit([], dtype=pl.List(pl.Int64)))
-
-
 SEGMENT_SCHEMA = {"module": MODULE, "file_id": pl.UInt64, "rank": pl.Int64, "hostname": pl.Categorical,
                   "op": OP, "offset": pl.Int64, "length": pl.Int64, "start": pl.Float64, "end": pl.Float64}
+
+
+def _segment_chunks(module, recs, layout) -> list:
+    """(frame, osts or None) per chunk of a module's segments: the reader's columns as they are, plus
+    the per-record values (file, rank, host, op) repeated over each chunk's segments."""
+    counts = recs.write_counts + recs.read_counts
+    bounds = np.zeros(len(counts) + 1, dtype=np.int64)  # record r's segments: bounds[r] .. bounds[r + 1]
+    np.cumsum(counts, out=bounds[1:])
+    # inside a record: write_count writes, then read_count reads -> alternating runs of op codes
+    run_bounds = np.zeros(2 * len(counts) + 1, dtype=np.int64)
+    np.cumsum(np.column_stack([recs.write_counts, recs.read_counts]).ravel(), out=run_bounds[1:])
+    run_codes = np.tile(np.array([0, 1], dtype=np.uint32), len(counts))
+    hosts = sorted(set(recs.hostnames))
+    code_of = {h: i for i, h in enumerate(hosts)}
+    rec_host = np.fromiter((code_of[h] for h in recs.hostnames), dtype=np.uint32, count=len(counts))
+    rec_layout = layout.file_index(recs.ids) if layout is not None else None
+    out, s0 = [], 0
+    for chunk in recs.chunks:
+        n = len(chunk["offset"])
+        per_record = np.diff(np.clip(bounds, s0, s0 + n))  # each record's segments inside this chunk
+        cols = {
+            "module": pl.Series([module], dtype=MODULE).new_from_index(0, n),
+            "file_id": pl.Series(np.repeat(recs.ids, per_record), dtype=pl.UInt64),
+            "rank": pl.Series(np.repeat(recs.ranks, per_record), dtype=pl.Int64),
+            "hostname": categorical_series(np.repeat(rec_host, per_record), hosts),
+            # a Series index: a numpy one is first copied to i64 by polars
+            "op": OP_NAMES.gather(pl.Series(np.repeat(run_codes, np.diff(np.clip(run_bounds, s0, s0 + n))))),
+            **{name: pl.Series(chunk[name]) for name in ("offset", "length", "start", "end")},
+        }
+        if "pthread_id" in chunk:
+            cols["pthread_id"] = pl.Series(chunk["pthread_id"], dtype=pl.UInt64)
+        osts = None
+        if rec_layout is not None:
+            osts = segment_osts(layout, rec_layout, per_record, chunk["offset"], chunk["length"])
+        out.append((pl.DataFrame(cols), osts))
+        s0 += n
+    return out

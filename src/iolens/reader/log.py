@@ -1,18 +1,19 @@
 """Read a whole Darshan log into plain records and arrays (no tables, no analysis)."""
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 
 from ..errors import LogError
 from .counters import LAYOUTS, CounterRecords, parse_counters
-from .dxt import SEGMENT_LAYOUT, DxtRecords, parse_dxt
+from .dxt import SEGMENT_LAYOUT, DxtParser
 from .header import MODULE_NAMES, Header, job_region, parse_header
 from .heatmap import parse_heatmap
 from .job import JobRecord, parse_job
-from .lustre import parse_lustre
+from .lustre import LustreRecords, parse_lustre
 from .names import parse_names
-from .regions import inflate_regions
+from .regions import Collect, inflate, inflate_into
 
 
 @dataclass
@@ -36,7 +37,7 @@ class RawLog:
     modules: list = field(default_factory=list)
     counters: dict = field(default_factory=dict)  # module -> CounterRecords
     dxt: dict = field(default_factory=dict)  # module -> DxtRecords
-    lustre: list = field(default_factory=list)
+    lustre: LustreRecords = field(default_factory=LustreRecords)
     heatmap: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
@@ -66,29 +67,39 @@ def _parse(path: str, data: bytes, progress) -> RawLog:
     jr = job_region(header, len(data))
     if jr.length <= 0:
         raise LogError("truncated: no job region after the header")
-    infos = []
+    bo, version = header.byte_order, header.version
+    # the job first: its process count bounds the number of compressed streams in every other region
+    job = parse_job(inflate(memoryview(data)[jr.offset:jr.offset + jr.length], header.compression, "job"),
+                    version, bo)
+    raw = RawLog(path, header, job, {})
+    # every other region iolens reads, each with the sink that parses it while it is inflated; skipped
+    # modules are not touched
+    wanted, sinks = [], []
+    if header.name_region.length:
+        wanted.append(("name records", header.name_region.offset, header.name_region.length))
+        sinks.append(Collect(lambda buf: raw.names.update(parse_names(buf, version, bo))))
     for mod_id, reg in sorted(header.module_regions.items()):
         name = MODULE_NAMES.get(mod_id, f"module {mod_id}")
         supported = name in LAYOUTS or name in SEGMENT_LAYOUT or name in ("LUSTRE", "HEATMAP")
-        infos.append((ModuleInfo(mod_id, name, header.module_versions[mod_id],
-                                 bool(header.partial_mask >> mod_id & 1), reg.length, supported), reg))
-    # every region iolens reads, inflated up front (in threads when big); skipped modules are not touched
-    wanted = [("job", jr.offset, jr.length)]
-    if header.name_region.length:
-        wanted.append(("name records", header.name_region.offset, header.name_region.length))
-    wanted += [(info.name, reg.offset, reg.length) for info, reg in infos if info.supported]
-    bufs = inflate_regions(data, wanted, header.compression, progress)
-    bufs.reverse()  # popped in order, so each buffer is freed once parsed
-    job = parse_job(bufs.pop(), header.version, header.byte_order)
-    names = parse_names(bufs.pop(), header.version, header.byte_order) if header.name_region.length else {}
-    raw = RawLog(path, header, job, names)
-    for info, _reg in infos:
+        info = ModuleInfo(mod_id, name, header.module_versions[mod_id], bool(header.partial_mask >> mod_id & 1),
+                          reg.length, supported)
         raw.modules.append(info)
+        if supported:
+            wanted.append((name, reg.offset, reg.length))
+            sinks.append(DxtParser(name, info.version, bo) if name in SEGMENT_LAYOUT
+                         else Collect(functools.partial(_read_module, raw, info)))
+    inflate_into(data, wanted, header.compression, sinks, progress, streams=job.nprocs)
+    dxt = {s.module: s.records for s in sinks if isinstance(s, DxtParser)}
+    for info in raw.modules:
         if not info.supported:
             info.note = "not modelled by iolens; skipped"
             raw.notes.append(f"module {info.name} is present but not modelled by iolens; skipped")
-        else:
-            _read_module(raw, info, bufs.pop())
+        elif info.name in dxt:
+            raw.dxt[info.name] = dxt[info.name]
+            info.records = len(dxt[info.name].ids)
+        elif info.name in raw.counters and raw.counters[info.name].skipped:
+            raw.notes.append(f"{info.name}: {raw.counters[info.name].skipped} records of module version 1 used "
+                             f"stdio counters and cannot be converted (skipped, as darshan-util does)")
     return raw
 
 
@@ -97,13 +108,6 @@ def _read_module(raw: RawLog, info: ModuleInfo, buf: bytes) -> None:
     if info.name in LAYOUTS:
         recs: CounterRecords = parse_counters(info.name, info.version, buf, bo)
         raw.counters[info.name] = recs
-        info.records = len(recs.ids)
-        if recs.skipped:
-            raw.notes.append(f"{info.name}: {recs.skipped} records of module version 1 used stdio "
-                             f"counters and cannot be converted (skipped, as darshan-util does)")
-    elif info.name in SEGMENT_LAYOUT:
-        recs: DxtRecords = parse_dxt(info.name, info.version, buf, bo)
-        raw.dxt[info.name] = recs
         info.records = len(recs.ids)
     elif info.name == "LUSTRE":
         raw.lustre = parse_lustre(info.version, buf, bo)
