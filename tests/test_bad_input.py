@@ -336,11 +336,9 @@ def test_fuzz_on_disk_bytes(logs_dir, tmp_path, rel, mutations):
         if not data:
             break
         at = int(where * len(data))
-        if kind == "flip":
-            data[at] ^= 1 << (value % 8)
-        elif kind == "set8":
-            data[at:at + 8] = value.to_bytes(8, "little")
-        elif kind == "zero":
+        if _flip_or_set(data, kind, at, value):
+            continue
+        if kind == "zero":
             data[at:at + 1 + value % 64] = bytes(len(data[at:at + 1 + value % 64]))
         elif kind == "cut":
             del data[at:]
@@ -348,6 +346,17 @@ def test_fuzz_on_disk_bytes(logs_dir, tmp_path, rel, mutations):
             data[at:at] = data[value % len(data):][:64]
     path = _make(tmp_path, "fuzz.darshan", bytes(data))
     check_api(path, expect_error=None)
+
+
+def _flip_or_set(data: bytearray, kind: str, at: int, value: int) -> bool:
+    """The mutations both fuzzers share: flip one bit, or overwrite 8 bytes. False if `kind` is another."""
+    if kind == "flip":
+        data[at] ^= 1 << (value % 8)
+    elif kind == "set8":
+        data[at:at + 8] = value.to_bytes(8, "little")
+    else:
+        return False
+    return True
 
 
 region_mutation = st.tuples(st.sampled_from(["flip", "set8", "cut", "drop", "extreme"]),
@@ -369,11 +378,9 @@ def test_fuzz_inflated_regions(logs_dir, tmp_path, rel, region, compression, mut
         if not data:
             break
         at = int(where * len(data))
-        if kind == "flip":
-            data[at] ^= 1 << (value % 8)
-        elif kind == "set8":
-            data[at:at + 8] = value.to_bytes(8, "little")
-        elif kind == "extreme":
+        if _flip_or_set(data, kind, at, value):
+            continue
+        if kind == "extreme":
             at -= at % 8  # counts and lengths are 8-aligned int64s
             data[at:at + 8] = EXTREMES[value % len(EXTREMES)].to_bytes(8, "little" if value & 1 else "big")
         elif kind == "cut":

@@ -207,14 +207,17 @@ class Timeline {
     ctx.drawImage(off, TL.left, f.top, this.plotW, f.height);
   }
 
-  drawPhases(ctx, f) {
+  /* The phases of a facet that overlap the view, with their x extent. */
+  visiblePhases(f) {
     const phases = (this.app.meta.analysis[f.layer] || {}).phases || [];
     const v = this.app.view;
+    return phases.filter((p) => p.end >= v.t0 && p.start <= v.t1)
+      .map((p) => ({p, x0: this.X(p.start), x1: this.X(p.end)}));
+  }
+
+  drawPhases(ctx, f) {
     ctx.save();
-    ctx.font = "10px system-ui, sans-serif"; ctx.textBaseline = "top";
-    for (const p of phases) {
-      if (p.end < v.t0 || p.start > v.t1) continue;
-      const x0 = this.X(p.start), x1 = this.X(p.end);
+    for (const {x0, x1} of this.visiblePhases(f)) {
       ctx.fillStyle = COLORS.phase; ctx.fillRect(x0, f.top, Math.max(1, x1 - x0), f.height);
       ctx.strokeStyle = COLORS.phaseEdge; ctx.setLineDash([3, 3]);
       for (const x of [x0, x1]) { ctx.beginPath(); ctx.moveTo(Math.round(x) + 0.5, f.top); ctx.lineTo(Math.round(x) + 0.5, f.top + f.height); ctx.stroke(); }
@@ -224,13 +227,9 @@ class Timeline {
   }
 
   drawPhaseLabels(ctx, f) {
-    const phases = (this.app.meta.analysis[f.layer] || {}).phases || [];
-    const v = this.app.view;
     ctx.save();
     ctx.font = "10px system-ui, sans-serif"; ctx.textBaseline = "top";
-    for (const p of phases) {
-      if (p.end < v.t0 || p.start > v.t1) continue;
-      const x0 = this.X(p.start), x1 = this.X(p.end);
+    for (const {p, x0, x1} of this.visiblePhases(f)) {
       if (x1 - x0 > 60) {
         const label = `phase ${p.phase} · ${fmtSeconds(p.duration)}`;
         ctx.fillStyle = "rgba(255,255,255,0.8)";
