@@ -14,7 +14,6 @@ from .columns import categorical_series, list_series
 from .osts import layouts, segment_osts
 
 DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
-LAYER_OF_DXT = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPI-IO"}
 OP = pl.Enum(["write", "read"])  # code 0 = write, 1 = read: the order segments are stored in
 MODULE = pl.Enum(list(DXT_MODULES))
 OP_NAMES = pl.Series(OP.categories, dtype=OP)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, field
 
 from ..errors import LogError
@@ -115,7 +114,3 @@ def _read_module(raw: RawLog, info: ModuleInfo, buf: bytes) -> None:
     elif info.name == "HEATMAP":
         raw.heatmap = parse_heatmap(info.version, buf, bo)
         info.records = len(raw.heatmap)
-
-
-def file_size(path: str) -> int:
-    return os.path.getsize(path)
