@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Log
-from .layers import LAYERS
+from .layers import LAYERS, recorded
 
 # bytes that reached the file system are best counted at the lowest layer present
 BYTE_SOURCE_ORDER = ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF")
@@ -19,12 +19,11 @@ def _layer_rows(log: Log, layer) -> pl.DataFrame | None:
     if df is None or df.is_empty():
         return None
     p = _prefix(layer.name)
-    pos = lambda c: pl.col(c).clip(lower_bound=0)  # noqa: E731 (-1 = not recorded)
     return df.group_by("file_id").agg(
-        pos(layer.bytes_read).sum().alias(f"{p}_bytes_read"),
-        pos(layer.bytes_written).sum().alias(f"{p}_bytes_written"),
-        pl.sum_horizontal([pos(c) for c in layer.reads]).sum().alias(f"{p}_reads"),
-        pl.sum_horizontal([pos(c) for c in layer.writes]).sum().alias(f"{p}_writes"),
+        recorded(layer.bytes_read).sum().alias(f"{p}_bytes_read"),
+        recorded(layer.bytes_written).sum().alias(f"{p}_bytes_written"),
+        pl.sum_horizontal([recorded(c) for c in layer.reads]).sum().alias(f"{p}_reads"),
+        pl.sum_horizontal([recorded(c) for c in layer.writes]).sum().alias(f"{p}_writes"),
         pl.col("rank").alias(f"{p}_ranks"),
     )
 

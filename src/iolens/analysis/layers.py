@@ -3,6 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import polars as pl
+
+
+def recorded(col: str) -> pl.Expr:
+    """A counter with Darshan's -1 ('not recorded', e.g. up-converted from an old module version) read as 0."""
+    return pl.col(col).clip(lower_bound=0)
+
 
 @dataclass(frozen=True)
 class Layer:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Log
-from .layers import DXT_LAYER, LAYERS, Layer
+from .layers import DXT_LAYER, LAYERS, Layer, recorded
 
 
 def _sum(df: pl.DataFrame, cols) -> int | float:
@@ -12,7 +12,7 @@ def _sum(df: pl.DataFrame, cols) -> int | float:
     cols = [c for c in ([cols] if isinstance(cols, str) else cols) if c in df.columns]
     if not cols or df.is_empty():
         return 0
-    return df.select(pl.sum_horizontal([pl.col(c).clip(lower_bound=0) for c in cols]).sum()).item()
+    return df.select(pl.sum_horizontal([recorded(c) for c in cols]).sum()).item()
 
 
 def layer_summary(log: Log, layer: Layer) -> dict | None:
@@ -46,12 +46,12 @@ def _slowest_rank_time(df: pl.DataFrame, layer: Layer) -> float:
 
     This is darshan-parser's 'agg_perf_by_slowest' estimate.
     """
-    t = pl.sum_horizontal([pl.col(c).clip(lower_bound=0) for c in (layer.read_time, layer.write_time,
+    t = pl.sum_horizontal([recorded(c) for c in (layer.read_time, layer.write_time,
                                                                    layer.meta_time)])
     own = df.filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t"))
     own_max = own["t"].max() if own.height else 0.0
     shared = df.filter(pl.col("rank") < 0)
-    shared_t = shared.select(pl.col(layer.slowest_time).clip(lower_bound=0).sum()).item() if shared.height else 0
+    shared_t = shared.select(recorded(layer.slowest_time).sum()).item() if shared.height else 0
     return float((own_max or 0.0) + (shared_t or 0.0))
 
 

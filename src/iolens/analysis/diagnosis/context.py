@@ -8,6 +8,7 @@ import polars as pl
 from ..summary import dxt_summary, layer_summary
 from ..layers import LAYER_BY_MODULE
 from .thresholds import Thresholds
+from ..layers import recorded
 
 STD_STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
 HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".h5part", ".nc4", ".cgns")
@@ -21,9 +22,7 @@ SIZE_BINS = (("0_100", 0, 100), ("100_1K", 100, 1024), ("1K_10K", 1024, 10240), 
              ("10M_100M", 10 << 20, 100 << 20), ("100M_1G", 100 << 20, 1 << 30), ("1G_PLUS", 1 << 30, 1 << 62))
 
 
-def clip(col: str) -> pl.Expr:
-    """A counter with Darshan's -1 ('not recorded') read as 0."""
-    return pl.col(col).clip(lower_bound=0)
+clip = recorded  # the checks' short name for a counter read with -1 as 0
 
 
 class Context:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..layers import LAYER_BY_MODULE
 from . import recommendations as rec
+from .context import clip
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct
 
@@ -54,9 +56,9 @@ def _dxt_insight(ctx, module, d) -> Insight:
     counters = ctx.counters(layer)
     for op in missing_kind:
         if counters is not None:
-            col = {"POSIX": {"read": "POSIX_BYTES_READ", "write": "POSIX_BYTES_WRITTEN"},
-                   "MPI-IO": {"read": "MPIIO_BYTES_READ", "write": "MPIIO_BYTES_WRITTEN"}}[layer][op]
-            nbytes = int(counters.select(pl.col(col).clip(lower_bound=0).sum()).item() or 0)
+            spec = LAYER_BY_MODULE[layer]
+            col = spec.bytes_read if op == "read" else spec.bytes_written
+            nbytes = int(counters.select(clip(col).sum()).item() or 0)
             metrics[f"counted_{op}_bytes"] = nbytes
             summary += (f" The {layer} counters recorded {fmt_count(d['counter_' + op + 's'])} {op}s "
                         f"({fmt_bytes(nbytes)}) that the trace does not show: they happened, they were not traced.")

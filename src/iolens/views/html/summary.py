@@ -6,7 +6,7 @@ import datetime as dt
 import numpy as np
 import polars as pl
 
-from ...analysis.layers import LAYERS
+from ...analysis.layers import LAYERS, recorded
 from ...analysis.summary import job_summary
 from .encode import Blob
 
@@ -95,10 +95,9 @@ def per_rank_load(log, segments: pl.DataFrame, nranks: int, blob: Blob) -> dict:
         shared = shared or own.height < df.height
         if own.is_empty():
             continue
-        pos = lambda c: pl.col(c).clip(lower_bound=0)  # noqa: E731
         agg = own.group_by("rank").agg(
-            (pos(layer.read_time) + pos(layer.write_time) + pos(layer.meta_time)).sum().alias("time"),
-            (pos(layer.bytes_read) + pos(layer.bytes_written)).sum().alias("bytes"))
+            (recorded(layer.read_time) + recorded(layer.write_time) + recorded(layer.meta_time)).sum().alias("time"),
+            (recorded(layer.bytes_read) + recorded(layer.bytes_written)).sum().alias("bytes"))
         layers.append(_rank_arrays(layer.name, agg, nranks, blob))
     note = ("Files shared by all ranks are reduced to one record by Darshan and not split per rank here."
             if shared else "")
