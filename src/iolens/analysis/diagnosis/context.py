@@ -6,9 +6,8 @@ from functools import cached_property
 import polars as pl
 
 from ..summary import dxt_summary, layer_summary
-from ..layers import LAYER_BY_MODULE
+from ..layers import LAYER_BY_MODULE, recorded
 from .thresholds import Thresholds
-from ..layers import recorded
 
 STD_STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
 HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".h5part", ".nc4", ".cgns")
