@@ -202,6 +202,7 @@ def test_parallel_inflate_with_guessed_stream_starts(logs_dir, tmp_path, monkeyp
     dst = rewrite_log(src, tmp_path / "x.darshan", compression=compression, streams=streams)
     sequential = iolens.read(dst)  # default settings: 1.2 MB log, inflated sequentially
     monkeypatch.setattr(regions, "MIN_PIECE", 4096)
+    monkeypatch.setattr(regions, "MAX_PIECE", 4096)
     monkeypatch.setenv("IOLENS_THREADS", "4")
     assert_same_tables(sequential, iolens.read(dst))
 
@@ -216,28 +217,52 @@ def test_parallel_inflate_reports_corruption(logs_dir, tmp_path, monkeypatch):
     data[off + 3 * n // 4] ^= 0x40  # inside a later stream, i.e. a piece run by another thread
     dst.write_bytes(bytes(data))
     monkeypatch.setattr(regions, "MIN_PIECE", 4096)
+    monkeypatch.setattr(regions, "MAX_PIECE", 4096)
     monkeypatch.setenv("IOLENS_THREADS", "4")
     with pytest.raises(iolens.LogError, match="DXT_POSIX"):
         iolens.read(dst)
 
 
-def test_segment_gather_matches_slices(logs_dir):
-    """The two ways of cutting segments out of a DXT region (per-record slices, one gather) agree."""
-    from iolens.reader import dxt
+JEANBEZ = "public/dxt-explorer-samples/jeanbez_8_benchmark_parallel_*.darshan"
 
-    (path,) = (logs_dir / "public/dxt-explorer-samples").glob("jeanbez_8_benchmark_parallel_*.darshan")
+
+def test_dxt_walk_matches_a_plain_decode(logs_dir):
+    """The native DXT walker gives the segments a plain numpy decode of the inflated region gives."""
+    from iolens.reader import dxt, regions
+
+    (path,) = logs_dir.glob(JEANBEZ)
     parts = read_parts(path)
-    region = parts.module("DXT_POSIX")
-    spans, pos = [], 0
+    region = bytes(parts.module("DXT_POSIX"))
+    fields = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+    expected, ranks, pos = [], [], 0
     while pos < len(region):
-        wc, rc = np.frombuffer(region, dtype=parts.byte_order + "i8", count=2, offset=pos + 88)
-        spans.append((pos + 104, pos + 104 + 32 * int(wc + rc)))
-        pos = spans[-1][1]
-    assert len(spans) > 64
-    counts = np.array([(b - a) // 32 for a, b in spans])
-    fields = [("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")]
-    gathered = dxt._gathered(region, spans, counts, int(counts.sum()), fields, 32)
-    sliced = dxt._segment_columns(region, spans[:64], 32, "<")  # <= 64 records: the slicing path
-    n = len(sliced["offset"])
-    for name in sliced:
-        assert np.array_equal(gathered[name][:n], sliced[name])
+        rank, = np.frombuffer(region, dtype="<i8", count=1, offset=pos + 8)
+        wc, rc = np.frombuffer(region, dtype="<i8", count=2, offset=pos + 88)
+        expected.append(np.frombuffer(region, dtype=fields, count=int(wc + rc), offset=pos + 104))
+        ranks.append(rank)
+        pos += 104 + 32 * int(wc + rc)
+    expected = np.concatenate(expected)
+    (cols,) = regions.read_regions(region, [("DXT_POSIX", 0, len(region), dxt.layout("DXT_POSIX", 1, "<"))], "none")
+    recs = dxt.records("DXT_POSIX", cols)
+    assert len(expected) == recs.total > 100_000
+    assert recs.ranks.tolist() == ranks
+    for name in fields.names:
+        assert np.array_equal(recs.column(name), expected[name]), name
+
+
+@pytest.mark.parametrize("threads,min_piece", [(2, 1 << 14), (4, 1 << 12)])
+def test_dxt_pieces_walked_in_parallel_read_the_same(logs_dir, monkeypatch, threads, min_piece):
+    """A real 1,024-rank log (one stream per rank): pieces inflated and walked by worker threads give the
+    tables one thread gives, and the parallel walk was really used (several chunks of segments)."""
+    from iolens.reader import regions
+
+    (path,) = logs_dir.glob(JEANBEZ)
+    monkeypatch.setenv("IOLENS_THREADS", "1")
+    sequential = iolens.read(path)
+    assert len(sequential.raw.dxt["DXT_POSIX"].chunks) == 1
+    monkeypatch.setenv("IOLENS_THREADS", str(threads))
+    monkeypatch.setattr(regions, "MIN_PIECE", min_piece)
+    monkeypatch.setattr(regions, "MAX_PIECE", min_piece)
+    parallel = iolens.read(path)
+    assert len(parallel.raw.dxt["DXT_POSIX"].chunks) > 20
+    assert_same_tables(sequential, parallel)

@@ -1,18 +1,17 @@
 """Read a whole Darshan log into plain records and arrays (no tables, no analysis)."""
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 from ..errors import LogError
 from .counters import LAYOUTS, CounterRecords, parse_counters
-from .dxt import SEGMENT_LAYOUT, DxtParser
+from . import dxt as dxt_region
 from .header import MODULE_NAMES, Header, job_region, parse_header
 from .heatmap import parse_heatmap
 from .job import JobRecord, parse_job
 from .lustre import LustreRecords, parse_lustre
 from .names import parse_names
-from .regions import Collect, inflate, inflate_into
+from .regions import inflate, read_regions
 
 
 @dataclass
@@ -68,34 +67,35 @@ def _parse(path: str, data: bytes, progress) -> RawLog:
         raise LogError("truncated: no job region after the header")
     bo, version = header.byte_order, header.version
     # the job first: its process count bounds the number of compressed streams in every other region
-    job = parse_job(inflate(memoryview(data)[jr.offset:jr.offset + jr.length], header.compression, "job"),
-                    version, bo)
+    job = parse_job(inflate(data, jr.offset, jr.length, header.compression, "job"), version, bo)
     raw = RawLog(path, header, job, {})
-    # every other region iolens reads, each with the sink that parses it while it is inflated; skipped
-    # modules are not touched
-    wanted, sinks = [], []
+    # every other region iolens reads; skipped modules are not touched
+    wanted, readers = [], []
     if header.name_region.length:
-        wanted.append(("name records", header.name_region.offset, header.name_region.length))
-        sinks.append(Collect(lambda buf: raw.names.update(parse_names(buf, version, bo))))
+        wanted.append(("name records", header.name_region.offset, header.name_region.length, None))
+        readers.append(lambda buf: raw.names.update(parse_names(buf, version, bo)))
     for mod_id, reg in sorted(header.module_regions.items()):
         name = MODULE_NAMES.get(mod_id, f"module {mod_id}")
-        supported = name in LAYOUTS or name in SEGMENT_LAYOUT or name in ("LUSTRE", "HEATMAP")
+        supported = name in LAYOUTS or name in dxt_region.SEGMENT_LAYOUT or name in ("LUSTRE", "HEATMAP")
         info = ModuleInfo(mod_id, name, header.module_versions[mod_id], bool(header.partial_mask >> mod_id & 1),
                           reg.length, supported)
         raw.modules.append(info)
-        if supported:
-            wanted.append((name, reg.offset, reg.length))
-            sinks.append(DxtParser(name, info.version, bo) if name in SEGMENT_LAYOUT
-                         else Collect(functools.partial(_read_module, raw, info)))
-    inflate_into(data, wanted, header.compression, sinks, progress, streams=job.nprocs)
-    dxt = {s.module: s.records for s in sinks if isinstance(s, DxtParser)}
+        if not supported:
+            continue
+        if name in dxt_region.SEGMENT_LAYOUT:
+            wanted.append((name, reg.offset, reg.length, dxt_region.layout(name, info.version, bo)))
+            readers.append(lambda cols, name=name: raw.dxt.__setitem__(name, dxt_region.records(name, cols)))
+        else:
+            wanted.append((name, reg.offset, reg.length, None))
+            readers.append(lambda buf, info=info: _read_module(raw, info, buf))
+    for read, result in zip(readers, read_regions(data, wanted, header.compression, progress)):
+        read(result)
     for info in raw.modules:
         if not info.supported:
             info.note = "not modelled by iolens; skipped"
             raw.notes.append(f"module {info.name} is present but not modelled by iolens; skipped")
-        elif info.name in dxt:
-            raw.dxt[info.name] = dxt[info.name]
-            info.records = len(dxt[info.name].ids)
+        elif info.name in raw.dxt:
+            info.records = len(raw.dxt[info.name].ids)
         elif info.name in raw.counters and raw.counters[info.name].skipped:
             raw.notes.append(f"{info.name}: {raw.counters[info.name].skipped} records of module version 1 used "
                              f"stdio counters and cannot be converted (skipped, as darshan-util does)")
