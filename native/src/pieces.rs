@@ -205,7 +205,10 @@ impl Pool<'_, '_> {
                 st.next += 1;
                 st.next - 1
             };
-            let piece = self.inflate(j);
+            // a panic must not leave the consumer waiting for this piece forever
+            let piece = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.inflate(j)))
+                .unwrap_or_else(|_| Piece::Failed(format!("internal error in iolens reading the {} region",
+                                                          self.regions[self.jobs[j].0].label)));
             self.state.lock().unwrap().results[j] = Some(piece);
             self.ready.notify_all();
         }
