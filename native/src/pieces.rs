@@ -193,6 +193,8 @@ struct Pool<'a, 'd> {
 
 impl Pool<'_, '_> {
     fn work(&self) {
+        // this worker's inflated DXT pieces, one after the other: the buffer is reused (no new pages)
+        let mut buf = Vec::new();
         loop {
             let j = {
                 let mut st = self.state.lock().unwrap();
@@ -206,7 +208,7 @@ impl Pool<'_, '_> {
                 st.next - 1
             };
             // a panic must not leave the consumer waiting for this piece forever
-            let piece = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.inflate(j)))
+            let piece = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.inflate(j, &mut buf)))
                 .unwrap_or_else(|_| Piece::Failed(format!("internal error in iolens reading the {} region",
                                                           self.regions[self.jobs[j].0].label)));
             self.state.lock().unwrap().results[j] = Some(piece);
@@ -214,14 +216,14 @@ impl Pool<'_, '_> {
         }
     }
 
-    fn inflate(&self, j: usize) -> Piece {
+    fn inflate(&self, j: usize, out: &mut Vec<u8>) -> Piece {
         let (r, i) = self.jobs[j];
         let region = &self.regions[r];
         let (start, n) = (region.starts[i], region.data.len());
         let stop = region.starts.get(i + 1).copied().unwrap_or(n);
         // a wrong guess may decode garbage for a while: cap what it may produce
         let cap = (64 << 20) + 64 * (stop - start);
-        let mut out = Vec::new();
+        out.clear();
         let inflated = streams(region.data, start, stop, &region.label, &mut |part| {
             if out.len() + part.len() > cap {
                 return Err(String::new());
@@ -230,8 +232,10 @@ impl Pool<'_, '_> {
             Ok(())
         });
         let ended = inflated.map(|end| match &region.dxt {
-            None => (Output::Bytes(out), end),
-            Some((module, layout)) => (walk(module, *layout, &out), end),
+            // hand the buffer over when it is about the bytes' size, else a copy (it stays for the next piece)
+            None if out.capacity() <= 2 * out.len() => (Output::Bytes(std::mem::take(out)), end),
+            None => (Output::Bytes(out.to_vec()), end),
+            Some((module, layout)) => (walk(module, *layout, out), end),
         });
         match ended {
             Ok((output, end)) => Piece::Done(output, end),
