@@ -84,7 +84,7 @@ def _parse(path: str, data: bytes, progress) -> RawLog:
             continue
         if name in dxt_region.SEGMENT_LAYOUT:
             wanted.append((name, reg.offset, reg.length, dxt_region.layout(name, info.version, bo)))
-            readers.append(lambda cols, name=name: raw.dxt.__setitem__(name, dxt_region.records(name, cols)))
+            readers.append(lambda cols, name=name: _read_dxt(raw, name, cols))
         else:
             wanted.append((name, reg.offset, reg.length, None))
             readers.append(lambda buf, info=info: _read_module(raw, info, buf))
@@ -100,6 +100,10 @@ def _parse(path: str, data: bytes, progress) -> RawLog:
             raw.notes.append(f"{info.name}: {raw.counters[info.name].skipped} records of module version 1 used "
                              f"stdio counters and cannot be converted (skipped, as darshan-util does)")
     return raw
+
+
+def _read_dxt(raw: RawLog, module: str, columns: dict) -> None:
+    raw.dxt[module] = dxt_region.records(module, columns)
 
 
 def _read_module(raw: RawLog, info: ModuleInfo, buf: bytes) -> None:

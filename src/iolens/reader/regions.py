@@ -17,10 +17,6 @@ from ..errors import LogError
 MIN_PIECE = 1 << 18  # compressed bytes per piece of a region inflated in parallel, at least ...
 MAX_PIECE = 1 << 20  # ... and at most (pieces in flight are held until parsed)
 
-# a region to read: (label, offset, length, dxt) where dxt is (module, segment size, big endian,
-# offsets recorded) for a DXT region, whose result is a dict of columns, and None for any other region,
-# whose result is its inflated bytes
-Wanted = tuple
 
 
 def workers() -> int:
@@ -41,7 +37,10 @@ def inflate(data: bytes, offset: int, length: int, compression: str, label: str)
 
 def read_regions(data: bytes, wanted: list, compression: str, progress: Optional[Callable] = None,
                  threads: Optional[int] = None) -> list:
-    """The result of every wanted region, in order; LogError when one is corrupt or truncated."""
+    """The result of every wanted region, in order; LogError when one is corrupt or truncated.
+
+    wanted: [(label, offset, length, dxt)], dxt being `dxt.layout(...)` for a DXT region (its result: a
+    dict of columns) and None for any other region (its result: the inflated bytes)."""
     if compression == "bzip2":
         return [_bzip2_region(data, *region) for region in wanted]
     try:
