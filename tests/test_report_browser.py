@@ -324,6 +324,27 @@ def test_hover_on_transfer_and_spatial_points_names_rank_and_size(browser, pages
     p.close()
 
 
+def test_hover_on_a_crowded_point_says_how_many_operations_share_it(browser, pages):
+    """The whole job in ~1,000 pixels: many operations fall on one pixel; the tooltip shows one of them
+    and says how many writes and reads are drawn there."""
+    p = open_page(browser, pages("generated/small_indep_shared.darshan"))
+    tip = p.page.locator("#tooltip")
+    for view in ("transfer", "spatial"):
+        pt = p.js("(v) => window.iolens.crowdedPoint(v)", view)
+        total = pt["writes"] + pt["reads"]
+        assert total > 10, (view, pt)
+        p.page.mouse.move(pt["x"], pt["y"])
+        tip.wait_for(state="visible")
+        text = tip.inner_text()
+        assert f"{total:,} operations ({pt['writes']:,} writes, {pt['reads']:,} reads) share this point" in text, text
+        assert "Rank\t" in text and "Size\t" in text
+        head = p.page.locator(f"#{view}-card h2").bounding_box()
+        p.page.mouse.move(head["x"] + 5, head["y"] + 5)
+        tip.wait_for(state="hidden")
+    assert p.errors == []
+    p.close()
+
+
 def _gutter_rgb(p, layer, rank):
     """The colour just left of the plot (TL.left = 74) on `rank`'s timeline row."""
     return p.js("""([layer, rank]) => {

@@ -77,6 +77,7 @@ class TransferView extends PointView {
     }
     this.stats = {drawn};
     this.index = {owner, W, H, k, ranges, shows: (i) => file < 0 || tr.file[i] === file,
+      at: (pix) => [count[pix * 2], count[pix * 2 + 1]],
       span: (i) => { const y = H - 1 - Math.floor(sizeBin[i] * sy); return [Math.min(W - 1, Math.floor((start[i] - t0) * sx)), y, y]; }};
     let maxC = 1;
     for (let j = 0; j < count.length; j++) if (count[j] > maxC) maxC = count[j];
@@ -171,6 +172,7 @@ class SpatialView extends PointView {
     const [lo_, hi_] = range, sy = (H - 1) / (hi_ - lo_), sx = W / (v.t1 - v.t0);
     const byRank = this.colour.value === "rank";
     const px = new Uint8ClampedArray(W * H * 4), ranges = this.ranges(k), owner = new Int32Array(W * H).fill(-1);
+    const hits = new Uint32Array(W * H * 2);  // writes, reads drawn at each pixel (for the tooltip)
     let candidates = 0, drawn = 0;
     for (const [, lo, hi] of ranges) candidates += hi - lo;
     const wide = candidates < 20000 ? 1 : 0, offset = tr.offset, length = tr.length, start = tr.start, t0 = v.t0;
@@ -181,8 +183,9 @@ class SpatialView extends PointView {
         const x = Math.min(W - 1, Math.floor((start[i] - t0) * sx));
         const ya = clamp(H - 1 - Math.floor((offset[i] + length[i] - lo_) * sy), 0, H - 1);
         const yb = clamp(H - 1 - Math.floor((offset[i] - lo_) * sy), 0, H - 1);
-        const c = byRank ? rankColour : (tr.op[i] ? COLORS.read : COLORS.write);
+        const c = byRank ? rankColour : (tr.op[i] ? COLORS.read : COLORS.write), o = tr.op[i];
         for (let y = ya; y <= yb; y++) {
+          hits[(y * W + x) * 2 + o]++;
           for (let xx = x, xe = Math.min(W - 1, x + wide); xx <= xe; xx++) {
             const p = (y * W + xx) * 4;
             px[p] = c[0]; px[p + 1] = c[1]; px[p + 2] = c[2]; px[p + 3] = 235;
@@ -194,6 +197,7 @@ class SpatialView extends PointView {
     }
     this.stats = {drawn, file};
     this.index = {owner, W, H, k, ranges, shows: (i) => tr.file[i] === file && offset[i] >= 0,
+      at: (pix) => [hits[pix * 2], hits[pix * 2 + 1]],
       span: (i) => [Math.min(W - 1, Math.floor((start[i] - t0) * sx)),
         clamp(H - 1 - Math.floor((offset[i] + length[i] - lo_) * sy), 0, H - 1),
         clamp(H - 1 - Math.floor((offset[i] - lo_) * sy), 0, H - 1)]};

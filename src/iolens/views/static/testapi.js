@@ -47,6 +47,11 @@ function testApi(app, ready) {
       const v = view === "spatial" ? app.spatial : app.transfer;
       return v ? isolatedPoint(v, rank, clear === undefined ? HOVER_RADIUS + 2 : clear) : null;
     },
+    /* The point of the "transfer" or "spatial" view where most operations are drawn. */
+    crowdedPoint(view) {
+      const v = view === "spatial" ? app.spatial : app.transfer;
+      return v ? crowdedPoint(v) : null;
+    },
     render() { const t = performance.now(); app.render({sync: true}); return performance.now() - t; },
   };
 }
