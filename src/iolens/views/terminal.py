@@ -12,8 +12,28 @@ from .units import human_bytes, human_count, human_rate, human_seconds, timestam
 
 
 def make_console() -> Console:
-    """A terminal's own width, or a wide page when piped (lines then need not fit a screen)."""
-    return Console() if sys.stdout.isatty() else Console(width=160)
+    """A terminal's own width, or a wide page when piped (lines then need not fit a screen), written
+    without the spaces rich pads table rows with up to that width."""
+    return Console() if sys.stdout.isatty() else Console(width=160, file=_TrimmedLines(sys.stdout))
+
+
+class _TrimmedLines:
+    """A text stream that drops trailing spaces from every line it passes on."""
+
+    def __init__(self, out):
+        self.out, self.tail = out, ""
+
+    def write(self, text: str) -> int:
+        *lines, self.tail = (self.tail + text).split("\n")
+        for line in lines:
+            self.out.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self.tail:
+            self.out.write(self.tail.rstrip(" "))
+            self.tail = ""
+        self.out.flush()
 
 
 def render_summary(summary: dict, console: Console) -> None:
