@@ -151,3 +151,12 @@ def test_missing_file_is_one_line_error(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_piped_tables_have_no_trailing_spaces(logs_dir):
+    """Piped output is for files, diffs and CI logs: rich's row padding is not kept."""
+    log = logs_dir / "public/darshan-logs/release_logs/mpi-io-test-x86_64-3.4.7.darshan"
+    for command in ("info", "files"):
+        out = run(command, log).stdout
+        assert out.count("\n") >= 4 and "┃" in out
+        assert [line for line in out.splitlines() if line.endswith(" ")] == [], command
