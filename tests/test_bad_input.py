@@ -367,16 +367,18 @@ EXTREMES = [2**63 - 1, 2**64 - 1, 2**63, 2**31, 2**32 - 1, 0, 1, 104, 2**40]
 @settings(max_examples=300, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(rel=st.sampled_from(SAMPLES), region=st.integers(0, 63), compression=st.sampled_from(["zlib", "none"]),
-       mutations=st.lists(region_mutation, min_size=1, max_size=3), pieces=st.booleans())
+       mutations=st.lists(region_mutation, min_size=1, max_size=3), pieces=st.sampled_from([0, 1000, 1 << 25]))
 def test_fuzz_inflated_regions(logs_dir, tmp_path, monkeypatch, rel, region, compression, mutations, pieces):
     """Damage to the records themselves (then validly recompressed): counts, lengths, ids, strings.
     With `pieces`, regions are written as 7 zlib streams and read by 4 threads in 2 KiB pieces, so the
-    damaged records are also walked by the workers (whose walk the reader may keep or redo)."""
+    damaged records are also walked by the workers (whose walk the reader may keep or redo), which hold
+    `pieces` inflated bytes before they walk them as they come."""
     from iolens.reader import regions
 
     monkeypatch.setenv("IOLENS_THREADS", "4" if pieces else "1")  # one thread: regions are not cut
     monkeypatch.setattr(regions, "MIN_PIECE", 2048)
     monkeypatch.setattr(regions, "MAX_PIECE", 2048)
+    monkeypatch.setattr(regions, "BUFFERED", pieces or 1 << 25)
     parts = read_parts(LOGS / rel)
     keys = ["job", "names", *sorted(parts.modules)]
     key = keys[region % len(keys)]

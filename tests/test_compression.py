@@ -250,10 +250,13 @@ def test_dxt_walk_matches_a_plain_decode(logs_dir):
         assert np.array_equal(recs.column(name), expected[name]), name
 
 
-@pytest.mark.parametrize("threads,min_piece", [(2, 1 << 14), (4, 1 << 12)])
-def test_dxt_pieces_walked_in_parallel_read_the_same(logs_dir, monkeypatch, threads, min_piece):
+@pytest.mark.parametrize("threads,min_piece,buffered", [(2, 1 << 14, 32 << 20), (4, 1 << 12, 32 << 20),
+                                                       (2, 1 << 14, 1000)])
+def test_dxt_pieces_walked_in_parallel_read_the_same(logs_dir, monkeypatch, threads, min_piece, buffered):
     """A real 1,024-rank log (one stream per rank): pieces inflated and walked by worker threads give the
-    tables one thread gives, and the parallel walk was really used (several chunks of segments)."""
+    tables one thread gives, and the parallel walk was really used (several chunks of segments). With a
+    1,000-byte buffer, each worker walks its pieces as they are inflated (the way for streams far bigger
+    than a piece)."""
     from iolens.reader import regions
 
     (path,) = logs_dir.glob(JEANBEZ)
@@ -263,6 +266,7 @@ def test_dxt_pieces_walked_in_parallel_read_the_same(logs_dir, monkeypatch, thre
     monkeypatch.setenv("IOLENS_THREADS", str(threads))
     monkeypatch.setattr(regions, "MIN_PIECE", min_piece)
     monkeypatch.setattr(regions, "MAX_PIECE", min_piece)
+    monkeypatch.setattr(regions, "BUFFERED", buffered)
     parallel = iolens.read(path)
     assert len(parallel.raw.dxt["DXT_POSIX"].chunks) > 20
     assert_same_tables(sequential, parallel)

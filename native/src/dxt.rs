@@ -89,6 +89,11 @@ impl Walker {
         Some(())
     }
 
+    /// Inflated bytes walked so far.
+    pub fn walked(&self) -> usize {
+        self.at
+    }
+
     /// Between records: nothing carried over, no segment of a record still to come.
     pub fn clean(&self) -> bool {
         self.left == 0 && self.carry.is_empty()

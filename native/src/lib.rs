@@ -20,10 +20,10 @@ type DxtSpec = Option<(String, usize, bool, bool)>;
 /// Returns, per region, its inflated bytes, or for a DXT region a dict of numpy columns. A corrupt or
 /// truncated region raises ValueError with a one-line reason.
 #[pyfunction]
-#[pyo3(signature = (data, regions, compression, threads, min_piece, max_piece, progress=None))]
+#[pyo3(signature = (data, regions, compression, threads, min_piece, max_piece, buffered, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn read_regions<'py>(py: Python<'py>, data: &[u8], regions: Vec<(usize, usize, String, DxtSpec)>,
-                     compression: &str, threads: usize, min_piece: usize, max_piece: usize,
+                     compression: &str, threads: usize, min_piece: usize, max_piece: usize, buffered: usize,
                      progress: Option<Py<PyAny>>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let zlib = match compression {
         "zlib" => true,
@@ -43,7 +43,7 @@ fn read_regions<'py>(py: Python<'py>, data: &[u8], regions: Vec<(usize, usize, S
         });
         spans.push(Region::new(&data[offset..end], label, zlib, dxt));
     }
-    let sizes = Sizes { min_piece, max_piece };
+    let sizes = Sizes { min_piece, max_piece, buffered };
     let mut failed: Option<PyErr> = None;
     let mut last = -1.0;
     let mut report = |fraction: f64| {

@@ -62,10 +62,12 @@ impl<'a> Region<'a> {
     }
 }
 
-/// Pieces' compressed size: about a quarter of each thread's share, within these bounds.
+/// Pieces' compressed size: about a quarter of each thread's share, within these bounds; and the
+/// inflated bytes of a DXT piece a worker holds before walking them (past that, walked as they come).
 pub struct Sizes {
     pub min_piece: usize,
     pub max_piece: usize,
+    pub buffered: usize,
 }
 
 enum Output {
@@ -96,8 +98,8 @@ pub fn run(regions: &mut [Region], sinks: &mut [Sink], threads: usize, sizes: &S
         regions.iter_mut().for_each(|r| r.starts.clear());
         return consume(regions, sinks, &mut |_| unreachable!(), total, progress);
     }
-    let pool = Pool { jobs: &jobs, regions, window: threads + 1, state: Mutex::new(State::new(jobs.len())),
-                      ready: Condvar::new() };
+    let pool = Pool { jobs: &jobs, regions, window: threads + 1, buffered: sizes.buffered,
+                      state: Mutex::new(State::new(jobs.len())), ready: Condvar::new() };
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| pool.work());
@@ -187,6 +189,7 @@ struct Pool<'a, 'd> {
     jobs: &'a [(usize, usize)],
     regions: &'a [Region<'d>],
     window: usize, // jobs run at most this far ahead of the consumer: their output is held in memory
+    buffered: usize,
     state: Mutex<State>,
     ready: Condvar,
 }
@@ -224,18 +227,35 @@ impl Pool<'_, '_> {
         // a wrong guess may decode garbage for a while: cap what it may produce
         let cap = (64 << 20) + 64 * (stop - start);
         out.clear();
+        // a DXT piece past `buffered` bytes (a stream far bigger than a piece) is walked as it is inflated
+        let mut streaming: Option<(Walker, bool)> = None;
         let inflated = streams(region.data, start, stop, &region.label, &mut |part| {
-            if out.len() + part.len() > cap {
-                return Err(String::new());
+            if let Some((walker, ok)) = streaming.as_mut() {
+                *ok = *ok && walker.feed(part).is_ok();
+                return Ok(());
             }
-            out.extend_from_slice(part);
+            match &region.dxt {
+                Some((module, layout)) if out.len() + part.len() > self.buffered => {
+                    let mut walker = Walker::new(module, *layout);
+                    let ok = walker.feed(out).is_ok() && walker.feed(part).is_ok();
+                    out.clear();
+                    streaming = Some((walker, ok));
+                }
+                None if out.len() + part.len() > cap => return Err(String::new()),
+                _ => out.extend_from_slice(part),
+            }
             Ok(())
         });
-        let ended = inflated.map(|end| match &region.dxt {
+        let ended = inflated.map(|end| match (&region.dxt, streaming) {
             // hand the buffer over when it is about the bytes' size, else a copy (it stays for the next piece)
-            None if out.capacity() <= 2 * out.len() => (Output::Bytes(std::mem::take(out)), end),
-            None => (Output::Bytes(out.to_vec()), end),
-            Some((module, layout)) => (walk(module, *layout, out), end),
+            (None, _) if out.capacity() <= 2 * out.len() => (Output::Bytes(std::mem::take(out)), end),
+            (None, _) => (Output::Bytes(out.to_vec()), end),
+            (Some(_), Some((mut walker, true))) if walker.clean() => {
+                let walked = walker.walked();
+                (Output::Records(walker.take(), walked), end)
+            }
+            (Some(_), Some(_)) => (Output::Unusable, end),
+            (Some((module, layout)), None) => (walk(module, *layout, out), end),
         });
         match ended {
             Ok((output, end)) => Piece::Done(output, end),

@@ -16,6 +16,7 @@ from ..errors import LogError
 
 MIN_PIECE = 1 << 18  # compressed bytes per piece of a region inflated in parallel, at least ...
 MAX_PIECE = 1 << 20  # ... and at most (pieces in flight are held until parsed)
+BUFFERED = 32 << 20  # inflated bytes of a DXT piece a worker holds before walking them as they come
 
 
 
@@ -45,7 +46,7 @@ def read_regions(data: bytes, wanted: list, compression: str, progress: Optional
         return [_bzip2_region(data, *region) for region in wanted]
     try:
         return _native.read_regions(data, [(o, n, label, dxt) for label, o, n, dxt in wanted], compression,
-                                    threads or workers(), MIN_PIECE, MAX_PIECE, progress)
+                                    threads or workers(), MIN_PIECE, MAX_PIECE, BUFFERED, progress)
     except ValueError as exc:
         raise LogError(str(exc)) from None
 
