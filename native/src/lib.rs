@@ -46,15 +46,27 @@ fn read_regions<'py>(py: Python<'py>, data: &[u8], regions: Vec<(usize, usize, S
     let sizes = Sizes { min_piece, max_piece, buffered };
     let mut failed: Option<PyErr> = None;
     let mut last = -1.0;
+    // every 1 %: the progress callback, and Ctrl-C (a signal waits for the GIL to be seen)
     let mut report = |fraction: f64| {
-        let Some(cb) = progress.as_ref() else { return true };
         if fraction - last < 0.01 && fraction < 1.0 {
             return true;
         }
         last = fraction;
-        Python::attach(|py| cb.call1(py, (fraction,)).map_err(|e| failed = Some(e)).is_ok())
+        Python::attach(|py| {
+            let called = match progress.as_ref() {
+                Some(cb) => cb.call1(py, (fraction,)).map(|_| ()),
+                None => py.check_signals(),
+            };
+            called.map_err(|e| failed = Some(e)).is_ok()
+        })
     };
-    let outcome = py.detach(|| pieces::run(&mut spans, &mut sinks, threads, &sizes, &mut report));
+    let outcome = py.detach(|| {
+        // a panic is a bug of iolens's: said in one line, not a Python traceback
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pieces::run(&mut spans, &mut sinks, threads, &sizes, &mut report)
+        }))
+        .unwrap_or_else(|_| Err(Some("internal error in iolens's native reader".to_string())))
+    });
     match outcome {
         Ok(()) => sinks.into_iter().map(|sink| to_python(py, sink)).collect(),
         Err(Some(reason)) => Err(PyValueError::new_err(reason)),

@@ -11,8 +11,13 @@ import bz2
 import os
 from typing import Callable, Optional
 
-from .. import _native
 from ..errors import LogError
+
+try:
+    from .. import _native
+except ImportError as exc:  # a source tree used without being installed
+    raise ImportError("iolens's native reader (iolens._native) is not built: install iolens with "
+                      "`pip install .`, which needs Rust's cargo on the PATH") from exc
 
 MIN_PIECE = 1 << 18  # compressed bytes per piece of a region inflated in parallel, at least ...
 MAX_PIECE = 1 << 20  # ... and at most (pieces in flight are held until parsed)
