@@ -144,13 +144,14 @@ impl Walker {
     }
 
     fn header(&mut self, h: &[u8], at: usize) -> Result<(), String> {
-        let (wc, rc) = (self.i64_at(h, 88), self.i64_at(h, 96));
+        let be = self.layout.big_endian;
+        let (wc, rc) = (int(h, 88, be), int(h, 96, be));
         if wc < 0 || rc < 0 {
             return Err(self.misfit(wc, rc, at));
         }
-        let rank = self.i64_at(h, 8);
+        let rank = int(h, 8, be);
         let c = &mut self.cols;
-        c.ids.push(if self.layout.big_endian { u64::from_be_bytes(word(h, 0)) } else { u64::from_le_bytes(word(h, 0)) });
+        c.ids.push(int(h, 0, be) as u64);
         c.ranks.push(rank);
         c.hostnames.extend_from_slice(&h[24..88]);
         c.write_counts.push(wc);
@@ -172,10 +173,9 @@ impl Walker {
             grow(&mut c.pthread_id, k);
         }
         for seg in buf.chunks_exact(size).take(k) {
-            let int = |i: usize| if be { i64::from_be_bytes(word(seg, i)) } else { i64::from_le_bytes(word(seg, i)) };
-            let float = |i: usize| f64::from_bits(int(i) as u64);
-            c.offset.push(if offsets { int(0) } else { -1 });
-            c.length.push(int(8));
+            let float = |i: usize| f64::from_bits(int(seg, i, be) as u64);
+            c.offset.push(if offsets { int(seg, 0, be) } else { -1 });
+            c.length.push(int(seg, 8, be));
             c.start.push(float(16));
             c.end.push(float(24));
             if size == 40 {
@@ -183,10 +183,6 @@ impl Walker {
                 c.pthread_id.push(u64::from_le_bytes(word(seg, 32)));
             }
         }
-    }
-
-    fn i64_at(&self, h: &[u8], i: usize) -> i64 {
-        if self.layout.big_endian { i64::from_be_bytes(word(h, i)) } else { i64::from_le_bytes(word(h, i)) }
     }
 
     fn misfit(&self, wc: i64, rc: i64, at: usize) -> String {
@@ -199,13 +195,18 @@ fn count(buf: &[u8], layout: Layout) -> Option<(usize, usize)> {
     let (mut pos, mut records, mut segments) = (0usize, 0usize, 0usize);
     while pos < buf.len() {
         let h = buf.get(pos..pos + HEADER)?;
-        let read = |i| if layout.big_endian { i64::from_be_bytes(word(h, i)) } else { i64::from_le_bytes(word(h, i)) };
-        let n = usize::try_from(read(88)).ok()?.checked_add(usize::try_from(read(96)).ok()?)?;
+        let (wc, rc) = (int(h, 88, layout.big_endian), int(h, 96, layout.big_endian));
+        let n = usize::try_from(wc).ok()?.checked_add(usize::try_from(rc).ok()?)?;
         pos = n.checked_mul(layout.seg_size)?.checked_add(pos + HEADER)?;
         records += 1;
         segments += n;
     }
     (pos == buf.len()).then_some((records, segments))
+}
+
+/// The 8-byte integer at b[i..i + 8], in the log's byte order.
+fn int(b: &[u8], i: usize, big_endian: bool) -> i64 {
+    if big_endian { i64::from_be_bytes(word(b, i)) } else { i64::from_le_bytes(word(b, i)) }
 }
 
 fn word(b: &[u8], i: usize) -> [u8; 8] {
