@@ -1,0 +1,192 @@
+"""Decode a Recorder 2.4 trace folder into per-rank call arrays (format only: no tables, no analysis).
+
+A folder holds `VERSION`, `recorder.mt` (a fixed C struct, then the traced function names one a line) and,
+per rank N: `N.cst` (the call-signature table: every distinct (function, depth, arguments) once, keyed by a
+terminal id), `N.cfg` (a Sequitur grammar whose expansion from rule -1 is the rank's call sequence as terminal
+ids) and `N.ts` (two uint32 per call: start and end, in time-resolution units, relative to the previous
+call's start). Everything is little-endian as the x86 machines Recorder ran on wrote it.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import LogError
+from .grammar import expand, parse_grammar
+
+SUPPORTED_VERSION = (2, 4)
+_META = struct.Struct("<i4xddiii4x")  # RecorderMetadata: ranks, start_ts, resolution, ts buffer, ts algo, ipc
+_SIG_HEAD = struct.Struct("<iiii")  # terminal id, rank, key length, count
+_KEY_HEAD = struct.Struct("<QBBBi")  # thread id, function id, depth, argument count, argument bytes
+USER_FUNCTION = 255  # Recorder's id for a user function traced by its compiler hooks (name in args[1])
+MAX_RANKS = 1 << 22
+
+
+@dataclass
+class RankTrace:
+    """One rank's calls: the signature table and, per call in order, its signature and times."""
+    rank: int
+    sig_func: np.ndarray  # uint8 function id per signature
+    sig_depth: np.ndarray  # uint8 call depth per signature
+    sig_tid: np.ndarray  # uint64 thread id per signature (0 unless Recorder logged threads)
+    sig_args: list  # list[list[str]] arguments per signature, as Recorder stored them
+    calls: np.ndarray  # int32 signature (terminal id) of each call, in call order
+    start: np.ndarray  # float64 seconds since the trace's start
+    end: np.ndarray
+
+
+@dataclass
+class RecorderRaw:
+    path: str
+    version: str
+    nprocs: int
+    start_ts: float  # wall-clock (epoch seconds) of the trace's time 0
+    time_resolution: float
+    func_names: list
+    ranks: list = field(default_factory=list)  # RankTrace per rank
+
+    def func_class(self, func_id: int) -> int:
+        """Recorder's function class: 0 POSIX, 1 MPI-IO, 2 MPI, 3 HDF5, 4 user function (as recorder2text)."""
+        return _classes(self.func_names)[func_id] if func_id < len(self.func_names) else (
+            4 if func_id == USER_FUNCTION else 3)
+
+
+def _classes(names: list) -> list:
+    mpi = next((i for i, n in enumerate(names) if "MPI" in n), len(names))
+    h5 = next((i for i, n in enumerate(names) if "H5" in n), len(names))
+    return [0 if i < mpi else (1 if n.startswith("MPI_File") else 2) if i < h5 else 3
+            for i, n in enumerate(names)]
+
+
+def is_recorder_trace(path: str) -> bool:
+    """A folder Recorder wrote (or its recorder.mt): told by content, whatever its name."""
+    folder = _folder(path)
+    return folder is not None and os.path.isfile(os.path.join(folder, "recorder.mt"))
+
+
+def _folder(path: str):
+    if os.path.isdir(path):
+        return path
+    if os.path.basename(path) == "recorder.mt" and os.path.isfile(path):
+        return os.path.dirname(path) or "."
+    return None
+
+
+def read_trace(path: str, progress=None) -> RecorderRaw:
+    """Decode every rank of the trace at `path`; a LogError with one line saying what is wrong otherwise."""
+    folder = _folder(path)
+    if folder is None:
+        raise LogError("not a Recorder trace folder", path)
+    try:
+        raw = _read_header(folder, path)
+        for rank in range(raw.nprocs):
+            raw.ranks.append(_read_rank(folder, raw, rank))
+            if progress:
+                progress((rank + 1) / raw.nprocs)
+        return raw
+    except LogError as exc:
+        exc.path = exc.path or path
+        raise
+    except OSError as exc:
+        raise LogError(f"cannot read {os.path.basename(exc.filename or '') or 'trace'}: "
+                       f"{exc.strerror or exc}", path) from None
+    except (ValueError, OverflowError, MemoryError, IndexError, KeyError, struct.error) as exc:
+        raise LogError(f"corrupt Recorder trace ({type(exc).__name__}: {exc})", path) from None
+
+
+def _read_bytes(folder: str, name: str) -> bytes:
+    p = os.path.join(folder, name)
+    if not os.path.isfile(p):
+        raise LogError(f"missing {name} in the Recorder trace folder")
+    with open(p, "rb") as fh:
+        return fh.read()
+
+
+def _read_header(folder: str, path: str) -> RecorderRaw:
+    text = _read_bytes(folder, "VERSION").decode("ascii", "replace").strip()
+    parts = text.split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        raise LogError(f"unreadable Recorder VERSION {text[:20]!r}") from None
+    if (major, minor) != SUPPORTED_VERSION:
+        raise LogError(f"Recorder trace version {text[:20]} is not supported (iolens reads "
+                       f"{'.'.join(map(str, SUPPORTED_VERSION))}.x)")
+    data = _read_bytes(folder, "recorder.mt")
+    if len(data) < _META.size:
+        raise LogError(f"truncated recorder.mt ({len(data)} bytes, the metadata needs {_META.size})")
+    nprocs, start_ts, resolution, _, ts_algo, interprocess = _META.unpack_from(data)
+    if not 0 < nprocs <= MAX_RANKS:
+        raise LogError(f"corrupt recorder.mt: {nprocs} ranks")
+    if not (resolution > 0 and np.isfinite(resolution) and np.isfinite(start_ts)):
+        raise LogError(f"corrupt recorder.mt: time resolution {resolution}")
+    if ts_algo != 0:
+        raise LogError(f"timestamps compressed with algorithm {ts_algo}: iolens reads uncompressed ones only")
+    if interprocess:
+        raise LogError("traces merged across ranks (RECORDER_INTERPROCESS_COMPRESSION=1) are not supported yet")
+    names = data[_META.size:].decode("ascii", "replace").split("\n")[:-1]
+    if not names or len(names) > 255:
+        raise LogError(f"corrupt recorder.mt: {len(names)} function names")
+    return RecorderRaw(path, text, nprocs, start_ts, resolution, names)
+
+
+def _read_rank(folder: str, raw: RecorderRaw, rank: int) -> RankTrace:
+    sigs = _parse_signatures(_read_bytes(folder, f"{rank}.cst"), f"{rank}.cst", len(raw.func_names))
+    rules = parse_grammar(_read_bytes(folder, f"{rank}.cfg"), f"{rank}.cfg")
+    ts = _read_bytes(folder, f"{rank}.ts")
+    n_ts = len(ts) // 8
+    calls = expand(rules, n_sigs=len(sigs[0]), limit=n_ts, name=f"{rank}.cfg")
+    if len(ts) % 8 or n_ts != len(calls):
+        raise LogError(f"{rank}.ts holds {len(ts) / 8:g} timestamp pairs for {len(calls)} calls (truncated?)")
+    start, end = decode_times(np.frombuffer(ts, dtype="<u4").reshape(-1, 2), raw.time_resolution)
+    return RankTrace(rank, *sigs, calls, start, end)
+
+
+def decode_times(pairs: np.ndarray, resolution: float) -> tuple:
+    """(start, end) seconds from Recorder's pairs (start, end) relative to the previous call's start.
+
+    Summed in call order in float64, as Recorder's reader does, so they print the same digits."""
+    starts = np.cumsum(pairs[:, 0] * resolution)  # numpy sums a 1-d cumsum sequentially
+    prev = np.empty_like(starts)
+    prev[:1] = 0.0
+    prev[1:] = starts[:-1]
+    return starts, pairs[:, 1] * resolution + prev
+
+
+def _parse_signatures(data: bytes, name: str, n_funcs: int) -> tuple:
+    if len(data) < 4:
+        raise LogError(f"truncated {name}")
+    (entries,) = struct.unpack_from("<i", data)
+    # every entry takes at least its 16-byte head and a 15-byte key
+    if entries < 0 or entries * 31 > len(data) - 4:
+        raise LogError(f"corrupt {name}: {entries} call signatures in {len(data)} bytes")
+    func = np.zeros(entries, dtype=np.uint8)
+    depth = np.zeros(entries, dtype=np.uint8)
+    tid = np.zeros(entries, dtype=np.uint64)
+    args = [None] * entries
+    pos, size = 4, len(data)
+    head, key_head = _SIG_HEAD, _KEY_HEAD
+    for _ in range(entries):
+        if pos + 16 > size:
+            raise LogError(f"truncated {name}: it ends inside the call-signature table")
+        term, _rank, key_len, _count = head.unpack_from(data, pos)
+        pos += 16
+        if not 0 <= term < entries or args[term] is not None:
+            raise LogError(f"corrupt {name}: call signature id {term} (of {entries})")
+        if key_len < key_head.size or pos + key_len > size:
+            raise LogError(f"truncated {name}: a call signature runs past the end of the file")
+        t, f, d, argc, arg_len = key_head.unpack_from(data, pos)
+        if arg_len != key_len - key_head.size or (f >= n_funcs and f != USER_FUNCTION):
+            raise LogError(f"corrupt {name}: call signature {term} (function id {f}, {arg_len} argument bytes)")
+        text = data[pos + key_head.size:pos + key_len].decode("utf-8", "replace")
+        pos += key_len
+        # each argument is followed by one space (spaces inside arguments were stored as '_')
+        parts = text.split(" ")
+        if parts[-1] != "" or len(parts) - 1 != argc:
+            raise LogError(f"corrupt {name}: call signature {term} has {len(parts) - 1} arguments, says {argc}")
+        func[term], depth[term], tid[term] = f, d, t
+        args[term] = parts[:-1]
+    return func, depth, tid, args
