@@ -20,7 +20,14 @@ OP_NAMES = pl.Series(OP.categories, dtype=OP)
 
 
 def read(path: str, progress=None) -> "Log":
-    """Read a Darshan log. Raises `iolens.LogError` with a one-line reason if it cannot."""
+    """Read a Darshan log, or a Recorder trace folder (told by content; a `RecorderTrace`, same tables plus
+    `calls`). Raises `iolens.LogError` with a one-line reason if it cannot."""
+    from ..reader.recorder import is_recorder_trace
+
+    if is_recorder_trace(str(path)):
+        from .recorder import read_recorder
+
+        return read_recorder(str(path), progress)
     return Log(read_raw(str(path), progress))
 
 

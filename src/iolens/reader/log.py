@@ -46,7 +46,7 @@ def read_raw(path: str, progress=None) -> RawLog:
         with open(path, "rb") as fh:
             data = fh.read()
     except IsADirectoryError:
-        raise LogError("is a directory, not a Darshan log", path) from None
+        raise LogError("is a directory, neither a Darshan log nor a Recorder trace (no recorder.mt)", path) from None
     except OSError as exc:
         raise LogError(exc.strerror or str(exc), path) from None
     try:

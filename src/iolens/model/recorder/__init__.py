@@ -1,0 +1,147 @@
+"""`RecorderTrace`: a Recorder trace folder as the same tables as a Darshan `Log` (job, files, counters,
+segments, dxt_records, ...) plus `calls`, every call of every rank."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import polars as pl
+
+from ...reader.log import ModuleInfo
+from ...reader.recorder import RecorderRaw, read_trace
+from ..log import MODULE, SEGMENT_SCHEMA
+from .calls import calls_table
+from .counters import counters_table
+from .segments import file_id, mpiio_paths, segments_table
+
+__all__ = ["RecorderTrace", "read_recorder"]
+
+
+def read_recorder(path: str, progress=None) -> "RecorderTrace":
+    return RecorderTrace(read_trace(str(path), progress))
+
+
+class RecorderTrace:
+    """Same interface as `iolens.model.log.Log` where it makes sense; `calls` is Recorder's own."""
+
+    format = "recorder"
+
+    def __init__(self, raw: RecorderRaw):
+        self.raw = raw
+        self.path = raw.path
+        self.notes = []
+
+    # --- calls -------------------------------------------------------------------------------
+    @cached_property
+    def calls(self) -> pl.DataFrame:
+        """One row per call: rank, seq (its order in the rank), func, layer, depth, start, end, args, and
+        path, fd (MPI file handle), offset, count (bytes), whence, comm where the call has them."""
+        return mpiio_paths(calls_table(self.raw))
+
+    # --- job ---------------------------------------------------------------------------------
+    @cached_property
+    def job(self) -> dict:
+        calls = self.calls
+        run_time = float(calls["end"].max() or 0.0) if calls.height else 0.0
+        raw = self.raw
+        return {
+            "log_version": f"recorder {raw.version}",
+            "lib_version": raw.version,
+            "byte_order": "little",
+            "compression": "none",
+            "exe": "",
+            "uid": None,
+            "jobid": None,
+            "nprocs": raw.nprocs,
+            "start_time": raw.start_ts,
+            "end_time": raw.start_ts + run_time,
+            "run_time": run_time,
+            "metadata": {"recorder_version": raw.version, "time_resolution": raw.time_resolution},
+            "mounts": [],
+            "modules": [{"name": m.name, "version": m.version, "partial": m.partial, "records": m.records,
+                         "supported": m.supported, "note": m.note} for m in self.modules],
+            "partial": False,
+            "notes": self.notes,
+            "format": "recorder",
+            "calls": calls.height,
+        }
+
+    @cached_property
+    def modules(self) -> list:
+        out = []
+        for k, (name, table) in enumerate((("POSIX", self.counters.get("POSIX")),
+                                           ("MPI-IO", self.counters.get("MPI-IO")))):
+            if table is not None:
+                out.append(ModuleInfo(k, name, 0, False, 0, True, table.height, "computed from Recorder calls"))
+        recs = self.dxt_records
+        for k, name in enumerate(("DXT_POSIX", "DXT_MPIIO")):
+            n = recs.filter(pl.col("module") == name).height
+            if n:
+                out.append(ModuleInfo(10 + k, name, 0, False, 0, True, n, "Recorder reads and writes"))
+        return out
+
+    def module(self, name: str):
+        return next((m for m in self.modules if m.name == name), None)
+
+    def is_partial(self, name: str) -> bool:
+        return False  # Recorder keeps every call
+
+    # --- files -------------------------------------------------------------------------------
+    @cached_property
+    def file_ids(self) -> dict:
+        paths = self.calls["path"].drop_nulls().unique(maintain_order=True).to_list()
+        return {p: file_id(p) for p in paths}
+
+    @cached_property
+    def files(self) -> pl.DataFrame:
+        ids = self.file_ids
+        return pl.DataFrame({"file_id": list(ids.values()), "name": list(ids), "mount": [""] * len(ids),
+                             "fs_type": [""] * len(ids)},
+                            schema={"file_id": pl.UInt64, "name": pl.String, "mount": pl.String,
+                                    "fs_type": pl.String})
+
+    def file_names(self) -> dict:
+        return {v: k for k, v in self.file_ids.items()}
+
+    # --- counters, segments -------------------------------------------------------------------
+    @cached_property
+    def counters(self) -> dict:
+        out = {}
+        for module in ("POSIX", "MPI-IO"):
+            table = counters_table(self.calls, module, self.file_ids)
+            if table is not None:
+                out[module] = table
+        return out
+
+    @cached_property
+    def segments(self) -> pl.DataFrame:
+        return segments_table(self.calls)
+
+    @property
+    def has_dxt(self) -> bool:
+        return self.segments.height > 0
+
+    @cached_property
+    def dxt_records(self) -> pl.DataFrame:
+        """One row per (layer, file, rank) with reads or writes, as Darshan's DXT records."""
+        seg = self.segments
+        return (seg.group_by("module", "file_id", "rank", maintain_order=True)
+                .agg(pl.col("hostname").first().cast(pl.String),
+                     (pl.col("op") == "write").sum().cast(pl.Int64).alias("write_count"),
+                     (pl.col("op") == "read").sum().cast(pl.Int64).alias("read_count"))
+                .sort("module", "rank", "file_id")
+                .cast({"module": MODULE}))
+
+    # --- what Recorder does not have ------------------------------------------------------------
+    @cached_property
+    def lustre(self) -> pl.DataFrame:
+        return pl.DataFrame(schema={"file_id": pl.UInt64, "rank": pl.Int64, "component": pl.Int64,
+                                    "stripe_size": pl.Int64, "osts": pl.List(pl.Int64)})
+
+    @cached_property
+    def heatmap(self) -> pl.DataFrame:
+        return pl.DataFrame(schema={"module": pl.String, "rank": pl.Int64, "bin": pl.Int64,
+                                    "bin_width": pl.Float64, "start": pl.Float64,
+                                    "write_bytes": pl.Int64, "read_bytes": pl.Int64})
+
+
+SEGMENT_SCHEMA = SEGMENT_SCHEMA

@@ -1,0 +1,139 @@
+"""Darshan-shaped POSIX and MPI-IO counters computed from every call of a Recorder trace.
+
+One row per (file, rank) with Darshan's full counter list, so every analysis that reads counters runs; a
+counter the calls cannot give (alignment, strides, access patterns, ...) is -1, Darshan's 'not recorded'.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from ...reader.counter_names import COUNTER_NAMES
+from .segments import POSIX_OPENS, POSIX_READS, POSIX_SEEKS, POSIX_WRITES, mpiio_op
+
+# Darshan's access-size histogram bins: upper bounds (inclusive) and counter suffixes
+SIZE_BINS = ((100, "0_100"), (1024, "100_1K"), (10240, "1K_10K"), (102400, "10K_100K"), (1 << 20, "100K_1M"),
+             (4 << 20, "1M_4M"), (10 << 20, "4M_10M"), (100 << 20, "10M_100M"), (1 << 30, "100M_1G"),
+             (None, "1G_PLUS"))
+POSIX_STATS = ("__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64")
+POSIX_META = POSIX_OPENS | POSIX_SEEKS | {"close", "fclose", "fsync", "fdatasync", "ftruncate", "truncate",
+                                          *POSIX_STATS}
+
+
+def _count(cond) -> pl.Expr:
+    return cond.sum().cast(pl.Int64)
+
+
+def _time(cond) -> pl.Expr:
+    return pl.when(cond).then(pl.col("end") - pl.col("start")).otherwise(0.0).sum()
+
+
+def _first(cond, col) -> pl.Expr:
+    return pl.when(cond).then(pl.col(col)).otherwise(None).min().fill_null(0.0)
+
+
+def _last(cond, col) -> pl.Expr:
+    return pl.when(cond).then(pl.col(col)).otherwise(None).max().fill_null(0.0)
+
+
+def _histogram(prefix: str, cond, size=pl.col("count")) -> list:
+    out, low = [], -1
+    for high, suffix in SIZE_BINS:
+        in_bin = cond & (size > low) & (size <= high if high is not None else pl.lit(True))
+        out.append(_count(in_bin).alias(f"{prefix}_{suffix}"))
+        low = high
+    return out
+
+
+def _posix(calls: pl.DataFrame) -> list:
+    f = pl.col("func")
+    w, r = f.is_in(list(POSIX_WRITES)), f.is_in(list(POSIX_READS))
+    opens, seeks, stats = f.is_in(list(POSIX_OPENS)), f.is_in(list(POSIX_SEEKS)), f.is_in(list(POSIX_STATS))
+    closes = f.is_in(["close", "fclose"])
+    nbytes = pl.col("count").fill_null(0)
+    end_of = pl.col("offset").fill_null(0) + nbytes - 1
+    return [
+        _count(opens).alias("POSIX_OPENS"), _count(r).alias("POSIX_READS"), _count(w).alias("POSIX_WRITES"),
+        _count(seeks).alias("POSIX_SEEKS"), _count(stats).alias("POSIX_STATS"),
+        _count(f == "fsync").alias("POSIX_FSYNCS"), _count(f == "fdatasync").alias("POSIX_FDSYNCS"),
+        pl.when(r).then(nbytes).otherwise(0).sum().alias("POSIX_BYTES_READ"),
+        pl.when(w).then(nbytes).otherwise(0).sum().alias("POSIX_BYTES_WRITTEN"),
+        pl.when(r).then(end_of).otherwise(None).max().fill_null(-1).alias("POSIX_MAX_BYTE_READ"),
+        pl.when(w).then(end_of).otherwise(None).max().fill_null(-1).alias("POSIX_MAX_BYTE_WRITTEN"),
+        *_histogram("POSIX_SIZE_READ", r), *_histogram("POSIX_SIZE_WRITE", w),
+        _first(opens, "start").alias("POSIX_F_OPEN_START_TIMESTAMP"),
+        _first(r, "start").alias("POSIX_F_READ_START_TIMESTAMP"),
+        _first(w, "start").alias("POSIX_F_WRITE_START_TIMESTAMP"),
+        _first(closes, "start").alias("POSIX_F_CLOSE_START_TIMESTAMP"),
+        _last(opens, "end").alias("POSIX_F_OPEN_END_TIMESTAMP"),
+        _last(r, "end").alias("POSIX_F_READ_END_TIMESTAMP"),
+        _last(w, "end").alias("POSIX_F_WRITE_END_TIMESTAMP"),
+        _last(closes, "end").alias("POSIX_F_CLOSE_END_TIMESTAMP"),
+        _time(r).alias("POSIX_F_READ_TIME"), _time(w).alias("POSIX_F_WRITE_TIME"),
+        _time(f.is_in(list(POSIX_META))).alias("POSIX_F_META_TIME"),
+        pl.when(r).then(pl.col("end") - pl.col("start")).otherwise(0.0).max().alias("POSIX_F_MAX_READ_TIME"),
+        pl.when(w).then(pl.col("end") - pl.col("start")).otherwise(0.0).max().alias("POSIX_F_MAX_WRITE_TIME"),
+        pl.lit(0.0).alias("POSIX_F_SLOWEST_RANK_TIME"),  # records are per rank, never reduced
+    ]
+
+
+def _mpiio(calls: pl.DataFrame) -> list:
+    f = pl.col("func")
+    funcs = calls["func"].unique().to_list()
+    writes = [x for x in funcs if mpiio_op(x) == "write"]
+    reads = [x for x in funcs if mpiio_op(x) == "read"]
+
+    def kind(names, which):
+        pick = {"coll": lambda x: "_all" in x or "_ordered" in x, "split": lambda x: x.endswith("_begin"),
+                "nb": lambda x: x.startswith("MPI_File_i"), "indep": None}[which]
+        if pick is None:  # what is none of the others
+            return [x for x in names if not any(kind([x], k) for k in ("coll", "split", "nb"))]
+        return [x for x in names if pick(x) and not (which == "coll" and x.endswith("_begin"))]
+
+    w, r = f.is_in(writes), f.is_in(reads)
+    opens, closes = f == "MPI_File_open", f == "MPI_File_close"
+    nbytes = pl.col("count").fill_null(0)
+    meta = f.is_in(["MPI_File_open", "MPI_File_close", "MPI_File_sync", "MPI_File_set_size",
+                    "MPI_File_set_view", "MPI_File_seek", "MPI_File_get_size"])
+    cols = [_count(f.is_in(kind(reads, k))).alias(f"MPIIO_{k.upper()}_READS") for k in ("indep", "coll", "split",
+                                                                                         "nb")]
+    cols += [_count(f.is_in(kind(writes, k))).alias(f"MPIIO_{k.upper()}_WRITES") for k in ("indep", "coll",
+                                                                                            "split", "nb")]
+    return cols + [
+        pl.lit(0, dtype=pl.Int64).alias("MPIIO_INDEP_OPENS"), _count(opens).alias("MPIIO_COLL_OPENS"),
+        _count(f == "MPI_File_sync").alias("MPIIO_SYNCS"), _count(f == "MPI_File_set_view").alias("MPIIO_VIEWS"),
+        pl.when(r).then(nbytes).otherwise(0).sum().alias("MPIIO_BYTES_READ"),
+        pl.when(w).then(nbytes).otherwise(0).sum().alias("MPIIO_BYTES_WRITTEN"),
+        *_histogram("MPIIO_SIZE_READ_AGG", r), *_histogram("MPIIO_SIZE_WRITE_AGG", w),
+        _first(opens, "start").alias("MPIIO_F_OPEN_START_TIMESTAMP"),
+        _first(r, "start").alias("MPIIO_F_READ_START_TIMESTAMP"),
+        _first(w, "start").alias("MPIIO_F_WRITE_START_TIMESTAMP"),
+        _first(closes, "start").alias("MPIIO_F_CLOSE_START_TIMESTAMP"),
+        _last(opens, "end").alias("MPIIO_F_OPEN_END_TIMESTAMP"),
+        _last(r, "end").alias("MPIIO_F_READ_END_TIMESTAMP"),
+        _last(w, "end").alias("MPIIO_F_WRITE_END_TIMESTAMP"),
+        _last(closes, "end").alias("MPIIO_F_CLOSE_END_TIMESTAMP"),
+        _time(r).alias("MPIIO_F_READ_TIME"), _time(w).alias("MPIIO_F_WRITE_TIME"), _time(meta).alias(
+            "MPIIO_F_META_TIME"),
+        pl.when(r).then(pl.col("end") - pl.col("start")).otherwise(0.0).max().alias("MPIIO_F_MAX_READ_TIME"),
+        pl.when(w).then(pl.col("end") - pl.col("start")).otherwise(0.0).max().alias("MPIIO_F_MAX_WRITE_TIME"),
+        pl.lit(0.0).alias("MPIIO_F_SLOWEST_RANK_TIME"),
+    ]
+
+
+def counters_table(calls: pl.DataFrame, module: str, ids: dict) -> pl.DataFrame | None:
+    """Darshan's `module` counters ('POSIX' or 'MPI-IO') per (file, rank) from the calls on files."""
+    layer = "POSIX" if module == "POSIX" else "MPI-IO"
+    rows = calls.filter((pl.col("layer") == layer) & pl.col("path").is_not_null()
+                        & pl.col("path").is_in(list(ids)))
+    if rows.is_empty():
+        return None
+    exprs = _posix(rows) if module == "POSIX" else _mpiio(rows)
+    got = rows.group_by("path", "rank").agg(exprs).sort("rank", "path")
+    names, fnames = COUNTER_NAMES[module]
+    full = [pl.col("path").replace_strict(ids, return_dtype=pl.UInt64).alias("file_id"), pl.col("rank")]
+    for name in names:
+        full.append(pl.col(name).cast(pl.Int64) if name in got.columns else pl.lit(-1, dtype=pl.Int64).alias(name))
+    for name in fnames:
+        full.append(pl.col(name).cast(pl.Float64) if name in got.columns
+                    else pl.lit(-1.0, dtype=pl.Float64).alias(name))
+    return got.select(full)
