@@ -102,7 +102,7 @@ def job_summary(log: Log) -> dict:
     """Everything `iolens info` shows, as plain data (also the `--json` output)."""
     job = log.job
     layers = [s for s in (layer_summary(log, layer) for layer in LAYERS) if s is not None]
-    return {
+    out = {
         "path": log.path,
         "job": job,
         "layers": layers,
@@ -110,3 +110,8 @@ def job_summary(log: Log) -> dict:
         "files": log.files.height,
         "has_dxt": log.has_dxt,
     }
+    if getattr(log, "calls", None) is not None:  # a Recorder trace: every call is known
+        from .calls import call_summary
+
+        out["recorder"] = call_summary(log.calls, int(job["nprocs"]))
+    return out

@@ -21,6 +21,8 @@ def tables(log: Log) -> dict:
         out["lustre"] = log.lustre
     if not log.heatmap.is_empty():
         out["heatmap"] = log.heatmap
+    if getattr(log, "calls", None) is not None:  # a Recorder trace: every call
+        out["calls"] = log.calls
     return out
 
 

@@ -48,16 +48,38 @@ def render_summary(summary: dict, console: Console) -> None:
     facts.add_row("start", timestamp(job["start_time"]))
     facts.add_row("end", timestamp(job["end_time"]))
     facts.add_row("run time", human_seconds(job["run_time"]))
-    facts.add_row("darshan", f"{job['lib_version'] or '?'} (log format {job['log_version']}, "
-                             f"{job['byte_order']}-endian, {job['compression']})")
+    if job.get("format") == "recorder":
+        facts.add_row("recorder", f"{job['lib_version']} (trace folder, {human_count(job['calls'])} calls)")
+    else:
+        facts.add_row("darshan", f"{job['lib_version'] or '?'} (log format {job['log_version']}, "
+                                 f"{job['byte_order']}-endian, {job['compression']})")
     facts.add_row("files", human_count(summary["files"]))
     console.print(facts)
     console.print(_modules_table(job))
     if summary["layers"]:
         console.print(_layers_table(summary["layers"]))
     console.print(_dxt_section(summary))
+    if summary.get("recorder"):
+        for table in _recorder_tables(summary["recorder"]):
+            console.print(table)
     for note in job["notes"]:
         console.print(Text(f"note: {note}", style="dim"))
+
+
+def _recorder_tables(rec: dict) -> list:
+    """Recorder traces: calls and time per layer, then the functions most called."""
+    layers = Table(title="Calls per layer (every call of every rank)", title_justify="left", show_edge=False)
+    for col in ("layer", "calls", "time", "busiest rank"):
+        layers.add_column(col, justify="left" if col == "layer" else "right")
+    for row in rec["layers"]:
+        layers.add_row(row["layer"], human_count(row["calls"]), human_seconds(row["time"]),
+                       human_seconds(row["busiest_rank_time"]))
+    funcs = Table(title="Functions most called", title_justify="left", show_edge=False)
+    for col in ("function", "layer", "calls", "time"):
+        funcs.add_column(col, justify="right" if col in ("calls", "time") else "left")
+    for row in rec["top_functions"]:
+        funcs.add_row(Text(row["func"]), row["layer"], human_count(row["calls"]), human_seconds(row["time"]))
+    return [layers, funcs]
 
 
 def _modules_table(job: dict) -> Table:
