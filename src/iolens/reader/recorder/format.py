@@ -127,6 +127,8 @@ def _read_header(folder: str, path: str) -> RecorderRaw:
         raise LogError(f"timestamps compressed with algorithm {ts_algo}: iolens reads uncompressed ones only")
     if interprocess:
         raise LogError("traces merged across ranks (RECORDER_INTERPROCESS_COMPRESSION=1) are not supported yet")
+    if not data.endswith(b"\n"):
+        raise LogError("truncated recorder.mt: its function list does not end with a newline")
     names = data[_META.size:].decode("ascii", "replace").split("\n")[:-1]
     if not names or len(names) > 255:
         raise LogError(f"corrupt recorder.mt: {len(names)} function names")
