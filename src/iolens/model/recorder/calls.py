@@ -1,5 +1,6 @@
 """The `calls` table of a Recorder trace: one row per call of every rank, with typed columns for the common
-arguments, built per call signature (few) and gathered per call (many)."""
+arguments. Built per call signature (a rank's distinct calls) with polars expressions, then gathered per
+call."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,16 +9,6 @@ import polars as pl
 LAYERS = ("POSIX", "MPI-IO", "MPI", "HDF5", "user")  # Recorder's function classes 0..4, in that order
 LAYER = pl.Enum(list(LAYERS))
 
-# argument positions: (path, offset, count, whence) per function as Recorder 2.4 stores them (None: absent)
-_POSIX_ARGS = {
-    **{f: (0, 3, 2, None) for f in ("pwrite", "pwrite64", "pread", "pread64")},
-    **{f: (0, None, 2, None) for f in ("write", "read")},
-    **{f: (0, None, 1, None) for f in ("writev", "readv")},
-    **{f: (3, None, None, None) for f in ("fwrite", "fread")},  # count = size * nmemb, below
-    **{f: (0, 1, None, 2) for f in ("lseek", "lseek64", "fseek", "fseeko")},
-    **{f: (1, None, None, None) for f in ("__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat",
-                                          "__fxstat64")},
-}
 MPI_TYPE_BYTES = {
     "MPI_BYTE": 1, "MPI_CHAR": 1, "MPI_SIGNED_CHAR": 1, "MPI_UNSIGNED_CHAR": 1, "MPI_PACKED": 1,
     "MPI_INT8_T": 1, "MPI_UINT8_T": 1, "MPI_C_BOOL": 1, "MPI_SHORT": 2, "MPI_UNSIGNED_SHORT": 2,
@@ -26,93 +17,91 @@ MPI_TYPE_BYTES = {
     "MPI_UNSIGNED_LONG_LONG": 8, "MPI_DOUBLE": 8, "MPI_INT64_T": 8, "MPI_UINT64_T": 8, "MPI_LONG_DOUBLE": 16,
     "MPI_C_DOUBLE_COMPLEX": 16, "MPI_DOUBLE_COMPLEX": 16, "MPI_C_FLOAT_COMPLEX": 8, "MPI_COMPLEX": 8,
 }
+# POSIX argument positions as Recorder 2.4 stores them (it names the file where the call took a descriptor)
+PREADWRITE = ("pwrite", "pwrite64", "pread", "pread64")  # (path, buf, count, offset)
+READWRITE = ("write", "read")  # (path, buf, count)
+VECTORED = ("writev", "readv")  # (path, total bytes, iovcnt)
+STREAM_IO = ("fwrite", "fread")  # (ptr, size, nmemb, path)
+SEEKS = ("lseek", "lseek64", "fseek", "fseeko")  # (path, offset, whence)
+STATS = ("__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64")  # (version, path, buf)
 
 CALL_SCHEMA = {"rank": pl.Int64, "seq": pl.Int64, "func": pl.String, "layer": LAYER, "depth": pl.Int64,
                "start": pl.Float64, "end": pl.Float64, "args": pl.List(pl.String), "path": pl.String,
                "fd": pl.String, "offset": pl.Int64, "count": pl.Int64, "whence": pl.String, "comm": pl.String}
 
 
-def _int(text):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
+def _arg(i: int) -> pl.Expr:
+    return pl.col("args").list.get(i, null_on_oob=True)
 
 
-def _arg(args, i):
-    return args[i] if i is not None and i < len(args) else None
+def _int(i: int) -> pl.Expr:
+    return _arg(i).cast(pl.Int64, strict=False)
 
 
-def typed_args(func: str, layer: int, args: list) -> tuple:
-    """(path, fd, offset, count, whence, comm, datatype) of one signature; count is in bytes for POSIX
-    calls and in elements of `datatype` for MPI-IO ones."""
-    path = fd = offset = count = whence = comm = datatype = None
-    if layer == 0:
-        pos = _POSIX_ARGS.get(func)
-        if pos is not None:
-            p, o, c, w = pos
-            path, offset, count, whence = _arg(args, p), _int(_arg(args, o)), _int(_arg(args, c)), _arg(args, w)
-            if func in ("fwrite", "fread"):
-                size, nmemb = _int(_arg(args, 1)), _int(_arg(args, 2))
-                count = size * nmemb if size is not None and nmemb is not None else None
-        elif args and args[0].startswith("/"):  # open, close, fsync, mkdir, unlink, ...: the path comes first
-            path = args[0]
-    elif layer == 1:
-        if func == "MPI_File_open":
-            comm, path, fd = _arg(args, 0), _arg(args, 1), _arg(args, 4)
-        else:
-            fd = _arg(args, 0)
-            at = "_at" in func
-            if func in ("MPI_File_seek", "MPI_File_seek_shared"):
-                offset, whence = _int(_arg(args, 1)), _arg(args, 2)
-            elif "read" in func or "write" in func:
-                # (fh, [offset,] buf, count, datatype, ...)
-                offset = _int(_arg(args, 1)) if at else None
-                count = _int(_arg(args, 3 if at else 2))
-                datatype = _arg(args, 4 if at else 3)
-    elif layer == 2:
-        comm = next((a for a in reversed(args) if a.startswith("MPI_COMM") or _is_comm_id(a)), None)
-    return path, fd, offset, count, whence, comm, datatype
+def _type_bytes(i: int) -> pl.Expr:
+    return _arg(i).replace_strict(MPI_TYPE_BYTES, default=None, return_dtype=pl.Int64)
 
 
-def _is_comm_id(text: str) -> bool:
-    """Recorder names communicators other than WORLD/SELF '<creator world rank>-<serial>'."""
-    a, sep, b = text.partition("-")
-    return bool(sep) and a.isdigit() and b.isdigit()
+def typed_columns() -> list:
+    """path, fd, offset, count (bytes; null for a derived MPI datatype, whose size the trace lacks),
+    whence and comm, from `func`, `layer` and `args`."""
+    f, posix, mpiio = pl.col("func"), pl.col("layer") == "POSIX", pl.col("layer") == "MPI-IO"
+    mpi_rw = mpiio & f.str.contains("read|write") & ~f.str.ends_with("_end")
+    mpi_at = mpi_rw & f.str.contains("_at")
+    mpi_seek = f.is_in(["MPI_File_seek", "MPI_File_seek_shared"])
+    path = (pl.when(posix & f.is_in(STREAM_IO)).then(_arg(3))
+            .when(posix & f.is_in(STATS)).then(_arg(1))
+            .when(posix & _arg(0).str.starts_with("/")).then(_arg(0))
+            .when(posix & f.is_in(PREADWRITE + READWRITE + VECTORED + SEEKS)).then(_arg(0))
+            .when(f == "MPI_File_open").then(_arg(1)))
+    fd = pl.when(f == "MPI_File_open").then(_arg(4)).when(mpiio).then(_arg(0))
+    offset = (pl.when(posix & f.is_in(PREADWRITE)).then(_int(3))
+              .when(posix & f.is_in(SEEKS)).then(_int(1))
+              .when(mpi_at | mpi_seek).then(_int(1)))
+    count = (pl.when(posix & f.is_in(PREADWRITE + READWRITE)).then(_int(2))
+             .when(posix & f.is_in(VECTORED)).then(_int(1))
+             .when(posix & f.is_in(STREAM_IO)).then(_int(1) * _int(2))
+             .when(mpi_at).then(_int(3) * _type_bytes(4))
+             .when(mpi_rw).then(_int(2) * _type_bytes(3)))
+    whence = pl.when(posix & f.is_in(SEEKS)).then(_arg(2)).when(mpi_seek).then(_arg(2))
+    comm = pl.when(pl.col("layer") == "MPI").then(
+        pl.col("args").list.eval(pl.element().filter(pl.element().str.contains(r"^(MPI_COMM|\d+-\d+$)")))
+        .list.last()).when(f == "MPI_File_open").then(_arg(0))
+    return [path.alias("path"), fd.alias("fd"), offset.alias("offset"), count.alias("count"),
+            whence.alias("whence"), comm.alias("comm")]
 
 
 def signature_table(raw) -> pl.DataFrame:
-    """One row per call signature of every rank: rank, sig, func, layer, depth, args and the typed columns."""
-    cols = {k: [] for k in ("rank", "sig", "func", "layer", "depth", "args", "path", "fd", "offset", "count",
-                            "whence", "comm")}
-    names = raw.func_names
-    for rt in raw.ranks:
-        for sig, (f, depth, args) in enumerate(zip(rt.sig_func.tolist(), rt.sig_depth.tolist(), rt.sig_args)):
-            layer = raw.func_class(f)
-            func = names[f] if f < len(names) else (args[1] if len(args) > 1 else "?")
-            path, fd, offset, count, whence, comm, datatype = typed_args(func, layer, args)
-            if count is not None and datatype is not None:
-                # elements -> bytes; a derived datatype's size is not in the trace: its count stays unknown
-                size = MPI_TYPE_BYTES.get(datatype)
-                count = count * size if size else None
-            for k, v in (("rank", rt.rank), ("sig", sig), ("func", func), ("layer", LAYERS[layer]),
-                         ("depth", depth), ("args", args), ("path", path), ("fd", fd), ("offset", offset),
-                         ("count", count), ("whence", whence), ("comm", comm)):
-                cols[k].append(v)
-    schema = {k: CALL_SCHEMA.get(k, pl.Int64) for k in cols}
-    return pl.DataFrame(cols, schema=schema)
+    """One row per call signature of every rank (rank by rank): func, layer, depth, args, typed columns."""
+    names = np.array(list(raw.func_names) + ["?"] * (256 - len(raw.func_names)), dtype=object)
+    func_id = np.concatenate([rt.sig_func for rt in raw.ranks])
+    layer = np.array(LAYERS, dtype=object)[raw.func_classes()[func_id]]
+    frame = pl.DataFrame({
+        "func": pl.Series(names[func_id], dtype=pl.String),
+        "layer": pl.Series(layer, dtype=pl.String).cast(LAYER),
+        "depth": pl.Series(np.concatenate([rt.sig_depth for rt in raw.ranks]).astype(np.int64)),
+        "argc": pl.Series(np.concatenate([rt.sig_argc for rt in raw.ranks]).astype(np.int64)),
+        "text": pl.Series([a for rt in raw.ranks for a in rt.sig_args], dtype=pl.String),
+    })
+    # arguments never hold a space (Recorder stored spaces as '_'): split the joined text back
+    frame = frame.with_columns(args=pl.when(pl.col("argc") > 0).then(pl.col("text").str.split(" "))
+                               .otherwise(pl.lit([], dtype=pl.List(pl.String)))).drop("argc", "text")
+    user = pl.col("layer") == "user"  # a user function's name is its second argument
+    frame = frame.with_columns(func=pl.when(user).then(_arg(1).fill_null("?")).otherwise(pl.col("func")))
+    return frame.with_columns(typed_columns())
 
 
 def calls_table(raw) -> pl.DataFrame:
     """Every call of every rank in order: the signature's columns gathered by each call's signature."""
+    if not raw.ranks or not sum(len(rt.calls) for rt in raw.ranks):
+        return pl.DataFrame(schema=CALL_SCHEMA)
     sigs = signature_table(raw)
     base = np.zeros(len(raw.ranks) + 1, dtype=np.int64)  # rank r's signatures start at row base[r]
     np.cumsum([len(rt.sig_args) for rt in raw.ranks], out=base[1:])
-    if not raw.ranks or not sum(len(rt.calls) for rt in raw.ranks):
-        return pl.DataFrame(schema=CALL_SCHEMA)
     rows = np.concatenate([rt.calls.astype(np.int64) + base[k] for k, rt in enumerate(raw.ranks)])
-    out = sigs.drop("sig")[pl.Series(rows)]
-    seq = np.concatenate([np.arange(len(rt.calls), dtype=np.int64) for rt in raw.ranks])
+    out = sigs[pl.Series(rows)]
     return out.with_columns(
-        seq=pl.Series(seq), start=pl.Series(np.concatenate([rt.start for rt in raw.ranks])),
+        rank=pl.Series(np.repeat(np.arange(len(raw.ranks), dtype=np.int64), [len(rt.calls) for rt in raw.ranks])),
+        seq=pl.Series(np.concatenate([np.arange(len(rt.calls), dtype=np.int64) for rt in raw.ranks])),
+        start=pl.Series(np.concatenate([rt.start for rt in raw.ranks])),
         end=pl.Series(np.concatenate([rt.end for rt in raw.ranks]))).select(list(CALL_SCHEMA))

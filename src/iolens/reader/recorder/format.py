@@ -32,7 +32,8 @@ class RankTrace:
     sig_func: np.ndarray  # uint8 function id per signature
     sig_depth: np.ndarray  # uint8 call depth per signature
     sig_tid: np.ndarray  # uint64 thread id per signature (0 unless Recorder logged threads)
-    sig_args: list  # list[list[str]] arguments per signature, as Recorder stored them
+    sig_args: list  # list[str]: each signature's arguments as Recorder stored them, joined by single spaces
+    sig_argc: np.ndarray  # uint8 number of arguments per signature
     calls: np.ndarray  # int32 signature (terminal id) of each call, in call order
     start: np.ndarray  # float64 seconds since the trace's start
     end: np.ndarray
@@ -48,17 +49,17 @@ class RecorderRaw:
     func_names: list
     ranks: list = field(default_factory=list)  # RankTrace per rank
 
-    def func_class(self, func_id: int) -> int:
-        """Recorder's function class: 0 POSIX, 1 MPI-IO, 2 MPI, 3 HDF5, 4 user function (as recorder2text)."""
-        return _classes(self.func_names)[func_id] if func_id < len(self.func_names) else (
-            4 if func_id == USER_FUNCTION else 3)
-
-
-def _classes(names: list) -> list:
-    mpi = next((i for i, n in enumerate(names) if "MPI" in n), len(names))
-    h5 = next((i for i, n in enumerate(names) if "H5" in n), len(names))
-    return [0 if i < mpi else (1 if n.startswith("MPI_File") else 2) if i < h5 else 3
-            for i, n in enumerate(names)]
+    def func_classes(self) -> np.ndarray:
+        """Recorder's class of every function id 0..255: 0 POSIX, 1 MPI-IO, 2 MPI, 3 HDF5, 4 user function
+        (as recorder2text prints it: by the position of the first MPI and the first H5 name)."""
+        names = self.func_names
+        mpi = next((i for i, n in enumerate(names) if "MPI" in n), len(names))
+        h5 = next((i for i, n in enumerate(names) if "H5" in n), len(names))
+        out = np.full(256, 3, dtype=np.uint8)
+        out[:len(names)] = [0 if i < mpi else (1 if n.startswith("MPI_File") else 2) if i < h5 else 3
+                            for i, n in enumerate(names)]
+        out[USER_FUNCTION] = 4
+        return out
 
 
 def is_recorder_trace(path: str) -> bool:
@@ -169,6 +170,7 @@ def _parse_signatures(data: bytes, name: str, n_funcs: int) -> tuple:
     depth = np.zeros(entries, dtype=np.uint8)
     tid = np.zeros(entries, dtype=np.uint64)
     args = [None] * entries
+    argc = np.zeros(entries, dtype=np.uint8)
     pos, size = 4, len(data)
     head, key_head = _SIG_HEAD, _KEY_HEAD
     for _ in range(entries):
@@ -180,15 +182,15 @@ def _parse_signatures(data: bytes, name: str, n_funcs: int) -> tuple:
             raise LogError(f"corrupt {name}: call signature id {term} (of {entries})")
         if key_len < key_head.size or pos + key_len > size:
             raise LogError(f"truncated {name}: a call signature runs past the end of the file")
-        t, f, d, argc, arg_len = key_head.unpack_from(data, pos)
+        t, f, d, n_args, arg_len = key_head.unpack_from(data, pos)
         if arg_len != key_len - key_head.size or (f >= n_funcs and f != USER_FUNCTION):
             raise LogError(f"corrupt {name}: call signature {term} (function id {f}, {arg_len} argument bytes)")
         text = data[pos + key_head.size:pos + key_len].decode("utf-8", "replace")
         pos += key_len
         # each argument is followed by one space (spaces inside arguments were stored as '_')
-        parts = text.split(" ")
-        if parts[-1] != "" or len(parts) - 1 != argc:
-            raise LogError(f"corrupt {name}: call signature {term} has {len(parts) - 1} arguments, says {argc}")
-        func[term], depth[term], tid[term] = f, d, t
-        args[term] = parts[:-1]
-    return func, depth, tid, args
+        if text.count(" ") != n_args or (n_args and text[-1] != " "):
+            raise LogError(f"corrupt {name}: call signature {term} has {text.count(' ')} arguments, "
+                           f"says {n_args}")
+        func[term], depth[term], tid[term], argc[term] = f, d, t, n_args
+        args[term] = text[:-1]
+    return func, depth, tid, args, argc
