@@ -119,6 +119,26 @@ def test_offsets_followed_through_lseek_and_write(tmp_path, logs_dir):
     assert log.calls.filter(pl.col("func") == "fwrite")["count"].to_list() == [10, 6]
 
 
+def test_offsets_without_end_seeks(tmp_path, logs_dir):
+    """No seek to the end, no append: positions are summed per run between opens/absolute seeks (the fast
+    path); the call-by-call path must agree."""
+    from iolens.model.recorder.segments import _follow_in_order, _moving_calls, positioned_offsets
+
+    f = "/scratch/a.dat"
+    calls = [("open", 0, [f, "66", "420"], 0.10, 0.11), ("write", 0, [f, "%p", "100"], 0.12, 0.13),
+             ("lseek", 0, [f, "-40", "1"], 0.14, 0.14), ("write", 0, [f, "%p", "10"], 0.15, 0.16),
+             ("lseek", 0, [f, "1000", "0"], 0.17, 0.17), ("read", 0, [f, "%p", "5"], 0.18, 0.19),
+             ("write", 0, [f, "%p", "5"], 0.20, 0.21), ("close", 0, [f], 0.22, 0.23)]
+    other = [("open", 0, [f, "2"], 0.10, 0.11), ("lseek", 0, [f, "500", "0"], 0.12, 0.12),
+             ("write", 0, [f, "%p", "8"], 0.13, 0.14), ("write", 0, [f, "%p", "8"], 0.15, 0.16)]
+    log = iolens.read(write_trace(tmp_path / "t", logs_dir / "recorder" / "shared_header", [calls, other]))
+    got = log.segments.sort("rank", "start").select("rank", "op", "offset", "length").rows()
+    assert got == [(0, "write", 0, 100), (0, "write", 60, 10), (0, "read", 1000, 5), (0, "write", 1005, 5),
+                   (1, "write", 500, 8), (1, "write", 508, 8)]
+    fast = positioned_offsets(log.calls).sort("rank", "seq")
+    assert fast.equals(_follow_in_order(_moving_calls(log.calls)).sort("rank", "seq"))
+
+
 def run(*args, check=True):
     proc = subprocess.run([IOLENS, *map(str, args)], capture_output=True, text=True, timeout=120)
     if check:

@@ -64,9 +64,12 @@ def typed_columns() -> list:
              .when(mpi_at).then(_int(3) * _type_bytes(4))
              .when(mpi_rw).then(_int(2) * _type_bytes(3)))
     whence = pl.when(posix & f.is_in(SEEKS)).then(_arg(2)).when(mpi_seek).then(_arg(2))
-    comm = pl.when(pl.col("layer") == "MPI").then(
-        pl.col("args").list.eval(pl.element().filter(pl.element().str.contains(r"^(MPI_COMM|\d+-\d+$)")))
-        .list.last()).when(f == "MPI_File_open").then(_arg(0))
+    # MPI calls name their communicator last (MPI_Barrier, MPI_Allreduce, ...) or first (MPI_Comm_rank)
+    last = pl.col("args").list.last()
+    is_comm = r"^(MPI_COMM\w*|\d+-\d+)$"
+    comm = (pl.when((pl.col("layer") == "MPI") & last.str.contains(is_comm)).then(last)
+            .when((pl.col("layer") == "MPI") & _arg(0).str.contains(is_comm)).then(_arg(0))
+            .when(f == "MPI_File_open").then(_arg(0)))
     return [path.alias("path"), fd.alias("fd"), offset.alias("offset"), count.alias("count"),
             whence.alias("whence"), comm.alias("comm")]
 

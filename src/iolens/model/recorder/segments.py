@@ -46,43 +46,79 @@ def io_calls(calls: pl.DataFrame) -> pl.DataFrame:
                           .otherwise(pl.lit("DXT_POSIX"))))
 
 
-def positioned_offsets(calls: pl.DataFrame) -> dict:
-    """(rank, seq) -> offset, for every read/write that carries no offset, following the file positions."""
+def _moving_calls(calls: pl.DataFrame) -> pl.DataFrame:
+    """The calls that set, move or use a file position, in order, with `key` (whose position: a rank's
+    path for POSIX, its file handle for MPI-IO), `kind` and `amount` (seek offset or bytes)."""
     funcs = set(calls["func"].unique().to_list())
-    moving = (POSIX_OPENS | POSIX_SEEKS | POSIX_CLOSES | {"write", "read", "writev", "readv", "fwrite", "fread"}
-              | {f for f in funcs if f.startswith("MPI_File_") and "_at" not in f
-                 and (mpiio_op(f) or f in ("MPI_File_open", "MPI_File_seek", "MPI_File_close"))})
-    rows = calls.filter(pl.col("func").is_in(list(moving))).sort("rank", "seq")
-    out, pos, extent = {}, {}, {}
-    for rank, seq, func, layer, args, path, fd, offset, count, whence in zip(
-            *(rows[c].to_list() for c in ("rank", "seq", "func", "layer", "args", "path", "fd", "offset",
-                                          "count", "whence"))):
-        mpi = layer == "MPI-IO"
-        key = (rank, fd) if mpi else (rank, path)
-        if func in POSIX_OPENS or func == "MPI_File_open":
-            append = (not mpi and func.startswith("f") and "a" in (args[1] if len(args) > 1 else "")) or (
-                not mpi and func.startswith("open") and int(_num(args[1] if len(args) > 1 else 0)) & O_APPEND)
-            pos[key] = extent.get((rank, path), 0) if append else 0
-        elif func in POSIX_CLOSES or func == "MPI_File_close":
-            pos.pop(key, None)
-        elif func in POSIX_SEEKS or func == "MPI_File_seek":
-            how = SEEK.get(whence, 0)
-            base = 0 if how == 0 else pos.get(key, 0) if how == 1 else extent.get((rank, path), 0)
-            pos[key] = base + (offset or 0)
-        else:  # a read or write at the file position
-            at = pos.get(key, 0)
-            out[(rank, seq)] = at
-            pos[key] = at + (count or 0)
-            if mpiio_op(func) == "write" or func in POSIX_WRITES:
-                extent[(rank, path)] = max(extent.get((rank, path), 0), at + (count or 0))
-    return out
+    positional_io = {"write", "read", "writev", "readv", "fwrite", "fread"} | {
+        f for f in funcs if mpiio_op(f) and "_at" not in f}
+    moving = POSIX_OPENS | POSIX_SEEKS | POSIX_CLOSES | positional_io | {
+        "MPI_File_open", "MPI_File_seek", "MPI_File_close"}
+    f, mpi = pl.col("func"), pl.col("layer") == "MPI-IO"
+    flags = pl.col("args").list.get(1, null_on_oob=True)
+    append = (f.str.starts_with("fopen") & flags.str.contains("a")) | (
+        f.str.starts_with("open") & ((flags.cast(pl.Int64, strict=False).fill_null(0) & O_APPEND) > 0))
+    how = pl.col("whence").replace_strict(SEEK, default=0, return_dtype=pl.Int64)
+    kind = (pl.when(f.is_in(list(POSIX_OPENS | {"MPI_File_open"}))).then(pl.when(append).then(pl.lit("open_end"))
+                                                                          .otherwise(pl.lit("open")))
+            .when(f.is_in(list(POSIX_CLOSES | {"MPI_File_close"}))).then(pl.lit("close"))
+            .when(f.is_in(list(POSIX_SEEKS | {"MPI_File_seek"}))).then(
+                pl.when(how == 1).then(pl.lit("seek_cur")).when(how == 2).then(pl.lit("seek_end"))
+                .otherwise(pl.lit("seek_set")))
+            .otherwise(pl.lit("io")))
+    return (calls.filter(f.is_in(list(moving))).sort("rank", "seq")
+            .with_columns(key=pl.when(mpi).then(pl.lit("fh:") + pl.col("fd")).otherwise(pl.lit("p:") + pl.col("path")),
+                          kind=kind,
+                          amount=pl.when(f.is_in(list(POSIX_SEEKS | {"MPI_File_seek"}))).then(pl.col("offset"))
+                          .otherwise(pl.col("count")).fill_null(0),
+                          is_write=(f.is_in(list(POSIX_WRITES)) | f.str.contains("write"))))
 
 
-def _num(text) -> int:
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return 0
+def positioned_offsets(calls: pl.DataFrame) -> pl.DataFrame:
+    """rank, seq, offset of every read/write that carries no offset, following the file positions."""
+    rows = _moving_calls(calls)
+    if rows.filter(pl.col("kind") == "io").is_empty():
+        return pl.DataFrame(schema={"rank": pl.Int64, "seq": pl.Int64, "_pos": pl.Int64})
+    if rows["kind"].is_in(["seek_end", "open_end"]).any():
+        return _follow_in_order(rows)  # where the end of the file is depends on every earlier write
+    # an open, close or absolute seek starts a new run; inside it, relative seeks and I/O add up
+    absolute = ~pl.col("kind").is_in(["seek_cur", "io"])
+    delta = pl.when(absolute).then(0).otherwise(pl.col("amount"))
+    base = pl.when(pl.col("kind") == "seek_set").then(pl.col("amount")).when(absolute).then(0)
+    group = ["rank", "key"]
+    return (rows.with_columns(run=absolute.cast(pl.Int64).cum_sum().over(group), _delta=delta, _base=base)
+            .with_columns(pl.col("_base").forward_fill().over(group).fill_null(0),
+                          _before=(pl.col("_delta").cum_sum() - pl.col("_delta")).over(group + ["run"]))
+            .filter(pl.col("kind") == "io")
+            .select("rank", "seq", (pl.col("_base") + pl.col("_before")).alias("_pos")))
+
+
+def _follow_in_order(rows: pl.DataFrame) -> pl.DataFrame:
+    """Positions call by call, keeping what each rank wrote of each file for seeks to its end and appends
+    (what other ranks wrote is not known at that point of this rank's calls)."""
+    out, pos, extent = ([], [], []), {}, {}
+    for rank, seq, key, path, kind, amount, is_write in zip(
+            *(rows[c].to_list() for c in ("rank", "seq", "key", "path", "kind", "amount", "is_write"))):
+        k, end_key = (rank, key), (rank, path)
+        if kind in ("open", "open_end"):
+            pos[k] = extent.get(end_key, 0) if kind == "open_end" else 0
+        elif kind == "close":
+            pos.pop(k, None)
+        elif kind == "seek_set":
+            pos[k] = amount
+        elif kind == "seek_cur":
+            pos[k] = pos.get(k, 0) + amount
+        elif kind == "seek_end":
+            pos[k] = extent.get(end_key, 0) + amount
+        else:
+            at = pos.get(k, 0)
+            for col, v in zip(out, (rank, seq, at)):
+                col.append(v)
+            pos[k] = at + amount
+            if is_write:
+                extent[end_key] = max(extent.get(end_key, 0), at + amount)
+    return pl.DataFrame({"rank": out[0], "seq": out[1], "_pos": out[2]},
+                        schema={"rank": pl.Int64, "seq": pl.Int64, "_pos": pl.Int64})
 
 
 def segments_table(calls: pl.DataFrame) -> pl.DataFrame:
@@ -92,11 +128,8 @@ def segments_table(calls: pl.DataFrame) -> pl.DataFrame:
     if io.is_empty():
         return pl.DataFrame(schema=SEGMENT_SCHEMA)
     found = positioned_offsets(calls)
-    if found:
-        keys = pl.DataFrame({"rank": [k[0] for k in found], "seq": [k[1] for k in found],
-                             "_pos": list(found.values())}, schema={"rank": pl.Int64, "seq": pl.Int64,
-                                                                    "_pos": pl.Int64})
-        io = io.join(keys, on=["rank", "seq"], how="left").with_columns(
+    if found.height:
+        io = io.join(found, on=["rank", "seq"], how="left").with_columns(
             offset=pl.coalesce("offset", "_pos")).drop("_pos")
     io = io.with_columns(pl.col("path").fill_null("<unknown>"), pl.col("offset").fill_null(0))
     ids = {p: file_id(p) for p in io["path"].unique().to_list()}

@@ -166,31 +166,39 @@ def _parse_signatures(data: bytes, name: str, n_funcs: int) -> tuple:
     # every entry takes at least its 16-byte head and a 15-byte key
     if entries < 0 or entries * 31 > len(data) - 4:
         raise LogError(f"corrupt {name}: {entries} call signatures in {len(data)} bytes")
-    func = np.zeros(entries, dtype=np.uint8)
-    depth = np.zeros(entries, dtype=np.uint8)
-    tid = np.zeros(entries, dtype=np.uint64)
-    args = [None] * entries
-    argc = np.zeros(entries, dtype=np.uint8)
+    terms, heads, args = [], [], []
     pos, size = 4, len(data)
-    head, key_head = _SIG_HEAD, _KEY_HEAD
+    head, key_head = _SIG_HEAD.unpack_from, _KEY_HEAD.unpack_from
     for _ in range(entries):
         if pos + 16 > size:
             raise LogError(f"truncated {name}: it ends inside the call-signature table")
-        term, _rank, key_len, _count = head.unpack_from(data, pos)
-        pos += 16
-        if not 0 <= term < entries or args[term] is not None:
-            raise LogError(f"corrupt {name}: call signature id {term} (of {entries})")
-        if key_len < key_head.size or pos + key_len > size:
+        term, _rank, key_len, _count = head(data, pos)
+        if key_len < 15 or pos + 16 + key_len > size:
             raise LogError(f"truncated {name}: a call signature runs past the end of the file")
-        t, f, d, n_args, arg_len = key_head.unpack_from(data, pos)
-        if arg_len != key_len - key_head.size or (f >= n_funcs and f != USER_FUNCTION):
-            raise LogError(f"corrupt {name}: call signature {term} (function id {f}, {arg_len} argument bytes)")
-        text = data[pos + key_head.size:pos + key_len].decode("utf-8", "replace")
-        pos += key_len
+        key = head_tuple = key_head(data, pos + 16)
+        if head_tuple[4] != key_len - 15:
+            raise LogError(f"corrupt {name}: call signature {term} says {head_tuple[4]} argument bytes in a "
+                           f"{key_len}-byte key")
+        terms.append(term)
+        heads.append(key)
         # each argument is followed by one space (spaces inside arguments were stored as '_')
-        if text.count(" ") != n_args or (n_args and text[-1] != " "):
-            raise LogError(f"corrupt {name}: call signature {term} has {text.count(' ')} arguments, "
-                           f"says {n_args}")
-        func[term], depth[term], tid[term], argc[term] = f, d, t, n_args
-        args[term] = text[:-1]
-    return func, depth, tid, args, argc
+        args.append(data[pos + 31:pos + 16 + key_len])
+        pos += 16 + key_len
+    terms = np.array(terms, dtype=np.int64)
+    if entries and (terms.min() < 0 or terms.max() >= entries or len(np.unique(terms)) != entries):
+        raise LogError(f"corrupt {name}: call signature ids are not 0..{entries - 1}")
+    order = np.argsort(terms)
+    table = np.array(heads, dtype=np.uint64).reshape(-1, 5)[order] if entries else np.zeros((0, 5), np.uint64)
+    tid, func, depth, argc = table[:, 0], table[:, 1].astype(np.uint8), table[:, 2].astype(np.uint8), table[:, 3]
+    bad = np.flatnonzero((table[:, 1] >= n_funcs) & (table[:, 1] != USER_FUNCTION))
+    if len(bad):
+        raise LogError(f"corrupt {name}: call signature {int(bad[0])} names function id {int(table[bad[0], 1])}")
+    texts = [args[k] for k in order.tolist()]
+    spaces = np.fromiter((t.count(b" ") for t in texts), dtype=np.int64, count=entries)
+    ends_ok = np.fromiter((not t or t[-1:] == b" " for t in texts), dtype=bool, count=entries)
+    bad = np.flatnonzero((spaces != argc) | ~ends_ok)
+    if len(bad):
+        raise LogError(f"corrupt {name}: call signature {int(bad[0])} has {int(spaces[bad[0]])} arguments, "
+                       f"says {int(argc[bad[0]])}")
+    text = [t[:-1].decode("utf-8", "replace") for t in texts]
+    return func, depth, tid, text, argc.astype(np.uint8)

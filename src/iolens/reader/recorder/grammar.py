@@ -84,8 +84,24 @@ def expand(rules: dict, n_sigs: int, limit: int, name: str) -> np.ndarray:
                            "truncated trace")
     seq = {}
     for rule_id in order:
-        values, repeats = rules[rule_id]
-        parts = [np.full(r, v, dtype=np.int32) if v >= 0 else np.tile(seq[v], r)
-                 for v, r in zip(values.tolist(), repeats.tolist())]
-        seq[rule_id] = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        seq[rule_id] = _expand_rule(*rules[rule_id], seq, length[rule_id])
     return seq[START_RULE]
+
+
+def _expand_rule(values: np.ndarray, repeats: np.ndarray, seq: dict, total: int) -> np.ndarray:
+    """One rule's terminal sequence from its already expanded sub-rules: the terminal runs written in one
+    vectorised pass (flat grammars are all terminals), each sub-rule occurrence tiled into place."""
+    term = values >= 0
+    sizes = repeats.copy()
+    sub = np.flatnonzero(~term)
+    sizes[sub] *= np.array([len(seq[v]) for v in values[sub].tolist()], dtype=np.int64)
+    starts = np.zeros(len(values), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    out = np.empty(total, dtype=np.int32)
+    if term.any():
+        runs = repeats[term]
+        within = np.arange(int(runs.sum()), dtype=np.int64) - np.repeat(np.cumsum(runs) - runs, runs)
+        out[np.repeat(starts[term], runs) + within] = np.repeat(values[term], runs)
+    for i in sub.tolist():
+        out[starts[i]:starts[i] + sizes[i]] = np.tile(seq[int(values[i])], int(repeats[i]))
+    return out
