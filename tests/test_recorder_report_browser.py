@@ -1,0 +1,45 @@
+"""A Recorder trace's explorer page in the real browser: its reads and writes drawn per layer and rank, as
+a DXT trace's are."""
+from __future__ import annotations
+
+import os
+
+import polars as pl
+import pytest
+
+from iolens import read
+from iolens.views.html import write_report
+
+from report_browser import LoadedPage, launch
+
+pytestmark = pytest.mark.browser
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists("/usr/bin/chromium"):
+        pytest.skip("Debian's chromium is not installed")
+    with sync_api.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+def test_shared_header_page(browser, tmp_path, logs_dir):
+    trace = read(logs_dir / "recorder" / "shared_header")
+    html = tmp_path / "shared_header.html"
+    write_report(trace, html)
+    p = LoadedPage(browser, html)
+    st = p.state()
+    assert p.errors == []
+    assert st["ready"] and st["layers"] == ["MPI-IO", "POSIX"] and st["ranks"] == [0, 3]
+    per_layer = trace.segments.group_by("module").len()
+    want = {("MPI-IO" if m == "DXT_MPIIO" else "POSIX"): n for m, n in per_layer.iter_rows()}
+    assert st["drawn"] == want  # 36 writes + rank 0's read, in each layer
+    # rank 0's read of rank 1's first MiB is on rank 0's POSIX row
+    assert p.js("([l, r]) => window.iolens.findOp(l, r) !== null", ["POSIX", 0])
+    reads = trace.segments.filter(pl.col("op") == "read")
+    assert reads["rank"].to_list() == [0, 0]
+    assert "h.dat" in p.page.inner_text("body")
+    p.close()
