@@ -160,6 +160,61 @@ def decode_times(pairs: np.ndarray, resolution: float) -> tuple:
 
 
 def _parse_signatures(data: bytes, name: str, n_funcs: int) -> tuple:
+    """(function id, depth, thread id, argument text, argument count) per signature, in terminal-id order.
+
+    Only the walk from entry to entry is a Python loop (each entry's length is inside it); the fields are
+    then gathered with numpy and the argument texts decoded as one string. Anything odd goes to the
+    entry-by-entry parser, which names what is wrong."""
+    if len(data) < 4:
+        raise LogError(f"truncated {name}")
+    (entries,) = struct.unpack_from("<i", data)
+    if entries < 0 or entries * 31 > len(data) - 4:
+        raise LogError(f"corrupt {name}: {entries} call signatures in {len(data)} bytes")
+    starts, pos, size, key_len_at = [], 4, len(data) - 16, struct.Struct("<i").unpack_from
+    for _ in range(entries):
+        if pos > size:
+            break
+        starts.append(pos)
+        key_len = key_len_at(data, pos + 8)[0]
+        if key_len < 15:
+            break
+        pos += 16 + key_len
+    if len(starts) != entries or pos > len(data):
+        return _parse_signatures_one_by_one(data, name, n_funcs)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    at = np.array(starts, dtype=np.int64)
+
+    def field(offset: int, dtype: str) -> np.ndarray:
+        width = np.dtype(dtype).itemsize
+        return buf[(at + offset)[:, None] + np.arange(width)].copy().view(dtype).ravel()
+
+    terms, key_len, tid = field(0, "<i4"), field(8, "<i4"), field(16, "<u8")
+    func, depth, argc, arg_len = buf[at + 24], buf[at + 25], buf[at + 26], field(27, "<i4")
+    if (entries and (terms.min() < 0 or terms.max() >= entries or len(np.unique(terms)) != entries)) or (
+            (arg_len != key_len - 15).any() or ((func >= n_funcs) & (func != USER_FUNCTION)).any()):
+        return _parse_signatures_one_by_one(data, name, n_funcs)
+    # every text ends with the space after its last argument: make that byte the separator (an empty text
+    # gets a separator of its own)
+    seg_len = np.maximum(arg_len, 1).astype(np.int64)
+    seg_end = np.cumsum(seg_len)
+    within = np.arange(int(seg_end[-1]) if entries else 0, dtype=np.int64) - np.repeat(seg_end - seg_len, seg_len)
+    out = buf[np.repeat(at + 31, seg_len) + within]
+    out[seg_end - 1] = ord("\n")
+    if entries and ((buf[at + 31 + arg_len - 1] != ord(" ")) & (arg_len > 0)).any():
+        return _parse_signatures_one_by_one(data, name, n_funcs)
+    texts = out.tobytes().decode("utf-8", "replace").split("\n")[:-1] if entries else []
+    if len(texts) != entries:  # a newline inside an argument
+        return _parse_signatures_one_by_one(data, name, n_funcs)
+    spaces = np.add.reduceat((out == ord(" ")).astype(np.int64), seg_end - seg_len) if entries else 0
+    if (spaces + (arg_len > 0) != argc).any():
+        return _parse_signatures_one_by_one(data, name, n_funcs)
+    order = np.argsort(terms)
+    return (func[order].copy(), depth[order].copy(), tid[order], [texts[k] for k in order.tolist()],
+            argc[order].copy())
+
+
+def _parse_signatures_one_by_one(data: bytes, name: str, n_funcs: int) -> tuple:
+    """Entry by entry, naming the first bad one (used when the fast path finds damage)."""
     if len(data) < 4:
         raise LogError(f"truncated {name}")
     (entries,) = struct.unpack_from("<i", data)
