@@ -190,7 +190,7 @@ def _parse_signatures(data: bytes, name: str, n_funcs: int) -> tuple:
 
     terms, key_len, tid = field(0, "<i4"), field(8, "<i4"), field(16, "<u8")
     func, depth, argc, arg_len = buf[at + 24], buf[at + 25], buf[at + 26], field(27, "<i4")
-    if (entries and (terms.min() < 0 or terms.max() >= entries or len(np.unique(terms)) != entries)) or (
+    if (entries and (terms.min() < 0 or terms.max() >= entries or np.bincount(terms).max() != 1)) or (
             (arg_len != key_len - 15).any() or ((func >= n_funcs) & (func != USER_FUNCTION)).any()):
         return _parse_signatures_one_by_one(data, name, n_funcs)
     # every text ends with the space after its last argument: make that byte the separator (an empty text
