@@ -42,4 +42,25 @@ def test_shared_header_page(browser, tmp_path, logs_dir):
     reads = trace.segments.filter(pl.col("op") == "read")
     assert reads["rank"].to_list() == [0, 0]
     assert "h.dat" in p.page.inner_text("body")
+    # barriers, syncs, opens and closes are thin marks on each rank's row, in both layers
+    dumps = [(logs_dir / "recorder" / "shared_header" / "_text" / f"{r}.txt").read_text().splitlines()
+             for r in range(4)]
+    marked = ("MPI_Barrier", "fsync", "MPI_File_sync", "open", "MPI_File_open", "close", "MPI_File_close")
+    per_rank = [sum(line.split(" ")[2] in marked for line in d) for d in dumps]
+    assert st["marks"] == {"MPI-IO": sum(per_rank), "POSIX": sum(per_rank)}
+    legend = p.page.inner_text("#timeline-legend")
+    assert all(k in legend for k in ("barrier", "sync", "open", "close"))
+    zoomed = p.js("() => window.iolens.zoom(0, 1, 0, 1)")
+    assert zoomed["marks"]["POSIX"] == per_rank[0]
+    assert p.errors == []
+    p.close()
+
+
+def test_darshan_page_has_no_call_marks(browser, tmp_path, logs_dir):
+    html = tmp_path / "d.html"
+    write_report(read(logs_dir / "generated" / "collective_2phase.darshan"), html)
+    p = LoadedPage(browser, html)
+    st = p.state()
+    assert p.errors == [] and st["marks"] == {"MPI-IO": 0, "POSIX": 0}
+    assert "barrier" not in p.page.inner_text("#timeline-legend")
     p.close()

@@ -12,6 +12,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ... import __version__
 from ...analysis.timeline import timeline_analysis
+from .calls import call_marks
 from .encode import Blob, script_json
 from .filters import Filters, apply_filters
 from .overview import heatmap_columns, overview_columns
@@ -111,6 +112,7 @@ def _payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
         "heatmaps": heatmaps,
         "analysis": timeline_analysis(segments),
         "summary": summary_payload(log, all_segments, file_index, nranks, blob),
+        "call_marks": call_marks(log, nranks),  # Recorder traces only
     }
     return meta, blob
 

@@ -157,6 +157,8 @@ function setupLegend(app) {
     sw("phase", null, "I/O phase"), sw("strag", null, "straggler rank / its slowest phase"),
     sw("busy", null, "busiest rank"),
     el("span", {class: "leg muted"}, "Dense views: colour opacity = share of time the rank was busy."));
+  if (app.meta.call_marks)  // Recorder traces: the non-I/O calls between the reads and writes
+    for (const k of app.meta.call_marks.kinds) box.append(sw("", CALL_MARK_COLORS[k], k));
 }
 
 function setupNoTrace(app) {

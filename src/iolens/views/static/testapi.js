@@ -12,6 +12,7 @@ function testApi(app, ready) {
         ranks: tl ? tl.rankRange() : [0, app.meta.nranks - 1], nranks: app.meta.nranks,
         layers: app.meta.trace.layers.slice(), file: app.file, modes: Object.fromEntries(Object.entries(stats).map(([k, s]) => [k, s.mode])),
         drawn: Object.fromEntries(Object.entries(stats).map(([k, s]) => [k, s.drawn])),
+        marks: Object.fromEntries(Object.entries(stats).map(([k, s]) => [k, s.marks || 0])),
         transferDrawn: app.transfer ? app.transfer.stats.drawn : 0, spatialDrawn: app.spatial ? app.spatial.stats.drawn : 0,
         renderMs: tl ? tl.renderMs : 0, totalOps: app.meta.trace.total_ops, embeddedOps: app.meta.trace.ops,
         highlight: app.highlight ? {code: app.highlight.code, insight: app.highlight.insight,

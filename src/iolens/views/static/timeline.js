@@ -70,6 +70,7 @@ class Timeline {
         stat.mode += "+overview";
       }
     }
+    stat.marks = this.drawCallMarks(ctx, f);
     this.drawStragglerPhases(ctx, f);
     this.drawPhaseLabels(ctx, f);
     ctx.restore();
@@ -243,6 +244,26 @@ class Timeline {
   }
 
   /* In phases flagged as straggling, outline the slowest rank's row. */
+  /* Recorder traces: barriers, syncs, opens and closes as thin vertical marks on each rank's row. */
+  drawCallMarks(ctx, f) {
+    const m = this.app.meta.call_marks;
+    if (!m || !m.t.length) return 0;
+    const v = this.app.view, rowH = f.height / (v.r1 - v.r0);
+    const paths = m.kinds.map(() => new Path2D());
+    let drawn = 0;
+    for (let i = 0; i < m.t.length; i++) {
+      const t = m.t[i], r = m.rank[i];
+      if (t < v.t0 || t > v.t1 || r + 1 <= v.r0 || r >= v.r1) continue;
+      const x = Math.round(this.X(t)) + 0.5, y = f.top + (r - v.r0) * rowH;
+      paths[m.kind[i]].moveTo(x, y); paths[m.kind[i]].lineTo(x, y + Math.max(rowH, 2));
+      drawn++;
+    }
+    ctx.save(); ctx.lineWidth = 1;
+    m.kinds.forEach((k, j) => { ctx.strokeStyle = CALL_MARK_COLORS[k]; ctx.stroke(paths[j]); });
+    ctx.restore();
+    return drawn;
+  }
+
   drawStragglerPhases(ctx, f) {
     const phases = (this.app.meta.analysis[f.layer] || {}).phases || [];
     const v = this.app.view, rowH = f.height / (v.r1 - v.r0);
