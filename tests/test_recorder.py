@@ -189,3 +189,14 @@ def test_every_check_runs_on_every_trace(trace):
     from iolens.analysis.diagnosis import diagnose
 
     diagnose(iolens.read(trace), strict=True)  # a check that cannot handle the tables raises here
+
+
+def test_a_rank_without_calls_and_the_metadata_file_as_path(tmp_path, logs_dir):
+    f = "/scratch/b.dat"
+    calls = [("open", 0, [f, "66", "420"], 0.1, 0.2), ("write", 0, [f, "%p", "7"], 0.3, 0.4)]
+    folder = write_trace(tmp_path / "t", logs_dir / "recorder" / "shared_header", [[], calls])
+    log = iolens.read(folder / "recorder.mt")
+    assert log.job["nprocs"] == 2
+    assert log.calls["rank"].to_list() == [1, 1]
+    assert log.segments.select("rank", "offset", "length").rows() == [(1, 0, 7)]
+    assert json.loads(run("info", "--json", folder).stdout)["recorder"]["calls"] == 2
