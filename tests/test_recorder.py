@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +14,6 @@ import pytest
 import iolens
 from iolens.model.recorder.calls import LAYERS
 from recordertools import write_trace
-
-from conftest import LOGS
 
 TRACES = ("seqwrite_mpiio", "shared_header", "small_records")
 IOLENS = str(Path(sys.executable).parent / "iolens")

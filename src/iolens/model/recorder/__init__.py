@@ -8,7 +8,7 @@ import polars as pl
 
 from ...reader.log import ModuleInfo
 from ...reader.recorder import RecorderRaw, read_trace
-from ..log import MODULE, SEGMENT_SCHEMA
+from ..log import MODULE
 from .calls import calls_table
 from .counters import counters_table
 from .segments import file_id, mpiio_paths, segments_table
@@ -143,5 +143,3 @@ class RecorderTrace:
                                     "bin_width": pl.Float64, "start": pl.Float64,
                                     "write_bytes": pl.Int64, "read_bytes": pl.Int64})
 
-
-SEGMENT_SCHEMA = SEGMENT_SCHEMA
