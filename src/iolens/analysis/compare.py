@@ -143,10 +143,11 @@ KEY_METRICS = {
     "SMALL_IO": ("small_writes", "small writes at POSIX", "small_requests"),
     "NO_COLLECTIVE_IO": ("independent_writes", "independent MPI-IO writes", "independent_mpiio_requests"),
     "MISALIGNED_IO": ("misaligned_requests", "misaligned requests", "misaligned_requests"),
-    "SERIALIZED_IO": ("serial_share", "share of the I/O window with one rank alone", None),
-    "REDUNDANT_WRITES": ("ratio", "bytes written / file extent", None),
-    "REDUNDANT_READS": ("ratio", "bytes read / file extent", None),
-    "RANK_IMBALANCE": ("imbalance", "imbalance", None),
+    "SERIALIZED_IO": ("serial_share", "share of the I/O window with one rank writing alone", None),
+    "REDUNDANT_WRITES": ("ratio", "times each byte of the file is written", None),
+    "REDUNDANT_READS": ("ratio", "times each byte of the file is read", None),
+    "RANK_IMBALANCE": ("max_over_mean", "busiest rank / mean rank", None),
+    "STRAGGLER": ("stragglers", "straggler ranks", None),
     "RANDOM_ACCESS": ("random_share", "share of random requests", None),
 }
 
@@ -196,19 +197,23 @@ def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
 
 
 def key_line(code, what, before, after, collective=None) -> str:
-    """'SMALL_IO: 60,000 → 0 small writes at POSIX'."""
+    """'SMALL_IO: 60,000 → 0 small writes at POSIX'; a number an insight alone carries, absent from the
+    other run, reads 'not flagged'."""
     def fmt(v):
         if v is None:
-            return "–"
+            return "not flagged"
+        if "share" in what:
+            return f"{v:.0%}"
         if isinstance(v, float) and not v.is_integer():
             return f"{v:.3g}"
         return f"{int(v):,}"
 
-    line = f"{code}: {fmt(before)} → {fmt(after)} {what}".rstrip()
     if collective is not None:
         m = collective.evidence.metrics
         if "posix_requests" in m and "aggregators" in m:
             size = m.get("posix_median_request_bytes", 0) / (1 << 20)
-            line = (f"{code}: collective buffering now writes {int(m['posix_requests']):,} × {size:.3g} MiB "
+            return (f"{code}: collective buffering now writes {int(m['posix_requests']):,} × {size:.3g} MiB "
                     f"from {int(m['aggregators'])} aggregator(s)")
-    return line
+    if before is not None and after is not None and not isinstance(before, str):
+        return f"{code}: {fmt(before)} → {fmt(after)} {what}".rstrip()
+    return f"{code}: {what}: {fmt(before)} → {fmt(after)}"
