@@ -82,7 +82,8 @@ def _runs_table(runs: list, idx: list) -> Table:
     return table
 
 
-def _fmt_config(value) -> str:
+def fmt_config(value) -> str:
+    """A configuration value as people write it: on/off, percentages, stripe layouts, KEY=VALUE."""
     if value is None:
         return "–"
     if isinstance(value, bool):
@@ -107,7 +108,7 @@ def _render_config(result: dict, console: Console) -> None:
     for c in changed:
         console.print(Text(f"  {c['label']}:"))
         for run, value, diff in zip(runs, c["values"], c["changed"]):
-            console.print(Text(f"    {run['label']}: {_fmt_config(value)}", style="bold" if diff else ""))
+            console.print(Text(f"    {run['label']}: {fmt_config(value)}", style="bold" if diff else ""))
     if same:
         console.print(Text("  unchanged: " + ", ".join(same), style="dim"))
 
