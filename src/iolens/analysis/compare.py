@@ -70,7 +70,7 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
 
 def _run(log: Log, label: str) -> dict:
     m = run_metrics(log)
-    keyed = {k: m.pop(k) for k in ("small_requests", "independent_mpiio_requests", "misaligned_requests")}
+    keyed = {k: m.pop(k) for k in ("small_writes", "independent_mpiio_writes", "misaligned_requests")}
     return {"label": label, "path": log.path, "exe": log.job["exe"], **m,
             "counts": keyed, "config": run_config(log),
             "file_names": log.files["name"].to_list(), "insights": diagnose(log)}
@@ -140,8 +140,8 @@ def _warnings(runs: list, configs: list) -> list:
 
 # code -> (evidence metric, what it counts, run metric that measures the same when the insight is absent)
 KEY_METRICS = {
-    "SMALL_IO": ("small_writes", "small writes at POSIX", "small_requests"),
-    "NO_COLLECTIVE_IO": ("independent_writes", "independent MPI-IO writes", "independent_mpiio_requests"),
+    "SMALL_IO": ("small_writes", "small writes at POSIX", "small_writes"),
+    "NO_COLLECTIVE_IO": ("independent_writes", "independent MPI-IO writes", "independent_mpiio_writes"),
     "MISALIGNED_IO": ("misaligned_requests", "misaligned requests", "misaligned_requests"),
     "SERIALIZED_IO": ("serial_share", "share of the I/O window with one rank writing alone", None),
     "REDUNDANT_WRITES": ("ratio", "times each byte of the file is written", None),

@@ -36,8 +36,9 @@ def run_metrics(log: Log) -> dict:
         "files": int(summary["files"]),
         "ranks": int(log.job["nprocs"]),
         "request_sizes": sizes,
-        "small_requests": sum(n for (_, _, hi), n in zip(SIZE_BINS, sizes.values()) if hi <= SMALL_REQUEST_BYTES),
-        "independent_mpiio_requests": _mpiio_independent(log),
+        "small_writes": _counter_sum(log, "POSIX", *(f"POSIX_SIZE_WRITE_{suffix}" for suffix, _, hi in SIZE_BINS
+                                                     if hi <= SMALL_REQUEST_BYTES)),
+        "independent_mpiio_writes": _counter_sum(log, "MPI-IO", "MPIIO_INDEP_WRITES"),
         "misaligned_requests": _counter_sum(log, "POSIX", "POSIX_FILE_NOT_ALIGNED"),
     }
 
@@ -67,10 +68,6 @@ def _counter_sum(log: Log, module: str, *cols) -> int:
     if not cols or df.is_empty():
         return 0
     return int(df.select(pl.sum_horizontal([recorded(c) for c in cols]).sum()).item() or 0)
-
-
-def _mpiio_independent(log: Log) -> int:
-    return _counter_sum(log, "MPI-IO", "MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES")
 
 
 def collective_share(log: Log):
