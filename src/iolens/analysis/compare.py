@@ -49,7 +49,7 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
     for i, run in enumerate(runs):
         run["baseline"] = i < baseline_runs
         run["ratio"] = {k: _ratio(run[k], base[k]) for k in RATIO_KEYS}
-        run["verdict"] = ({"verdict": BASELINE, "speedup": None, "reason": "baseline"} if i == 0 else
+        run["verdict"] = ({"verdict": BASELINE, "speedup": None, "factor": None, "reason": "baseline"} if i == 0 else
                           verdict(rule, run["io_time"]))
     configs = [r.pop("config") for r in runs]
     files = match_files([r.pop("file_names") for r in runs])
@@ -117,11 +117,12 @@ def verdict(rule: dict, io_time: float) -> dict:
         v = SLOWER
     else:
         v = SAME
-    factor = (speedup if v == FASTER else io_time / base if base > 0 else None)
+    # how many times faster or slower, as people say it (None: no I/O in the baseline to divide by)
+    factor = speedup if v == FASTER else (io_time / base if v == SLOWER and base > 0 else None)
     reason = (f"slowest rank's I/O time {base:.3g} s → {io_time:.3g} s" +
-              (f" ({factor:.2f}× {v})" if v in (FASTER, SLOWER) and factor else
+              (f" ({factor:.2f}× {v})" if factor else f" ({v})" if v != SAME else
                f", within the noise band ({rule['noise_ratio']:.2f}×, {rule['noise_seconds'] * 1e3:g} ms)"))
-    return {"verdict": v, "speedup": speedup, "reason": reason}
+    return {"verdict": v, "speedup": speedup, "factor": factor, "reason": reason}
 
 
 def _warnings(runs: list, configs: list) -> list:

@@ -58,10 +58,8 @@ def _runs_table(runs: list, idx: list) -> Table:
         table.add_row(name, *[_cell(get(r), (r["ratio"].get(ratio_key) if ratio_key and not r["verdict"]["verdict"]
                                              == "baseline" else None), fmt) for r in sel])
 
-    table.add_row("verdict", *[Text(r["verdict"]["verdict"] + (f" {r['verdict']['speedup']:.2f}×"
-                                                                if r["verdict"]["verdict"] == "faster" else
-                                                                f" {1 / r['verdict']['speedup']:.2f}×"
-                                                                if r["verdict"]["verdict"] == "slower" else ""),
+    table.add_row("verdict", *[Text(r["verdict"]["verdict"] + (f" {r['verdict']['factor']:.2f}×"
+                                                                if r["verdict"].get("factor") else ""),
                                     style=VERDICT_STYLE[r["verdict"]["verdict"]]) for r in sel])
     row("run time", human_seconds, lambda r: r["run_time"], "run_time")
     row("I/O time, slowest rank", human_seconds, lambda r: r["io_time"], "io_time")
@@ -101,7 +99,10 @@ def fmt_config(value) -> str:
 def _render_config(result: dict, console: Console) -> None:
     runs = result["runs"]
     changed = [c for c in result["config"] if any(c["changed"])]
-    same = [c["label"] for c in result["config"] if not any(c["changed"])]
+    same = [c["label"] for c in result["config"] if not any(c["changed"]) and ":" not in c["key"]]
+    same_files = {c["key"].split(":", 1)[1] for c in result["config"] if not any(c["changed"]) and ":" in c["key"]}
+    if same_files:
+        same.append(f"access pattern and Lustre layout of {len(same_files):,} matched file(s)")
     console.print(Text("What changed in the configuration", style="bold"))
     if not changed:
         console.print(Text("  nothing the logs record"))
