@@ -193,3 +193,15 @@ def test_bad_input_is_one_line_and_non_zero(tmp_path):
     assert r.returncode == 2 and "at least two logs" in r.stderr and "Traceback" not in r.stderr
     r = iolens_cli("compare", "--baseline-runs", "2", PAIRS / "repeat_1.darshan", PAIRS / "repeat_2.darshan")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_cli_writes_the_page_with_labels_and_a_sweep_chart(tmp_path):
+    page = tmp_path / "sweep.html"
+    r = iolens_cli("compare", "-q", "-o", page, "--label", "4 MiB", "--label", "64 KiB", "--label", "2 ranks",
+                   PAIRS / "repeat_1.darshan", PAIRS / "shifted.darshan", PAIRS / "small_coll.darshan")
+    assert r.returncode == 0, r.stderr
+    assert f"page: {page}" in r.stdout
+    assert any(line.startswith(" run ") and "4 MiB" in line for line in r.stdout.splitlines())
+    html = page.read_text()
+    assert 'id="sweep-card"' in html and html.count('class="run-timeline"') == 3
+    assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html  # nothing fetched

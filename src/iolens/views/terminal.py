@@ -63,7 +63,8 @@ def render_summary(summary: dict, console: Console) -> None:
 def _modules_table(job: dict) -> Table:
     table = Table(title="Modules", title_justify="left", show_edge=False)
     for col in ("module", "version", "records", "status"):
-        table.add_column(col, justify="right" if col in ("version", "records") else "left", no_wrap=col != "status", overflow="fold")
+        table.add_column(col, justify="right" if col in ("version", "records") else "left",
+                         no_wrap=col != "status", overflow="fold")
     for m in job["modules"]:
         if m["partial"]:
             status = Text("PARTIAL: Darshan ran out of memory, data incomplete", style="bold yellow")
@@ -122,7 +123,8 @@ def _dxt_section(summary: dict):
                     "operation)", style="yellow")
     table = Table(title="DXT trace", title_justify="left", show_edge=False)
     for col in ("module", "records", "segments", "writes", "reads", "status"):
-        table.add_column(col, justify="left" if col in ("module", "status") else "right", no_wrap=col != "status", overflow="fold")
+        table.add_column(col, justify="left" if col in ("module", "status") else "right",
+                         no_wrap=col != "status", overflow="fold")
     for d in dxt:
         if d["truncated"]:
             status = Text("TRUNCATED: " + "; ".join(d["truncation_reasons"]), style="bold yellow")
