@@ -9,7 +9,7 @@ import pytest
 import iolens
 from conftest import LOGS
 from iolens.views.html.compare import write_compare
-from report_browser import LoadedPage, launch, rewrite_log
+from report_browser import HOSTILE_EXE, HOSTILE_FILE, LoadedPage, launch, write_hostile_log
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -116,17 +116,14 @@ def test_verdicts_and_insight_diff_with_links_to_evidence(context, tmp_path, log
 
 
 def test_names_from_the_logs_are_text_not_html(context, tmp_path, logs_dir):
-    hostile_exe = "<img src=x onerror=window.__xss=2><script>window.__xss=3</script> --run"
-    hostile_file = "/tmp/<img src=x onerror=window.__xss=1>.dat"
-    bad = tmp_path / "hostile.darshan"
-    rewrite_log(logs_dir / "generated/collective_2phase.darshan", bad, exe=hostile_exe,
-                rename={"/tmp/ioscratch/collective_2phase.dat": hostile_file})
+    bad = write_hostile_log(logs_dir, tmp_path / "hostile.darshan")
     html = page_for(tmp_path, logs_dir / "generated/collective_2phase.darshan", bad,
                     labels=["ok", "<b>label</b>"])
     p = LoadedPage(context, html)
     p.settle()
     assert p.js("() => window.__xss") is None and p.page.locator("img").count() == 0
-    assert hostile_exe in p.page.inner_text("#config-card")
+    assert HOSTILE_EXE in p.page.inner_text("#config-card")
+    assert HOSTILE_FILE in p.page.inner_text("#config-card")  # listed among the files of one run only
     assert "<b>label</b>" in p.page.inner_text("#runs-table")
     assert p.errors == []
     p.close()
