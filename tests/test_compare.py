@@ -109,6 +109,16 @@ def test_repeated_baseline_runs_set_the_noise_band_from_their_spread():
                           noise_ratio=1.1)["runs"][1]["verdict"]["verdict"] == "slower"
 
 
+def test_derived_no_fill_log_is_a_valid_darshan_log(nofill):
+    """PyDarshan (the oracle) reads it: rank 0 writes its own 32 MiB like every rank, the file once."""
+    rep = darshan.DarshanReport(str(nofill), read_all=True)
+    posix = rep.records["POSIX"].to_df()["counters"]
+    assert int(posix["POSIX_WRITES"].sum()) == 256 and int(posix["POSIX_BYTES_WRITTEN"].sum()) == 256 << 20
+    dxt = rep.records["DXT_POSIX"].to_df()
+    assert sorted(len(r["write_segments"]) for r in dxt) == [32] * 8
+    assert max(float(r["write_segments"]["end_time"].max()) for r in dxt) < 1.0  # the fill's 2.5 s are gone
+
+
 def test_fill_phase_removed_is_faster_and_serialization_resolved(nofill):
     r = iolens.compare(GEN / "fill_rank0.darshan", nofill, labels=["fill", "no fill"])
     assert [run["label"] for run in r["runs"]] == ["fill", "no fill"]

@@ -15,7 +15,7 @@ SUBCOMMANDS = {
     "report": ("iolens.cli.report", "Write the interactive, offline HTML explorer page."),
     "diagnose": ("iolens.cli.diagnose", "Find I/O bottlenecks and say what to change."),
     "run": ("iolens.cli.run", "Run a command under Darshan with DXT on and keep its log."),
-    "compare": ("iolens.cli.compare", "Did a change help? Runs side by side, verdict, config and insight diff."),
+    "compare": ("iolens.cli.compare", "Did a change help? Verdict, configuration and insight diff."),
 }
 
 
