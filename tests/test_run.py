@@ -114,6 +114,16 @@ def test_default_log_name_is_the_program_and_a_date(stand_in, tmp_path, logs_dir
     assert len(made) == 1 and iolens.read(made[0]).job["nprocs"] == 8
 
 
+def test_logs_of_several_processes_are_all_kept(stand_in, tmp_path, logs_dir):
+    # a shell running two programs: Darshan (here its stand-in) writes one log per process, the shell's too
+    env = {"IOLENS_DARSHAN_LIB": str(stand_in), "IOLENS_TEST_LOG": str(SOURCE_LOG)}
+    r = iolens_run("-q", "-o", tmp_path / "job.darshan", "--", "sh", "-c", "true; /bin/true; /bin/true", env=env)
+    assert r.returncode == 0, r.stderr
+    others = [line.split(": ", 1)[1] for line in r.stdout.splitlines() if line.startswith("log of another process")]
+    assert (tmp_path / "job.darshan").is_file() and len(others) >= 1
+    assert sorted(others) == sorted(str(p) for p in tmp_path.glob("job.*.darshan"))
+
+
 def test_no_dxt_leaves_tracing_off(stand_in, tmp_path, logs_dir):
     dump = tmp_path / "env.json"
     r = iolens_run("-q", "--no-dxt", "-o", tmp_path / "l.darshan", "--", sys.executable, "-c", DUMP_ENV, dump, 0,

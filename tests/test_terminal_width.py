@@ -11,7 +11,7 @@ from conftest import LOGS, all_logs, log_id
 from iolens.analysis.summary import job_summary
 from iolens.views.terminal import render_summary
 
-SOME = [p for p in all_logs() if "generated/" in str(p) or "pairs/small" in str(p)][:8]
+SOME = [p for p in all_logs() if ("generated/" in str(p) and "scale_" not in str(p)) or "pairs/small" in str(p)][:8]
 
 
 @pytest.mark.parametrize("path", SOME, ids=[log_id(p) for p in SOME])
