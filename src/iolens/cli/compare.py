@@ -1,6 +1,8 @@
 """`iolens compare BASE OTHER [OTHER ...]`: did a change help, by how much, and why."""
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 
 import click
@@ -39,14 +41,17 @@ def command(logs, as_json, output, labels, baseline_runs, noise_ratio, noise_sec
     if baseline_runs >= len(logs):
         raise click.BadParameter(f"must leave at least one log to compare (got {len(logs)} logs)",
                                  param_hint="--baseline-runs")
-    parsed = [load(path, quiet=quiet or as_json) for path in logs]
-    result = compare(*parsed, labels=labels, baseline_runs=baseline_runs,
-                     noise_ratio=noise_ratio or NOISE_RATIO,
-                     noise_seconds=NOISE_SECONDS if noise_seconds is None else noise_seconds)
+    quiet = quiet or as_json
+    parsed = [load(path, quiet=quiet) for path in logs]
+    with _status("diagnosing and comparing the runs", quiet):
+        result = compare(*parsed, labels=labels, baseline_runs=baseline_runs,
+                         noise_ratio=noise_ratio or NOISE_RATIO,
+                         noise_seconds=NOISE_SECONDS if noise_seconds is None else noise_seconds)
     if output is not None:
         from ..views.html.compare import write_compare
 
-        write_compare(result, parsed, output)
+        with _status(f"writing {output}", quiet):
+            write_compare(result, parsed, output)
     if as_json:
         emit_json(result)
         return
@@ -56,3 +61,12 @@ def command(logs, as_json, output, labels, baseline_runs, noise_ratio, noise_sec
     render_compare(result, make_console())
     if output is not None:
         click.echo(f"page: {output}")
+
+
+def _status(what: str, quiet: bool):
+    """A spinner on the terminal's stderr while the slow part runs; nothing when piped."""
+    if quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(what + "…")
