@@ -6,6 +6,7 @@ and drawn by the report's own Timeline, one per run, on one shared time scale.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -51,18 +52,22 @@ def _layer_bars(result: dict) -> list:
 
 
 def _size_lines(result: dict, width=520, height=160, pad=30) -> dict:
-    """The request-size distributions overlaid: one polyline per run over Darshan's size bins."""
+    """The request-size distributions overlaid: one polyline per run over Darshan's size bins (log scale)."""
     bins = [k for k in SIZE_BIN_LABELS if any(r["request_sizes"].get(k) for r in result["runs"])]
     if not bins:
         return {"bins": [], "lines": []}
     top = max(r["request_sizes"][k] for r in result["runs"] for k in bins) or 1
-    step = (width - 2 * pad) / max(len(bins) - 1, 1)
-    xs = [pad + k * step for k in range(len(bins))]
+    margin = 3 * pad  # room for the bin labels, centred under the points
+    step = (width - 2 * margin) / max(len(bins) - 1, 1)
+    xs = [margin + k * step for k in range(len(bins))] if len(bins) > 1 else [width / 2]
     lines = []
     for i, r in enumerate(result["runs"]):
-        pts = " ".join(f"{x:.1f},{height - pad - (height - 2 * pad) * r['request_sizes'][b] / top:.1f}"
-                       for x, b in zip(xs, bins))
-        lines.append({"label": r["label"], "points": pts, "colour": RUN_COLOURS[i % len(RUN_COLOURS)]})
+        # log scale: 30 large requests must not vanish beside 45,000 small ones
+        xy = [(x, height - pad - (height - 2 * pad) * math.log1p(r["request_sizes"][b]) / math.log1p(top))
+              for x, b in zip(xs, bins)]
+        lines.append({"label": r["label"], "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in xy), "xy": xy,
+                      "counts": [r["request_sizes"][b] for b in bins],
+                      "colour": RUN_COLOURS[i % len(RUN_COLOURS)]})
     return {"bins": [(x, SIZE_BIN_LABELS[b]) for x, b in zip(xs, bins)], "lines": lines, "width": width,
             "height": height, "top": top}
 
@@ -89,7 +94,7 @@ def render_compare_page(result: dict, metas: list, chunks: list) -> str:
     return env.get_template("compare.html.j2").render(
         title="iolens compare: " + " vs ".join(labels), result=result, labels=labels,
         colours=[RUN_COLOURS[i % len(RUN_COLOURS)] for i in range(len(labels))],
-        layer_bars=_layer_bars(result), sizes=_size_lines(result), sweep=_sweep(result),
+        layer_bars=_layer_bars(result), sizes=_size_lines(result), sweep=_sweep(result), zip=zip,
         size_labels=SIZE_BIN_LABELS, meta_json=script_json(page_meta), chunks=chunks,
         css=_static(STYLES), js=_static(SCRIPTS))
 
