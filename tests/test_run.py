@@ -18,7 +18,7 @@ import pytest
 
 import iolens
 from conftest import LOGS
-from iolens.collect.run import RunError, darshan_environment, find_darshan
+from iolens.collect.run import RunError, darshan_environment, find_darshan, program_name
 
 STAND_IN = r"""
 /* NOT Darshan: a test stand-in that traces nothing. At process exit it copies the real log named by
@@ -105,6 +105,21 @@ def test_the_commands_exit_status_and_stdin_pass_through(stand_in, tmp_path, log
     assert "HELLO" in r.stdout
     assert r.stderr.strip().splitlines() == [f"iolens: error: the command exited with status 3 (log kept: "
                                              f"{tmp_path / 'x.darshan'})"]
+
+
+def test_a_command_killed_by_a_signal_exits_as_a_shell_says(stand_in, tmp_path, logs_dir):
+    env = {"IOLENS_DARSHAN_LIB": str(stand_in), "IOLENS_TEST_LOG": str(SOURCE_LOG)}
+    r = iolens_run("-q", "-o", tmp_path / "k.darshan", "--", sys.executable, "-c",
+                   "import os, signal; os.kill(os.getpid(), signal.SIGTERM)", env=env)
+    assert r.returncode == 128 + 15
+    assert "status 143" in r.stderr or "Darshan wrote no log" in r.stderr  # no exit handler ran: no log
+
+
+def test_program_name_skips_the_mpi_launcher(tmp_path):
+    app = tmp_path / "my_app"
+    app.write_text("")
+    assert program_name(["mpiexec", "-n", "8", str(app), "input.nml"]) == "my_app"
+    assert program_name([str(app)]) == "my_app"
 
 
 def test_default_log_name_is_the_program_and_a_date(stand_in, tmp_path, logs_dir):

@@ -116,6 +116,8 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
         env = darshan_environment(lib, log_dir, command, dxt, hints, extra_env)
         try:
             returncode = subprocess.run(command, env=env).returncode
+            if returncode < 0:  # killed by a signal: the status a shell reports
+                returncode = 128 - returncode
         except FileNotFoundError:
             raise RunError(f"command not found: {command[0]}") from None
         except PermissionError:
