@@ -91,6 +91,9 @@ def test_same_configuration_twice_is_no_real_change_despite_1_3x():
     assert run["verdict"]["verdict"] == "no real change"
     assert not any(r["insights"][1].values())
     assert not r["warnings"]
+    rows = {c["key"]: c for c in r["config"]}
+    assert rows["dxt"]["values"] == ["on", "on"] and rows["nprocs"]["values"] == [4, 4]
+    assert not any(c["changed"][1] for key, c in rows.items() if key != "exe")  # only the file name differs
     # e.dat and f.dat: the one data file of each run, matched as the same file
     assert [m["names"] for m in r["files"]["matched"]] == [["/tmp/ioscratch/p/e.dat", "/tmp/ioscratch/p/f.dat"]]
     assert r["files"]["unmatched"] == []

@@ -149,6 +149,7 @@ KEY_METRICS = {
     "REDUNDANT_READS": ("ratio", "times each byte of the file is read", None),
     "RANK_IMBALANCE": ("max_over_mean", "busiest rank / mean rank", None),
     "STRAGGLER": ("stragglers", "straggler ranks", None),
+    "COLLECTIVE_IO": ("aggregators", "aggregators", None),
     "RANDOM_ACCESS": ("random_share", "share of random requests", None),
 }
 
@@ -178,10 +179,14 @@ def insight_diff(before: list, after: list, before_metrics: dict, after_metrics:
 def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
     code, file = key
     shown = ins_a or ins_b
+    row = {"code": code, "file": file, "title": shown.title,
+           "severity": [ins_b.severity if ins_b else None, ins_a.severity if ins_a else None],
+           "metric": None, "what": "", "before": None, "after": None, "summary": f"{code}: {shown.title}",
+           "time_window": [i.evidence.to_dict()["time_window"] if i else None for i in (ins_b, ins_a)],
+           "ranks": [list(i.evidence.ranks[:8]) if i else [] for i in (ins_b, ins_a)]}
     metric, what, run_metric = KEY_METRICS.get(code, (None, None, None))
-    if metric is None:
-        metric = next(iter(shown.evidence.metrics), None)
-        what = metric.replace("_", " ") if metric else ""
+    if metric is None:  # no number known to stand for this insight: its title says what it is
+        return row
 
     def value(ins, run_metrics):
         if ins is not None and metric in ins.evidence.metrics:
@@ -189,12 +194,9 @@ def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
         return run_metrics.get(run_metric) if run_metric else None
 
     before, after = value(ins_b, before_metrics), value(ins_a, after_metrics)
-    return {"code": code, "file": file, "title": shown.title,
-            "severity": [ins_b.severity if ins_b else None, ins_a.severity if ins_a else None],
-            "metric": metric, "what": what, "before": before, "after": after,
-            "summary": key_line(code, what, before, after, ins_a if code == "COLLECTIVE_IO" else None),
-            "time_window": [i.evidence.to_dict()["time_window"] if i else None for i in (ins_b, ins_a)],
-            "ranks": [list(i.evidence.ranks[:8]) if i else [] for i in (ins_b, ins_a)]}
+    row.update(metric=metric, what=what, before=before, after=after,
+               summary=key_line(code, what, before, after, ins_a if code == "COLLECTIVE_IO" else None))
+    return row
 
 
 def key_line(code, what, before, after, collective=None) -> str:

@@ -11,6 +11,7 @@ from ..model import Log
 from .diagnosis.context import STD_STREAMS
 from .layers import recorded
 from .runs import collective_share
+from .summary import dxt_summary
 
 # run-specific parts of a path: numbers (job ids, ranks, dates, steps); two runs' files match when their
 # paths are equal once these are replaced
@@ -121,6 +122,12 @@ def read_sidecar(path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _dxt_state(log: Log) -> str:
+    if not log.has_dxt:
+        return "off"
+    return "on, truncated" if any(d["truncated"] for d in dxt_summary(log)) else "on"
+
+
 def run_config(log: Log) -> dict:
     job = log.job
     side = read_sidecar(log.path)
@@ -132,7 +139,7 @@ def run_config(log: Log) -> dict:
         "romio_hints_file": side.get("hints", ""),
         "env": side.get("env", {}),
         "darshan": job["lib_version"] or f"log format {job['log_version']}",
-        "dxt": bool(log.has_dxt),
+        "dxt": _dxt_state(log),
         "collective_share": None if share is None else round(share, 4),
         "files": int(log.files.filter(~pl.col("name").is_in(STD_STREAMS)).height),
         "patterns": file_patterns(log),
