@@ -15,7 +15,7 @@ from pathlib import Path
 
 from darshan.backend.cffi_backend import counter_names
 
-from logtools import rewrite_log
+from logtools import read_parts, rewrite_log
 
 FILL_BYTES = 1 << 20  # each fill write (Darshan's 100K_1M size bin holds it: upper bound inclusive)
 DXT_HEADER = struct.Struct("<Qqq64sqq")  # id, rank, shared, hostname, writes, reads
@@ -83,7 +83,6 @@ def _shift_job_end(parts, shift: float) -> None:
 
 
 def derive_nofill(src: Path, dst: Path) -> Path:
-    from logtools import read_parts
 
     parts = read_parts(src)
     n_posix, t_posix, shift = _fill_of(parts.module("DXT_POSIX"))
