@@ -83,7 +83,6 @@ def _shift_job_end(parts, shift: float) -> None:
 
 
 def derive_nofill(src: Path, dst: Path) -> Path:
-
     parts = read_parts(src)
     n_posix, t_posix, shift = _fill_of(parts.module("DXT_POSIX"))
     n_mpiio, t_mpiio, _ = _fill_of(parts.module("DXT_MPIIO"))
