@@ -97,3 +97,14 @@ def rewrite_log(src: Path, dst: Path, *, exe: str | None = None, rename: dict | 
         if length:
             struct.pack_into("<QQ", header, 48 + 16 * i, off + delta, length)
     Path(dst).write_bytes(bytes(header) + job_c + names_c + data[name_off + name_len:])
+
+
+HOSTILE_EXE = "<img src=x onerror=window.__xss=2><script>window.__xss=3</script> --run"
+HOSTILE_FILE = "/tmp/<img src=x onerror=window.__xss=1>.dat"
+
+
+def write_hostile_log(logs_dir: Path, dst: Path) -> Path:
+    """collective_2phase with a command line and a file name that would run script if put into HTML."""
+    rewrite_log(logs_dir / "generated/collective_2phase.darshan", dst, exe=HOSTILE_EXE,
+                rename={"/tmp/ioscratch/collective_2phase.dat": HOSTILE_FILE})
+    return dst

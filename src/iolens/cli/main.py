@@ -14,6 +14,8 @@ SUBCOMMANDS = {
     "export": ("iolens.cli.export", "Write the tables as Parquet or CSV."),
     "report": ("iolens.cli.report", "Write the interactive, offline HTML explorer page."),
     "diagnose": ("iolens.cli.diagnose", "Find I/O bottlenecks and say what to change."),
+    "run": ("iolens.cli.run", "Run a command under Darshan with DXT on and keep its log."),
+    "compare": ("iolens.cli.compare", "Did a change help? Verdict, configuration and insight diff."),
 }
 
 

@@ -39,8 +39,8 @@ class _TrimmedLines:
 def render_summary(summary: dict, console: Console) -> None:
     job = summary["job"]
     facts = Table.grid(padding=(0, 2))
-    facts.add_column(style="bold")
-    facts.add_column()
+    facts.add_column(style="bold", no_wrap=True)
+    facts.add_column(overflow="fold")  # a long path or command line wraps whole, never cut
     facts.add_row("log", Text(summary["path"]))
     facts.add_row("executable", Text(job["exe"] or "(not recorded)"))
     facts.add_row("processes", human_count(job["nprocs"]))
@@ -57,7 +57,7 @@ def render_summary(summary: dict, console: Console) -> None:
     console.print(facts)
     console.print(_modules_table(job))
     if summary["layers"]:
-        console.print(_layers_table(summary["layers"]))
+        console.print(_layers_table(summary["layers"], console.width))
     console.print(_dxt_section(summary))
     if summary.get("recorder"):
         for table in _recorder_tables(summary["recorder"]):
@@ -85,7 +85,8 @@ def _recorder_tables(rec: dict) -> list:
 def _modules_table(job: dict) -> Table:
     table = Table(title="Modules", title_justify="left", show_edge=False)
     for col in ("module", "version", "records", "status"):
-        table.add_column(col, justify="right" if col in ("version", "records") else "left")
+        table.add_column(col, justify="right" if col in ("version", "records") else "left",
+                         no_wrap=col != "status", overflow="fold")
     for m in job["modules"]:
         if m["partial"]:
             status = Text("PARTIAL: Darshan ran out of memory, data incomplete", style="bold yellow")
@@ -99,19 +100,41 @@ def _modules_table(job: dict) -> Table:
     return table
 
 
-def _layers_table(layers: list) -> Table:
+# columns of the per-layer table left out first when a terminal is too narrow for all of them
+LAYER_COLUMNS_DROP_ORDER = ("meta", "files", "reads", "writes", "time", "read", "written")
+
+
+def fit_columns(headers: list, rows: list, width: int, drop_order) -> list:
+    """Indexes of the columns kept so the table fits `width` (one space of padding each side and a
+    separator per column): columns in `drop_order` go first, the first column (the row's name) never."""
+    widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
+    keep = list(range(len(headers)))
+    for name in drop_order:
+        if sum(widths[i] + 3 for i in keep) - 1 <= width:
+            break
+        if name in headers:
+            keep.remove(headers.index(name))
+    return keep
+
+
+def _layers_table(layers: list, width: int = 160) -> Table:
+    headers = ["layer", "files", "read", "written", "reads", "writes", "meta", "time", "slowest", "rate*"]
+    rows = [[s["layer"] + (" (partial)" if s["partial"] else ""), human_count(s["files"]),
+             human_bytes(s["bytes_read"]), human_bytes(s["bytes_written"]), human_count(s["reads"]),
+             human_count(s["writes"]), human_count(s["meta_ops"]), human_seconds(s["io_time"]),
+             human_seconds(s["slowest_rank_io_time"]), human_rate(s["bandwidth"])] for s in layers]
+    keep = fit_columns(headers, rows, width, LAYER_COLUMNS_DROP_ORDER)
     table = Table(title="I/O per layer (cumulative over ranks)", title_justify="left", show_edge=False,
                   padding=(0, 1))
-    for col in ("layer", "files", "read", "written", "reads", "writes", "meta", "time", "slowest", "rate*"):
-        table.add_column(col, justify="left" if col == "layer" else "right", no_wrap=True)
-    for s in layers:
-        name = s["layer"] + (" (partial)" if s["partial"] else "")
-        table.add_row(name, human_count(s["files"]), human_bytes(s["bytes_read"]), human_bytes(s["bytes_written"]),
-                      human_count(s["reads"]), human_count(s["writes"]), human_count(s["meta_ops"]),
-                      human_seconds(s["io_time"]), human_seconds(s["slowest_rank_io_time"]),
-                      human_rate(s["bandwidth"]))
+    for i in keep:
+        table.add_column(headers[i], justify="left" if i == 0 else "right", no_wrap=True,
+                         min_width=max(len(headers[i]), *(len(r[i]) for r in rows)) if i == 0 else None)
+    for row in rows:
+        table.add_row(*(row[i] for i in keep))
+    dropped = [headers[i] for i in range(len(headers)) if i not in keep]
     table.caption = ("time: I/O time summed over ranks; slowest: I/O time of the slowest rank; "
-                     "* rate: bytes / slowest (darshan-parser's agg_perf_by_slowest)")
+                     "* rate: bytes / slowest (darshan-parser's agg_perf_by_slowest)"
+                     + (f"; not shown at this width: {', '.join(dropped)}" if dropped else ""))
     return table
 
 
@@ -122,7 +145,8 @@ def _dxt_section(summary: dict):
                     "operation)", style="yellow")
     table = Table(title="DXT trace", title_justify="left", show_edge=False)
     for col in ("module", "records", "segments", "writes", "reads", "status"):
-        table.add_column(col, justify="left" if col in ("module", "status") else "right")
+        table.add_column(col, justify="left" if col in ("module", "status") else "right",
+                         no_wrap=col != "status", overflow="fold")
     for d in dxt:
         if d["truncated"]:
             status = Text("TRUNCATED: " + "; ".join(d["truncation_reasons"]), style="bold yellow")

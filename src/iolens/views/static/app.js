@@ -229,4 +229,4 @@ async function main() {
   window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(() => app.render(), 120); });
 }
 
-main();
+if (document.body.dataset.page !== "compare") main();  // compare.js reuses App and runs its own main

@@ -1,0 +1,222 @@
+"""Did a change help? Runs side by side: metrics, a verdict that does not call noise a change, and what
+changed in the configuration and in the diagnosis.
+
+    import iolens
+    result = iolens.compare("before.darshan", "after.darshan")
+    result["runs"][1]["verdict"]            # {"verdict": "faster", "speedup": 2.2, ...}
+
+The structure is the `iolens compare --json` output, documented in docs/compare.md (SCHEMA_VERSION).
+
+The noise rule: the measure is the slowest rank's I/O time (the largest over the I/O layers). A run is
+faster (slower) only when that time changed by more than a factor `noise_ratio` AND by more than
+`noise_seconds` against the baseline. When several runs of the baseline configuration are given, the
+baseline is their median and the factor is widened to the spread they show (largest / smallest).
+"""
+from __future__ import annotations
+
+import statistics
+
+from ..model import Log, read
+from .diagnosis import diagnose
+from .run_config import config_diff, file_keys, match_files, run_config
+from .runs import run_metrics
+
+SCHEMA_VERSION = 1
+NOISE_RATIO = 1.5  # short runs of one configuration differ by up to ~1.3× (../shared/logs/pairs repeat_*)
+NOISE_SECONDS = 0.01
+FASTER, SLOWER, SAME, BASELINE = "faster", "slower", "no real change", "baseline"
+# metrics whose ratio against the baseline is reported for every run
+RATIO_KEYS = ("run_time", "io_time", "bytes_read", "bytes_written", "reads", "writes", "meta_time", "bandwidth")
+
+
+def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOISE_RATIO,
+            noise_seconds: float = NOISE_SECONDS, progress=None) -> dict:
+    """Compare runs (paths or `Log`s); the first `baseline_runs` are repeats of the baseline configuration."""
+    if len(logs) < 2:
+        raise ValueError("compare needs at least two logs")
+    if not 1 <= baseline_runs < len(logs):
+        raise ValueError(f"baseline_runs must be between 1 and {len(logs) - 1}")
+    loaded = []
+    for i, log in enumerate(logs):
+        loaded.append(log if isinstance(log, Log) else read(log))
+        if progress:
+            progress((i + 1) / len(logs))
+    labels = list(labels or [])
+    labels += [_default_label(log.path) for log in loaded[len(labels):]]
+    runs = [_run(log, label) for log, label in zip(loaded, labels)]
+    rule = noise_rule([r["io_time"] for r in runs[:baseline_runs]], noise_ratio, noise_seconds)
+    base = runs[0]
+    for i, run in enumerate(runs):
+        run["baseline"] = i < baseline_runs
+        run["ratio"] = {k: _ratio(run[k], base[k]) for k in RATIO_KEYS}
+        run["verdict"] = ({"verdict": BASELINE, "speedup": None, "factor": None, "reason": "baseline"} if i == 0 else
+                          verdict(rule, run["io_time"]))
+    configs = [r.pop("config") for r in runs]
+    files = match_files([r.pop("file_names") for r in runs])
+    keys = file_keys(files)
+    keys += [{} for _ in range(len(runs) - len(keys))]
+    diagnoses = [r.pop("insights") for r in runs]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "rule": rule,
+        "warnings": _warnings(runs, configs),
+        "runs": runs,
+        "config": config_diff(configs, files),
+        "insights": [insight_diff(diagnoses[0], d, runs[0]["counts"], r["counts"], keys[0], keys[i])
+                     if i else None for i, (d, r) in enumerate(zip(diagnoses, runs))],
+        "files": files,
+    }
+
+
+def _run(log: Log, label: str) -> dict:
+    m = run_metrics(log)
+    keyed = {k: m.pop(k) for k in ("small_writes", "independent_mpiio_writes", "misaligned_requests")}
+    return {"label": label, "path": log.path, "exe": log.job["exe"], **m,
+            "counts": keyed, "config": run_config(log),
+            "file_names": log.files["name"].to_list(), "insights": diagnose(log)}
+
+
+def _default_label(path: str) -> str:
+    name = str(path).rsplit("/", 1)[-1]
+    return name[:-len(".darshan")] if name.endswith(".darshan") else name
+
+
+def _ratio(value, base):
+    if value is None or base is None or not base:
+        return None
+    return value / base
+
+
+def noise_rule(baseline_times: list, noise_ratio: float, noise_seconds: float) -> dict:
+    """The band of slowest-rank I/O times that counts as 'the same' as the baseline."""
+    base = statistics.median(baseline_times)
+    lo, hi = min(baseline_times), max(baseline_times)
+    spread = hi / lo if lo > 0 else 1.0
+    ratio = max(noise_ratio, spread)
+    return {
+        "measure": "io_time",
+        "baseline": base,
+        "baseline_runs": len(baseline_times),
+        "baseline_spread": spread,
+        "noise_ratio": ratio,
+        "noise_seconds": noise_seconds,
+        "text": (f"faster/slower only when the slowest rank's I/O time differs from the baseline's "
+                 f"{'median ' if len(baseline_times) > 1 else ''}by more than {ratio:.2f}× and more than "
+                 f"{noise_seconds * 1e3:g} ms" + (f" (the baseline's {len(baseline_times)} runs spread "
+                                                  f"{spread:.2f}×)" if len(baseline_times) > 1 else "")),
+    }
+
+
+def verdict(rule: dict, io_time: float) -> dict:
+    base = rule["baseline"]
+    speedup = base / io_time if io_time > 0 else None
+    beyond_seconds = abs(base - io_time) > rule["noise_seconds"]
+    if speedup is not None and speedup > rule["noise_ratio"] and beyond_seconds:
+        v = FASTER
+    elif io_time > base * rule["noise_ratio"] and beyond_seconds:
+        v = SLOWER
+    else:
+        v = SAME
+    # how many times faster or slower, as people say it (None: no I/O in the baseline to divide by)
+    factor = speedup if v == FASTER else (io_time / base if v == SLOWER and base > 0 else None)
+    reason = (f"slowest rank's I/O time {base:.3g} s → {io_time:.3g} s" +
+              (f" ({factor:.2f}× {v})" if factor else f" ({v})" if v != SAME else
+               f", within the noise band ({rule['noise_ratio']:.2f}×, {rule['noise_seconds'] * 1e3:g} ms)"))
+    return {"verdict": v, "speedup": speedup, "factor": factor, "reason": reason}
+
+
+def _warnings(runs: list, configs: list) -> list:
+    out = []
+    exes = {(c["exe"] or "").split(" ")[0].rsplit("/", 1)[-1] for c in configs}
+    if len(exes) > 1:
+        out.append("different applications: " + ", ".join(f"{r['label']}: {c['exe'] or '?'}"
+                                                          for r, c in zip(runs, configs)))
+    if len({c["nprocs"] for c in configs}) > 1:
+        out.append("different numbers of processes: " + ", ".join(f"{r['label']}: {c['nprocs']}"
+                                                                 for r, c in zip(runs, configs)))
+    return out
+
+
+# --- the diagnosis, before and after ------------------------------------------------------------
+
+# code -> (evidence metric, what it counts, run metric that measures the same when the insight is absent)
+KEY_METRICS = {
+    "SMALL_IO": ("small_writes", "small writes at POSIX", "small_writes"),
+    "NO_COLLECTIVE_IO": ("independent_writes", "independent MPI-IO writes", "independent_mpiio_writes"),
+    "MISALIGNED_IO": ("misaligned_requests", "misaligned requests", "misaligned_requests"),
+    "SERIALIZED_IO": ("serial_share", "share of the I/O window with one rank writing alone", None),
+    "REDUNDANT_WRITES": ("ratio", "times each byte of the file is written", None),
+    "REDUNDANT_READS": ("ratio", "times each byte of the file is read", None),
+    "RANK_IMBALANCE": ("max_over_mean", "busiest rank / mean rank", None),
+    "STRAGGLER": ("stragglers", "straggler ranks", None),
+    "COLLECTIVE_IO": ("aggregators", "aggregators", None),
+    "RANDOM_ACCESS": ("random_share", "share of random requests", None),
+}
+
+
+def _keys(insights: list, file_key: dict) -> dict:
+    """(code, file) -> insight; an insight naming several files stands for each of them; files are named by
+    the key they are matched under across runs."""
+    out = {}
+    for ins in insights:
+        for f in ins.evidence.files or [""]:
+            out.setdefault((ins.code, file_key.get(f, f)), ins)
+    return out
+
+
+def insight_diff(before: list, after: list, before_metrics: dict, after_metrics: dict,
+                 before_files: dict | None = None, after_files: dict | None = None) -> dict:
+    """Insights resolved, new and still there, matched by code and file, each with its key number."""
+    b, a = _keys(before, before_files or {}), _keys(after, after_files or {})
+    out = {"resolved": [], "new": [], "still": []}
+    for key in list(b) + [k for k in a if k not in b]:
+        status = "still" if key in b and key in a else "resolved" if key in b else "new"
+        ins_b, ins_a = b.get(key), a.get(key)
+        out[status].append(_insight_row(key, ins_b, ins_a, before_metrics, after_metrics))
+    return out
+
+
+def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
+    code, file = key
+    shown = ins_a or ins_b
+    row = {"code": code, "file": file, "title": shown.title,
+           "severity": [ins_b.severity if ins_b else None, ins_a.severity if ins_a else None],
+           "metric": None, "what": "", "before": None, "after": None, "summary": f"{code}: {shown.title}",
+           "time_window": [i.evidence.to_dict()["time_window"] if i else None for i in (ins_b, ins_a)],
+           "ranks": [list(i.evidence.ranks[:8]) if i else [] for i in (ins_b, ins_a)]}
+    metric, what, run_metric = KEY_METRICS.get(code, (None, None, None))
+    if metric is None:  # no number known to stand for this insight: its title says what it is
+        return row
+
+    def value(ins, run_metrics):
+        if ins is not None and metric in ins.evidence.metrics:
+            return ins.evidence.metrics[metric]
+        return run_metrics.get(run_metric) if run_metric else None
+
+    before, after = value(ins_b, before_metrics), value(ins_a, after_metrics)
+    row.update(metric=metric, what=what, before=before, after=after,
+               summary=key_line(code, what, before, after, ins_a if code == "COLLECTIVE_IO" else None))
+    return row
+
+
+def key_line(code, what, before, after, collective=None) -> str:
+    """'SMALL_IO: 60,000 → 0 small writes at POSIX'; a number an insight alone carries, absent from the
+    other run, reads 'not flagged'."""
+    def fmt(v):
+        if v is None:
+            return "not flagged"
+        if "share" in what:
+            return f"{v:.0%}"
+        if isinstance(v, float) and not v.is_integer():
+            return f"{v:.3g}"
+        return f"{int(v):,}"
+
+    if collective is not None:
+        m = collective.evidence.metrics
+        if "posix_requests" in m and "aggregators" in m:
+            size = m.get("posix_median_request_bytes", 0) / (1 << 20)
+            return (f"{code}: collective buffering now writes {int(m['posix_requests']):,} × {size:.3g} MiB "
+                    f"from {int(m['aggregators'])} aggregator(s)")
+    if before is not None and after is not None and not isinstance(before, str):
+        return f"{code}: {fmt(before)} → {fmt(after)} {what}".rstrip()
+    return f"{code}: {what}: {fmt(before)} → {fmt(after)}"

@@ -1,0 +1,173 @@
+"""How runs were configured, and which of their files are the same file: what `compare` diffs besides time."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+
+from ..model import Log
+from .diagnosis.context import STD_STREAMS
+from .layers import recorded
+from .runs import collective_share
+from .summary import dxt_summary
+
+# run-specific parts of a path: numbers (job ids, ranks, dates, steps); two runs' files match when their
+# paths are equal once these are replaced
+_VARIABLE = re.compile(r"\d+")
+SIDECAR_SUFFIX = ".run.json"  # written by `iolens run` next to the log: the hints and environment it set
+
+
+def path_pattern(name: str) -> str:
+    return _VARIABLE.sub("#", name)
+
+
+def match_files(names_per_run: list) -> dict:
+    """Files matched across runs: by exact path, then by path pattern where that is unambiguous.
+
+    Returns {"matched": [{"key", "names": [name or None per run]}], "unmatched": [{"run", "name"}]}."""
+    n = len(names_per_run)
+    sets = [set(names) - set(STD_STREAMS) for names in names_per_run]
+    rows, used = [], [set() for _ in range(n)]
+    for name in sorted(set.union(*sets) if sets else set()):
+        if sum(name in s for s in sets) > 1:
+            rows.append({"key": name, "names": [name if name in s else None for s in sets]})
+            for i, s in enumerate(sets):
+                if name in s:
+                    used[i].add(name)
+    by_pattern = {}
+    for i, s in enumerate(sets):
+        for name in s - used[i]:
+            by_pattern.setdefault(path_pattern(name), [[] for _ in range(n)])[i].append(name)
+    left = [[] for _ in range(n)]
+    for pattern, per_run in sorted(by_pattern.items()):
+        present = [names for names in per_run if names]
+        if len(present) > 1 and all(len(names) <= 1 for names in per_run):
+            rows.append({"key": pattern, "names": [names[0] if names else None for names in per_run]})
+        else:
+            for i, names in enumerate(per_run):
+                left[i] += names
+    rows += _only_files_per_directory(left)
+    matched = {name for r in rows for name in r["names"] if name}
+    unmatched = [{"run": i, "name": name} for i, names in enumerate(left) for name in sorted(names)
+                 if name not in matched]
+    return {"matched": sorted(rows, key=lambda r: r["key"]), "unmatched": unmatched}
+
+
+def _only_files_per_directory(left: list) -> list:
+    """The last resort: where a directory holds exactly one unmatched file in each run that has one there
+    (a.dat in one run, b.dat in the other), those are the same file under another name."""
+    by_dir = {}
+    for i, names in enumerate(left):
+        for name in names:
+            by_dir.setdefault(name.rsplit("/", 1)[0] + "/*", [[] for _ in left])[i].append(name)
+    return [{"key": key, "names": [names[0] if names else None for names in per_run]}
+            for key, per_run in sorted(by_dir.items())
+            if sum(bool(names) for names in per_run) > 1 and all(len(names) <= 1 for names in per_run)]
+
+
+def file_keys(files: dict) -> list:
+    """Per run: name -> the key its file is matched under (its own name when unmatched)."""
+    n = len(files["matched"][0]["names"]) if files["matched"] else 0
+    keys = [dict() for _ in range(max(n, 1 + max((u["run"] for u in files["unmatched"]), default=0)))]
+    for row in files["matched"]:
+        for i, name in enumerate(row["names"]):
+            if name:
+                keys[i][name] = row["key"]
+    return keys
+
+
+def file_patterns(log: Log) -> dict:
+    """name -> 'sequential' | 'strided' | 'random' from the POSIX counters.
+
+    The one place that says how a file was accessed, kept small so it can become
+    `analysis.access.file_patterns` when that exists. Darshan counts a request 'consecutive' when it starts
+    where the rank's previous one ended and 'sequential' when it starts at or past it."""
+    df = log.counters.get("POSIX")
+    if df is None or df.is_empty():
+        return {}
+    names = dict(zip(log.files["file_id"].to_list(), log.files["name"].to_list()))
+    per_file = df.group_by("file_id").agg(
+        (recorded("POSIX_READS") + recorded("POSIX_WRITES")).sum().alias("ops"),
+        (recorded("POSIX_CONSEC_READS") + recorded("POSIX_CONSEC_WRITES")).sum().alias("consec"),
+        (recorded("POSIX_SEQ_READS") + recorded("POSIX_SEQ_WRITES")).sum().alias("seq"))
+    out = {}
+    for fid, ops, consec, seq in per_file.iter_rows():
+        name = names.get(fid)
+        if not ops or name is None or name in STD_STREAMS:
+            continue
+        out[name] = ("sequential" if consec >= 0.8 * ops else "strided" if seq >= 0.8 * ops else "random")
+    return out
+
+
+def lustre_layouts(log: Log) -> dict:
+    """name -> 'stripe_size × stripe_count on OSTs …' (first component) for files with a Lustre record."""
+    lus = log.lustre
+    if lus.is_empty():
+        return {}
+    names = dict(zip(log.files["file_id"].to_list(), log.files["name"].to_list()))
+    first = lus.filter(pl.col("component") == 0).unique("file_id", keep="first", maintain_order=True)
+    return {names.get(fid, str(fid)): {"stripe_size": int(size), "stripe_count": int(count),
+                                       "osts": [int(o) for o in (osts or [])]}
+            for fid, size, count, osts in first.select("file_id", "stripe_size", "stripe_count", "osts").iter_rows()}
+
+
+def read_sidecar(path) -> dict:
+    """What `iolens run` recorded next to the log (hints file, --env), or {}."""
+    try:
+        data = json.loads(Path(str(path) + SIDECAR_SUFFIX).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _dxt_state(log: Log) -> str:
+    if not log.has_dxt:
+        return "off"
+    return "on, truncated" if any(d["truncated"] for d in dxt_summary(log)) else "on"
+
+
+def run_config(log: Log) -> dict:
+    job = log.job
+    side = read_sidecar(log.path)
+    share = collective_share(log)
+    return {
+        "nprocs": int(job["nprocs"]),
+        "exe": job["exe"],
+        "mpiio_hints": job["metadata"].get("h", ""),
+        "romio_hints_file": side.get("hints", ""),
+        "env": side.get("env", {}),
+        "darshan": job["lib_version"] or f"log format {job['log_version']}",
+        "dxt": _dxt_state(log),
+        "collective_share": None if share is None else round(share, 4),
+        "files": int(log.files.filter(~pl.col("name").is_in(STD_STREAMS)).height),
+        "patterns": file_patterns(log),
+        "lustre": lustre_layouts(log),
+    }
+
+
+CONFIG_LABELS = {
+    "nprocs": "processes", "exe": "command line", "mpiio_hints": "MPI-IO hints (log)",
+    "romio_hints_file": "ROMIO hints (iolens run)", "env": "environment (iolens run)", "darshan": "Darshan",
+    "dxt": "DXT trace", "collective_share": "collective MPI-IO share", "files": "files",
+}
+
+
+def config_diff(configs: list, files: dict) -> list:
+    """One row per setting: its value in each run and whether it differs from the baseline's."""
+    rows = []
+    for key, label in CONFIG_LABELS.items():
+        rows.append(_row(key, label, [c[key] for c in configs]))
+    for match in files["matched"]:
+        names = match["names"]
+        for what, field in (("access pattern", "patterns"), ("Lustre layout", "lustre")):
+            values = [c[field].get(n) if n else None for c, n in zip(configs, names)]
+            if any(v is not None for v in values):
+                rows.append(_row(f"{field}:{match['key']}", f"{what} of {match['key']}", values))
+    return rows
+
+
+def _row(key, label, values) -> dict:
+    return {"key": key, "label": label, "values": values,
+            "changed": [v != values[0] for v in values]}

@@ -1,0 +1,79 @@
+"""What one run is, in the numbers a comparison puts side by side (from the summary and the counters)."""
+from __future__ import annotations
+
+import polars as pl
+
+from ..model import Log
+from .diagnosis.context import SIZE_BINS
+from .layers import LAYERS, recorded
+from .summary import job_summary
+
+SMALL_REQUEST_BYTES = 100 * 1024  # as the diagnosis' SMALL_IO (its default small_request_bytes)
+
+
+def run_metrics(log: Log) -> dict:
+    """Run time, per-layer slowest-rank I/O time, bytes, requests, size distribution, metadata time, bandwidth."""
+    summary = job_summary(log)
+    layers = {s["layer"]: s for s in summary["layers"] if s["io_time"] > 0 or s["reads"] or s["writes"]}
+    # the layer the application calls includes the time of the layers below it: the slowest rank's I/O
+    # time is the largest over layers, not their sum
+    io_time = max((s["slowest_rank_io_time"] for s in layers.values()), default=0.0)
+    base = _byte_layer(layers)
+    moved = (base["bytes_read"] + base["bytes_written"]) if base else 0
+    sizes = request_sizes(log)
+    return {
+        "run_time": float(log.job["run_time"]),
+        "io_time": float(io_time),
+        "layers": {name: {k: s[k] for k in ("slowest_rank_io_time", "io_time", "bytes_read", "bytes_written",
+                                           "reads", "writes", "meta_ops", "meta_time", "bandwidth")}
+                   for name, s in layers.items()},
+        "bytes_read": int(base["bytes_read"]) if base else 0,
+        "bytes_written": int(base["bytes_written"]) if base else 0,
+        "reads": int(base["reads"]) if base else 0,
+        "writes": int(base["writes"]) if base else 0,
+        "meta_time": float(sum(s["meta_time"] for s in layers.values() if s["layer"] in ("POSIX", "STDIO"))),
+        "bandwidth": moved / io_time if io_time > 0 else None,
+        "files": int(summary["files"]),
+        "ranks": int(log.job["nprocs"]),
+        "request_sizes": sizes,
+        "small_writes": _counter_sum(log, "POSIX", *(f"POSIX_SIZE_WRITE_{suffix}" for suffix, _, hi in SIZE_BINS
+                                                     if hi <= SMALL_REQUEST_BYTES)),
+        "independent_mpiio_writes": _counter_sum(log, "MPI-IO", "MPIIO_INDEP_WRITES"),
+        "misaligned_requests": _counter_sum(log, "POSIX", "POSIX_FILE_NOT_ALIGNED"),
+    }
+
+
+def _byte_layer(layers: dict):
+    """Bytes and requests that reached the file system: the lowest layer present (POSIX, else STDIO, …)."""
+    for name in ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF"):
+        if name in layers:
+            return layers[name]
+    return None
+
+
+def request_sizes(log: Log) -> dict:
+    """POSIX reads + writes per Darshan access-size bin ('0_100' … '1G_PLUS'), from the counters."""
+    df = log.counters.get("POSIX")
+    out = {}
+    for suffix, _, _ in SIZE_BINS:
+        cols = [f"POSIX_SIZE_{op}_{suffix}" for op in ("READ", "WRITE")]
+        out[suffix] = 0 if df is None or df.is_empty() else int(
+            df.select(pl.sum_horizontal([recorded(c) for c in cols if c in df.columns]).sum()).item() or 0)
+    return out
+
+
+def _counter_sum(log: Log, module: str, *cols) -> int:
+    df = log.counters.get(module)
+    cols = [c for c in cols if df is not None and c in df.columns]
+    if not cols or df.is_empty():
+        return 0
+    return int(df.select(pl.sum_horizontal([recorded(c) for c in cols]).sum()).item() or 0)
+
+
+def collective_share(log: Log):
+    """Share of MPI-IO requests made collectively (None without MPI-IO)."""
+    layer = next(lay for lay in LAYERS if lay.module == "MPI-IO")
+    total = _counter_sum(log, "MPI-IO", *layer.reads, *layer.writes)
+    if not total:
+        return None
+    return _counter_sum(log, "MPI-IO", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES") / total

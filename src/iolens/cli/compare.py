@@ -1,0 +1,72 @@
+"""`iolens compare BASE OTHER [OTHER ...]`: did a change help, by how much, and why."""
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import click
+
+from .common import emit_json, json_option, load
+
+
+@click.command("compare")
+@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=str))
+@json_option
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the offline comparison page (HTML) here.")
+@click.option("--label", "labels", multiple=True, metavar="NAME",
+              help="Name of a run, in the order of the logs (repeatable) [default: the log's name].")
+@click.option("--baseline-runs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="The first N logs are repeats of the baseline configuration: their median is the baseline "
+                   "and their spread widens the noise band.")
+@click.option("--noise-ratio", type=click.FloatRange(min=1.0, min_open=True), default=None,
+              help="A run is faster/slower only past this factor on the slowest rank's I/O time [default: 1.5].")
+@click.option("--noise-seconds", type=click.FloatRange(min=0), default=None,
+              help="…and past this many seconds [default: 0.01].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def command(logs, as_json, output, labels, baseline_runs, noise_ratio, noise_seconds, quiet):
+    """Compare runs: BASE first, then one or more runs after a change.
+
+    Shows per-run time, I/O time of the slowest rank per layer, bytes, requests, request sizes, bandwidth, a
+    verdict per run (faster / slower / no real change, beyond a noise band), what changed in the configuration
+    and which insights of the diagnosis were resolved, are new or are still there.
+    """
+    from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS, compare
+
+    if len(logs) < 2:
+        raise click.UsageError("compare needs at least two logs: BASE OTHER [OTHER ...]")
+    if len(labels) > len(logs):
+        raise click.BadParameter(f"{len(labels)} labels for {len(logs)} logs", param_hint="--label")
+    if baseline_runs >= len(logs):
+        raise click.BadParameter(f"must leave at least one log to compare (got {len(logs)} logs)",
+                                 param_hint="--baseline-runs")
+    quiet = quiet or as_json
+    parsed = [load(path, quiet=quiet) for path in logs]
+    with _status("diagnosing and comparing the runs", quiet):
+        result = compare(*parsed, labels=labels, baseline_runs=baseline_runs,
+                         noise_ratio=noise_ratio or NOISE_RATIO,
+                         noise_seconds=NOISE_SECONDS if noise_seconds is None else noise_seconds)
+    if output is not None:
+        from ..views.html.compare import write_compare
+
+        with _status(f"writing {output}", quiet):
+            write_compare(result, parsed, output)
+    if as_json:
+        emit_json(result)
+        return
+    from ..views.terminal import make_console
+    from ..views.terminal_compare import render_compare
+
+    render_compare(result, make_console())
+    if output is not None:
+        click.echo(f"page: {output}")
+
+
+def _status(what: str, quiet: bool):
+    """A spinner on the terminal's stderr while the slow part runs; nothing when piped."""
+    if quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(what + "…")

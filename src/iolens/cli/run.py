@@ -1,0 +1,78 @@
+"""`iolens run [-o LOG] [--no-dxt] -- COMMAND ...`: collect a Darshan/DXT trace of a command."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+def _env_pair(text: str) -> tuple:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"expected KEY=VALUE, got {text!r}", param_hint="--env")
+    return key, value
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to put the log [default: <program>-<date>-<time>.darshan here].")
+@click.option("--no-dxt", is_flag=True, help="Counters only: do not trace every operation (DXT).")
+@click.option("--darshan", "darshan", metavar="PATH",
+              help="Darshan's runtime library (libdarshan.so or its directory) [default: $IOLENS_DARSHAN_LIB, "
+                   "darshan-config --libdir, common prefixes].")
+@click.option("--env", "env", multiple=True, metavar="KEY=VALUE", help="Set a variable for the command (repeatable).")
+@click.option("--hints", type=click.Path(dir_okay=False, path_type=Path),
+              help="A ROMIO hints file (one 'key value' per line), set through ROMIO_HINTS.")
+@click.option("-q", "--quiet", is_flag=True, help="Only the log's path, no summary.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def command(output, no_dxt, darshan, env, hints, quiet, command):
+    """Run COMMAND under Darshan with DXT on and keep its log, e.g.
+
+        iolens run -o before.darshan -- mpiexec -n 8 ./app input.nml
+
+    Prints the job summary and the diagnosis' headline; the command's exit status is passed through.
+    --env and --hints let you try a change without editing the application; what they set is recorded
+    next to the log (LOG.run.json) and shown by `iolens compare`.
+    """
+    from ..collect.run import RunError, run
+
+    extra = dict(_env_pair(e) for e in env)
+    try:
+        result = run(list(command), output, darshan, dxt=not no_dxt, hints=hints, extra_env=extra)
+    except RunError as exc:
+        click.echo(f"iolens: error: {exc}", err=True)
+        sys.exit(2)
+    if result.log is None:
+        click.echo(f"iolens: error: Darshan wrote no log (command exit status {result.returncode}): is the "
+                   "program dynamically linked, and did it exit normally (MPI programs: through MPI_Finalize)?",
+                   err=True)
+        sys.exit(result.returncode or 1)
+    if result.returncode != 0:
+        click.echo(f"iolens: error: the command exited with status {result.returncode} (log kept: {result.log})",
+                   err=True)
+    click.echo(f"log: {result.log}")
+    for other in result.others:
+        click.echo(f"log of another process: {other}")
+    if not quiet:
+        _summarize(result.log)
+    sys.exit(result.returncode)
+
+
+def _summarize(log_path: Path) -> None:
+    """`iolens info`, then the diagnosis' headline (the most severe findings, one line each)."""
+    from ..analysis.diagnosis import diagnose
+    from ..analysis.summary import job_summary
+    from ..views.terminal import make_console, render_summary
+    from .common import load
+
+    log = load(str(log_path))
+    console = make_console()
+    render_summary(job_summary(log), console)
+    found = [i for i in diagnose(log) if i.severity in ("critical", "warning")]
+    if not found:
+        click.echo("diagnosis: no problems found")
+    for i in found[:3]:
+        click.echo(f"diagnosis: [{i.severity.upper()}] {i.code}: {i.title}")
+    if len(found) > 3:
+        click.echo(f"diagnosis: … {len(found) - 3} more (iolens diagnose {log_path})")

@@ -1,0 +1,1 @@
+"""Collecting traces: running programs under Darshan."""

@@ -1,0 +1,148 @@
+"""Run a command under Darshan (with DXT on) and hand back the log it wrote.
+
+This module knows environment variables and processes, not the log format: Darshan's runtime library is
+preloaded into the command, told to trace every operation (DXT) and to write its log into a private
+temporary directory, from which the one log is picked up and moved where the user asked.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LIB_NAME = "libdarshan.so"
+# where Darshan is commonly installed (a prefix's lib/ or lib64/ is searched)
+COMMON_PREFIXES = ("/usr", "/usr/local", "/opt/darshan", "/opt/darshan-runtime", "/usr/local/darshan",
+                   "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "~/.local", "~/darshan")
+# a command starting with one of these is an MPI launch: Darshan starts in MPI_Init, and the launcher
+# itself must not write a log of its own (DARSHAN_ENABLE_NONMPI stays unset)
+MPI_LAUNCHERS = ("mpiexec", "mpirun", "srun", "aprun", "jsrun", "orterun", "mpiexec.hydra", "flux")
+SIDECAR_SUFFIX = ".run.json"  # analysis.run_config reads it back for `compare`
+
+
+class RunError(Exception):
+    """One line saying why `run` could not do its job."""
+
+
+def find_darshan(explicit: str | None = None, environ=None) -> Path:
+    """The Darshan runtime library: --darshan, $IOLENS_DARSHAN_LIB, `darshan-config --libdir`, or a
+    common install prefix. Raises RunError naming what was tried."""
+    environ = os.environ if environ is None else environ
+    for given, what in ((explicit, "--darshan"), (environ.get("IOLENS_DARSHAN_LIB"), "IOLENS_DARSHAN_LIB")):
+        if given:
+            path = Path(given).expanduser()
+            lib = path / LIB_NAME if path.is_dir() else path
+            if not lib.is_file():
+                raise RunError(f"{what}: no Darshan runtime library at {given}")
+            return lib.resolve()
+    tried = []
+    config = shutil.which("darshan-config", path=environ.get("PATH"))
+    if config:
+        try:
+            libdir = subprocess.run([config, "--libdir"], capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            libdir = ""
+        if libdir and (Path(libdir) / LIB_NAME).is_file():
+            return (Path(libdir) / LIB_NAME).resolve()
+        tried.append(f"darshan-config --libdir ({libdir or 'no answer'})")
+    else:
+        tried.append("darshan-config (not on PATH)")
+    for prefix in COMMON_PREFIXES:
+        base = Path(prefix).expanduser()
+        for lib in (base / "lib" / LIB_NAME, base / "lib64" / LIB_NAME, base / LIB_NAME):
+            if lib.is_file():
+                return lib.resolve()
+    tried.append("lib/ and lib64/ of " + ", ".join(COMMON_PREFIXES))
+    raise RunError("no Darshan runtime library (libdarshan.so) found; tried " + "; ".join(tried) +
+                   ". Give it with --darshan PATH or IOLENS_DARSHAN_LIB")
+
+
+def is_mpi_launch(command: list) -> bool:
+    return bool(command) and Path(command[0]).name in MPI_LAUNCHERS
+
+
+def program_name(command: list) -> str:
+    """The program a command runs (past an MPI launcher and its options), for the default log name."""
+    words = command[1:] if is_mpi_launch(command) else command
+    for word in words:
+        if not word.startswith("-") and not word.isdigit() and (shutil.which(word) or Path(word).exists()):
+            return Path(word).name
+    return Path(command[0]).name if command else "run"
+
+
+def darshan_environment(lib: Path, log_dir: Path, command: list, dxt: bool = True, hints: Path | None = None,
+                        extra: dict | None = None, environ=None) -> dict:
+    """The command's environment: the user's, plus what makes Darshan trace it into `log_dir`."""
+    env = dict(os.environ if environ is None else environ)
+    env.update(extra or {})
+    env["LD_PRELOAD"] = ":".join(p for p in (str(lib), env.get("LD_PRELOAD", "")) if p)
+    env["DARSHAN_LOG_DIR_PATH"] = str(log_dir)  # a flat directory (3.2+)
+    env["DARSHAN_LOGPATH"] = str(log_dir)  # older runtimes: the base of a year/month/day tree
+    if dxt:
+        env["DXT_ENABLE_IO_TRACE"] = "1"
+    else:
+        env.pop("DXT_ENABLE_IO_TRACE", None)
+    if not is_mpi_launch(command):
+        env["DARSHAN_ENABLE_NONMPI"] = "1"
+    if hints is not None:
+        env["ROMIO_HINTS"] = str(hints)
+    return env
+
+
+@dataclass
+class RunResult:
+    returncode: int
+    log: Path | None
+    others: list = field(default_factory=list)  # further logs the command wrote (several processes)
+
+
+def run(command: list, output: Path | None = None, darshan: str | None = None, dxt: bool = True,
+        hints: Path | None = None, extra_env: dict | None = None) -> RunResult:
+    """Run `command` under Darshan with the user's stdin/stdout; move the log it wrote to `output`."""
+    if not command:
+        raise RunError("no command given (iolens run [OPTIONS] -- COMMAND ...)")
+    lib = find_darshan(darshan)
+    if hints is not None:
+        hints = Path(hints).resolve()
+        if not hints.is_file():
+            raise RunError(f"--hints: no such file: {hints}")
+    log_dir = Path(tempfile.mkdtemp(prefix="iolens-run-"))
+    try:
+        env = darshan_environment(lib, log_dir, command, dxt, hints, extra_env)
+        try:
+            returncode = subprocess.run(command, env=env).returncode
+            if returncode < 0:  # killed by a signal: the status a shell reports
+                returncode = 128 - returncode
+        except FileNotFoundError:
+            raise RunError(f"command not found: {command[0]}") from None
+        except PermissionError:
+            raise RunError(f"command not executable: {command[0]}") from None
+        logs = sorted(log_dir.rglob("*.darshan"), key=lambda p: p.stat().st_size, reverse=True)
+        if not logs:
+            return RunResult(returncode, None)
+        target = Path(output) if output else Path(f"{program_name(command)}-{time.strftime('%Y%m%d-%H%M%S')}.darshan")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(logs[0]), target)
+        others = []
+        for i, extra in enumerate(logs[1:], 1):
+            dst = target.with_name(f"{target.stem}.{i}{target.suffix}")
+            shutil.move(str(extra), dst)
+            others.append(dst)
+        _write_sidecar(target, command, lib, dxt, hints, extra_env)
+        return RunResult(returncode, target, others)
+    finally:
+        shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env) -> None:
+    """What this run set, next to the log: `compare` shows the hints and variables that changed."""
+    data = {"command": list(command), "darshan_lib": str(lib), "dxt": dxt,
+            "hints_file": str(hints) if hints else "",
+            "hints": hints.read_text(errors="replace").strip().replace("\n", "; ") if hints else "",
+            "env": dict(extra_env or {})}
+    Path(str(log) + SIDECAR_SUFFIX).write_text(json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,131 @@
+"""Terminal rendering of `iolens compare`: runs as columns (the first the baseline), wrapped to the width."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .units import human_bytes, human_count, human_rate, human_seconds
+
+VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim"}
+NAME_WIDTH = 24
+RUN_WIDTH = 20  # "736.4 MiB/s (4.14×)"
+SIZE_BIN_LABELS = {"0_100": "≤100 B", "100_1K": "100 B–1 KiB", "1K_10K": "1–10 KiB", "10K_100K": "10–100 KiB",
+                   "100K_1M": "100 KiB–1 MiB", "1M_4M": "1–4 MiB", "4M_10M": "4–10 MiB",
+                   "10M_100M": "10–100 MiB",
+                   "100M_1G": "100 MiB–1 GiB", "1G_PLUS": "> 1 GiB"}
+
+
+def runs_per_table(width: int) -> int:
+    """How many run columns fit beside the row names (at least the baseline and one other)."""
+    return max(2, (width - NAME_WIDTH - 2) // (RUN_WIDTH + 3))
+
+
+def render_compare(result: dict, console: Console) -> None:
+    for warning in result["warnings"]:
+        console.print(Text(f"note: {warning}", style="bold yellow"))
+    runs = result["runs"]
+    per = runs_per_table(console.width)
+    # the baseline stays the first column of every table; the others are wrapped
+    others = list(range(1, len(runs)))
+    step = per - 1
+    for start in range(0, len(others), step):
+        console.print(_runs_table(runs, [0] + others[start:start + step]))
+    console.print(Text(f"rule: {result['rule']['text']}", style="dim"))
+    _render_config(result, console)
+    _render_insights(result, console)
+    unmatched = result["files"]["unmatched"]
+    if unmatched:
+        console.print(Text("Files in one run only", style="bold"))
+        for u in unmatched:
+            console.print(Text(f"  {runs[u['run']]['label']}: {u['name']}"))
+
+
+def _cell(value, ratio, fmt) -> Text:
+    text = Text(fmt(value))
+    if ratio is not None:
+        text.append(f" ({ratio:.2f}×)", style="dim")
+    return text
+
+
+def _runs_table(runs: list, idx: list) -> Table:
+    table = Table(show_edge=False, padding=(0, 1), title_justify="left")
+    table.add_column("run", no_wrap=True, min_width=12, max_width=NAME_WIDTH, overflow="fold")
+    for i in idx:
+        table.add_column(Text(runs[i]["label"]), justify="right", overflow="fold", max_width=RUN_WIDTH)
+    sel = [runs[i] for i in idx]
+
+    def row(name, fmt, get, ratio_key=None):
+        table.add_row(name, *[_cell(get(r), (r["ratio"].get(ratio_key) if ratio_key and not r["verdict"]["verdict"]
+                                             == "baseline" else None), fmt) for r in sel])
+
+    table.add_row("verdict", *[Text(r["verdict"]["verdict"] + (f" {r['verdict']['factor']:.2f}×"
+                                                                if r["verdict"].get("factor") else ""),
+                                    style=VERDICT_STYLE[r["verdict"]["verdict"]]) for r in sel])
+    row("run time", human_seconds, lambda r: r["run_time"], "run_time")
+    row("I/O time, slowest rank", human_seconds, lambda r: r["io_time"], "io_time")
+    layers = [name for name in ("POSIX", "MPI-IO", "STDIO", "HDF5", "PnetCDF") if any(name in r["layers"] for r in sel)]
+    for name in layers:
+        row(f"  {name}", human_seconds, lambda r, n=name: r["layers"].get(n, {}).get("slowest_rank_io_time"))
+    row("bytes read", human_bytes, lambda r: r["bytes_read"], "bytes_read")
+    row("bytes written", human_bytes, lambda r: r["bytes_written"], "bytes_written")
+    row("reads", human_count, lambda r: r["reads"], "reads")
+    row("writes", human_count, lambda r: r["writes"], "writes")
+    for key, label in SIZE_BIN_LABELS.items():
+        if any(r["request_sizes"].get(key) for r in sel):
+            row(f"  {label}", human_count, lambda r, k=key: r["request_sizes"][k])
+    row("metadata time", human_seconds, lambda r: r["meta_time"], "meta_time")
+    row("bandwidth", human_rate, lambda r: r["bandwidth"], "bandwidth")
+    row("files", human_count, lambda r: r["files"])
+    row("ranks", human_count, lambda r: r["ranks"])
+    return table
+
+
+def fmt_config(value) -> str:
+    """A configuration value as people write it: on/off, percentages, stripe layouts, KEY=VALUE."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:.0%}"
+    if isinstance(value, dict):
+        if "stripe_size" in value:
+            return (f"{human_bytes(value['stripe_size'])} × {value['stripe_count']} on OSTs "
+                    + ",".join(map(str, value["osts"])))
+        return " ".join(f"{k}={v}" for k, v in value.items()) or "–"
+    return str(value) or "–"
+
+
+def _render_config(result: dict, console: Console) -> None:
+    runs = result["runs"]
+    changed = [c for c in result["config"] if any(c["changed"])]
+    same = [c["label"] for c in result["config"] if not any(c["changed"]) and ":" not in c["key"]]
+    same_files = {c["key"].split(":", 1)[1] for c in result["config"] if not any(c["changed"]) and ":" in c["key"]}
+    if same_files:
+        same.append(f"access pattern and Lustre layout of {len(same_files):,} matched file(s)")
+    console.print(Text("What changed in the configuration", style="bold"))
+    if not changed:
+        console.print(Text("  nothing the logs record"))
+    for c in changed:
+        console.print(Text(f"  {c['label']}:"))
+        for run, value, diff in zip(runs, c["values"], c["changed"]):
+            console.print(Text(f"    {run['label']}: {fmt_config(value)}", style="bold" if diff else ""))
+    if same:
+        console.print(Text("  unchanged: " + ", ".join(same), style="dim"))
+
+
+def _render_insights(result: dict, console: Console) -> None:
+    runs = result["runs"]
+    console.print(Text("What changed in the diagnosis", style="bold"))
+    for run, diff in zip(runs, result["insights"]):
+        if diff is None:
+            continue
+        console.print(Text(f"  {runs[0]['label']} → {run['label']}:"))
+        if not any(diff.values()):
+            console.print(Text("    no insight before or after"))
+        for status, style in (("resolved", "green"), ("new", "red"), ("still", "yellow")):
+            for item in diff[status]:
+                line = Text(f"    {status:<8} ", style=style)
+                line.append(item["summary"] + (f"  [{item['file']}]" if item["file"] else ""))
+                console.print(line)
