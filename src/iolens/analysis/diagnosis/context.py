@@ -149,6 +149,18 @@ class Context:
             return True
         return seconds >= self.th.min_runtime_share * self.run_time or seconds >= self.th.min_stake_seconds
 
+    def judge(self, stake: float, share) -> tuple:
+        """(severity, strong) of a pattern costing the busiest rank `stake` seconds and covering `share`.
+
+        A strong pattern (share at least `strong_share` of the requests, bytes or I/O time it is measured
+        against) is structural: a warning on any run, however fast this machine made it. A weaker one is a
+        warning only when its cost here matters (`matters`), else info.
+        """
+        strong = share is not None and share >= self.th.strong_share
+        if strong or self.matters(stake):
+            return "warning", strong
+        return "info", False
+
     # --- the trace ------------------------------------------------------------------------------
     def trace_truncated(self, module: str) -> bool:
         d = self.dxt.get(module)
