@@ -41,6 +41,9 @@ DEFINITIONS = (
     # ranks
     Threshold("imbalance_ratio", 2.0, "ratio",
               "RANK_IMBALANCE: the busiest rank's I/O time (or bytes) is at least this multiple of the mean."),
+    Threshold("imbalance_min_bytes", 16 * MiB, "bytes",
+              "RANK_IMBALANCE by bytes: the busiest rank moves at least this many bytes more than the mean rank "
+              "(by operations: at least `small_min_ops` more operations)."),
     Threshold("single_aggregator_min_ranks", 256, "count",
               "RANK_IMBALANCE from counters only: one rank doing nearly all file-system I/O of a collectively "
               "written file is flagged when the file was opened by at least this many ranks (the node count "
@@ -48,7 +51,7 @@ DEFINITIONS = (
     Threshold("straggler_min_delay", 0.05, "seconds",
               "STRAGGLER: a rank's I/O ends at least this long after the median rank's (only against timer "
               "jitter: the share below decides) ..."),
-    Threshold("straggler_min_delay_share", 0.25, "share", "... and at least this share of the I/O window."),
+    Threshold("straggler_min_delay_share", 0.33, "share", "... and at least this share of the I/O window."),
     Threshold("serialized_min_share", 0.5, "share",
               "SERIALIZED_IO: one rank is the only rank doing I/O for at least this share of the I/O window."),
     Threshold("serialized_gap", 0.01, "seconds",
