@@ -47,16 +47,18 @@ def transitions(seg: pl.DataFrame, by=("file_id",)) -> pl.DataFrame:
     """Every request after each rank's first on a file (per `by` group and operation kind), with the
     previous request's offset and end, in time order."""
     keys = [*by, "rank", "op"]
-    s = seg.select(*keys, "offset", "length", "start").filter(pl.col("offset") >= 0).sort([*keys, "start"])
+    extra = [c for c in ("end",) if c in seg.columns]
+    s = seg.select(*keys, "offset", "length", "start", *extra).filter(pl.col("offset") >= 0).sort([*keys, "start"])
     same = pl.all_horizontal([pl.col(k) == pl.col(k).shift(1) for k in keys])
     return (s.with_columns(pl.when(same).then(pl.col("offset").shift(1)).alias("prev_off"),
                            pl.when(same).then((pl.col("offset") + pl.col("length")).shift(1)).alias("prev_end"))
             .filter(pl.col("prev_end").is_not_null()))
 
 
-def segment_shares(seg: pl.DataFrame, by=("file_id",)) -> pl.DataFrame:
+def segment_shares(seg: pl.DataFrame, by=("file_id",), trans: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per `by` group: requests, ranks, the shares of consecutive / forward-gap / backward transitions and
-    the dominant stride (the most common offset difference of non-consecutive transitions)."""
+    the dominant stride (the most common offset difference of non-consecutive transitions).
+    `trans`: `transitions(seg, by)` when the caller already has it."""
     by = list(by)
     valid = seg.filter(pl.col("offset") >= 0)
     base = valid.group_by(by).agg(
@@ -70,7 +72,7 @@ def segment_shares(seg: pl.DataFrame, by=("file_id",)) -> pl.DataFrame:
     base = (base.join(spans, on=by, how="left")
             .with_columns((pl.col("_span") / pl.max_horizontal(pl.col("_extent"), pl.lit(1))).alias("rank_overlap"))
             .drop("_span", "_extent"))
-    t = transitions(seg, by)
+    t = transitions(seg, by) if trans is None else trans
     shares = t.group_by(by).agg(
         pl.len().alias("_n"),
         (pl.col("offset") == pl.col("prev_end")).sum().alias("_consec"),
@@ -106,12 +108,12 @@ def classify() -> pl.Expr:
             .otherwise(pl.lit("sequential")).alias("pattern"))
 
 
-def classify_segments(seg: pl.DataFrame, by=("file_id",)) -> pl.DataFrame:
+def classify_segments(seg: pl.DataFrame, by=("file_id",), trans: pl.DataFrame | None = None) -> pl.DataFrame:
     """`segment_shares` plus the pattern name."""
     if seg.is_empty():
         return pl.DataFrame(schema={k: v for k, v in SCHEMA.items() if k not in ("layer", "source")} |
                             {k: seg.schema[k] for k in by if k in seg.schema})
-    return segment_shares(seg, by).with_columns(classify())
+    return segment_shares(seg, by, trans).with_columns(classify())
 
 
 def _from_counters(log) -> pl.DataFrame:

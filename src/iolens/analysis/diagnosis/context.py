@@ -199,6 +199,19 @@ class Context:
         return self.seg.filter(pl.col("module") == "DXT_MPIIO")
 
     @cached_property
+    def posix_transitions(self) -> pl.DataFrame:
+        """Every traced POSIX request after each rank's first on a file, per operation kind, with the previous
+        one's offset and end (analysis.access.transitions): sorted once, shared by the request checks."""
+        from ..access import transitions
+        return transitions(self.seg_posix, ("file_id",))
+
+    @cached_property
+    def posix_patterns(self) -> pl.DataFrame:
+        """The access pattern of each file at POSIX, per operation kind (analysis.access)."""
+        from ..access import classify_segments
+        return classify_segments(self.seg_posix, ("file_id", "op"), self.posix_transitions)
+
+    @cached_property
     def seg_app(self) -> pl.DataFrame:
         """The layer the application called: MPI-IO operations for files traced at MPI-IO, POSIX for the rest."""
         if self.seg.is_empty():

@@ -113,7 +113,8 @@ def check_small(ctx) -> list:
                     lo, hi = part.select(pl.col("length").min().alias("lo"), pl.col("length").max().alias("hi")).row(0)
                     size_range[op] = (lo, hi)
                     metrics[f"smallest_{op}_bytes"], metrics[f"largest_small_{op}_bytes"] = lo, hi
-            pattern = access_pattern(small)
+            pattern = access_pattern(ctx.posix_patterns.filter(
+                pl.col("op").is_in(flagged) & pl.col("file_id").is_in(small["file_id"].unique().implode())))
             if pattern:
                 metrics.update({k: v for k, v in pattern.items() if v is not None and k != "pattern"})
             if source == "counters":
@@ -218,12 +219,9 @@ PATTERN_SENTENCES = {
 }
 
 
-def access_pattern(seg: pl.DataFrame):
-    """The access pattern of these requests (analysis.access): the pattern of the file holding most of them,
-    and the shares of consecutive / forward-gap (strided) / backward transitions over all of them."""
-    if seg.is_empty():
-        return None
-    per = classify_segments(seg, ("file_id",))
+def access_pattern(per: pl.DataFrame):
+    """The access pattern of a set of files (rows of `Context.posix_patterns`): the pattern of the file with
+    the most requests, and the shares of consecutive / forward-gap (strided) / backward transitions over all."""
     if per.is_empty():
         return None
     w = pl.col("requests")
@@ -351,18 +349,16 @@ def check_random(ctx) -> list:
         metrics, ranks, window, source, partial = {}, [], None, "counters", False
         if ctx.trace_complete("DXT_POSIX", op):
             s = seg.filter((pl.col("op") == op) & (pl.col("offset") >= 0))
+            total = s.height
             # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
             # the backward ones are
-            random_files = (classify_segments(s, ("file_id",)).filter(pl.col("pattern") == "random")
-                            ["file_id"].implode()) if not s.is_empty() else pl.Series([], dtype=pl.UInt64).implode()
-            s = (s.sort(["file_id", "rank", "start"])
-                 .with_columns((pl.col("offset") + pl.col("length")).shift(1).over(["file_id", "rank"])
-                               .alias("prev_end")))
-            total = s.height
-            backward = pl.col("prev_end").is_not_null() & (pl.col("offset") < pl.col("prev_end"))
-            back = s.filter(backward | pl.col("file_id").is_in(random_files))
-            small_back = back.filter(pl.col("length") < large)
-            n_random = s.filter(backward).height
+            random_files = ctx.posix_patterns.filter((pl.col("op") == op) & (pl.col("pattern") == "random"))["file_id"]
+            on_random = pl.col("file_id").is_in(random_files.implode())
+            back = ctx.posix_transitions.filter((pl.col("op") == op) & (pl.col("offset") < pl.col("prev_end")))
+            cols = ["file_id", "rank", "start", "end", "length"]
+            small_back = pl.concat([s.filter(on_random & (pl.col("length") < large)).select(cols),
+                                    back.filter(~on_random & (pl.col("length") < large)).select(cols)])
+            n_random = back.height
             n_small_random = small_back.height
             source = "dxt"
             stake = dxt_stake(small_back)
