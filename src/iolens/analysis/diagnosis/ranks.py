@@ -236,7 +236,7 @@ def check_imbalance(ctx) -> list:
         recs.append(rec.fewer_fsync())
     out.append(Insight("RANK_IMBALANCE", severity, title, summary,
                        Evidence(ranks=heavy_ranks, files=ctx.names_of(files), time_window=window, metrics=metrics),
-                       recs, source=source, partial=partial, score=ratio, demotable=kind == "time"))
+                       recs, source=source, partial=partial, score=ratio))
     return out
 
 

@@ -17,7 +17,6 @@ def _dxt_coverage(seg: pl.DataFrame) -> pl.DataFrame:
     s = seg.filter((pl.col("offset") >= 0) & (pl.col("length") > 0)).select("file_id", "offset", "length")
     if s.is_empty():
         return pl.DataFrame(schema={"file_id": pl.UInt64, "bytes": pl.Int64, "extent": pl.Int64})
-    s = s.sort(["file_id", "offset"])  # polars sorts in parallel; the running max below needs this order
     files = s["file_id"].unique(maintain_order=False).sort()
     codes = np.searchsorted(files.to_numpy(), s["file_id"].to_numpy())
     a = s["offset"].to_numpy()
@@ -28,7 +27,9 @@ def _dxt_coverage(seg: pl.DataFrame) -> pl.DataFrame:
     if span * nfiles < (1 << 62):
         # one pass over all files: shift each file into its own range so a running max never crosses files
         shift = codes.astype(np.int64) * span
-        a2, b2, c2 = a + shift, b + shift, codes
+        a2 = a + shift
+        order = np.argsort(a2)  # one int64 key (file, offset): several times faster than a two-key sort
+        a2, b2, c2 = a2[order], (b + shift)[order], codes[order]
         prev = np.maximum.accumulate(b2)
         starts = np.ones(len(a2), dtype=bool)
         starts[1:] = a2[1:] > prev[:-1]
