@@ -76,7 +76,8 @@ def check_no_collective(ctx) -> list:
         stake = counter_stake(ctx, recs_, clip(f"MPIIO_F_{OP}_TIME") * clip(f"MPIIO_INDEP_{OPS_}")
                               / pl.max_horizontal(allexpr, pl.lit(1)))
         metrics["busiest_rank_independent_time_s"] = stake
-        severity = "warning" if ctx.matters(stake) else "info"
+        # structural when most MPI-IO requests are both independent and small
+        severity, strong = ctx.judge(stake, min(indep / allops, below / max(mpi_ops, 1)))
         title = (f"No collective I/O: {fmt_count(indep)} independent MPI-IO {op}s ({fmt_pct(indep / allops)}) "
                  f"on {len(fids)} shared file(s) used by up to {nranks} ranks")
         summary = (f"{fmt_pct(indep / allops)} of the MPI-IO {op}s to files shared by several ranks are "
@@ -85,6 +86,7 @@ def check_no_collective(ctx) -> list:
                    "being aggregated by collective buffering.")
         if severity == "info":
             summary += f" They cost the busiest rank only {fmt_time(stake)}: not worth changing for this run."
+        summary += " " + project(ctx, metrics, stake, requests=indep)
         kinds = ctx.kinds(fids[:20])
         recs = []
         if "hdf5" in kinds:
@@ -99,7 +101,7 @@ def check_no_collective(ctx) -> list:
         recs.extend(rec.collective_io(op, ctx.hosts or None, stripe))
         out.append(Insight("NO_COLLECTIVE_IO", severity, title, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
-                           recs, source=source, partial=partial, score=indep / allops))
+                           recs, source=source, partial=partial, score=indep / allops, demotable=not strong))
     return out
 
 
