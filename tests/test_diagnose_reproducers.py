@@ -112,7 +112,8 @@ def test_sieved_noncontig_reads_are_data_sieving(g2):
 
 
 @pytest.mark.parametrize("name", ["generated2/healthy_large_sequential", "generated/file_per_process",
-                                  "generated/collective_2phase"])
+                                  "generated/collective_2phase", "pairs/aligned", "pairs/small_coll",
+                                  "pairs/repeat_1", "pairs/repeat_2"])
 def test_healthy_runs_raise_nothing_above_info(logs_dir, name):
     assert serious(run(logs_dir / f"{name}.darshan")) == []
 
@@ -236,3 +237,44 @@ def test_bad_fs_profile_is_one_clear_error(g2, tmp_path, text):
     bad.write_text(text)
     r = CliRunner().invoke(cli, ["diagnose", "--fs-profile", str(bad), str(g2 / "shifted_large_writes.darshan")])
     assert r.exit_code == 2 and "--fs-profile" in r.output and "Traceback" not in r.output
+
+
+# --- balance from every angle (hand-made per-rank loads) ---------------------------------------------------
+class _Ctx:
+    def __init__(self, run_time=100.0):
+        self.th = Thresholds()
+        self.run_time = run_time
+
+    def matters(self, seconds):
+        return seconds >= 0.25
+
+
+def _loads(n=8, **heavy):
+    import numpy as np
+
+    loads = {"bytes": np.full(n, 8.0 * MiB), "operations": np.full(n, 8.0), "time": np.full(n, 1.0),
+             "fsyncs": np.zeros(n), "end": None}
+    for angle, (rank, value) in heavy.items():
+        loads[angle][rank] = value
+    return loads
+
+
+def test_imbalance_angles_bytes_fsyncs_and_time():
+    from iolens.analysis.diagnosis.ranks import _imbalanced_angles
+
+    ctx = _Ctx()
+    assert _imbalanced_angles(ctx, _loads()) == {}
+    # rank 5 writes 6x the others: 40 MiB more than the mean, well over imbalance_min_bytes
+    got = _imbalanced_angles(ctx, _loads(bytes=(5, 48.0 * MiB)))
+    assert set(got) == {"bytes"} and got["bytes"][1] == 5 and got["bytes"][0] == pytest.approx(48 / 13)
+    # 6x the bytes but only 2 MiB more: a header, not an imbalance
+    assert _imbalanced_angles(ctx, _loads(bytes=(5, 12.0 * MiB))) == {}
+    # one rank fsyncs after every write (64 times), the others never
+    got = _imbalanced_angles(ctx, _loads(fsyncs=(3, 64.0)))
+    assert set(got) == {"fsyncs"} and got["fsyncs"][1] == 3
+    # 3x the I/O time counts only when the wait matters for this run
+    assert set(_imbalanced_angles(ctx, _loads(time=(2, 3.0)))) == {"time"}
+    quick = _loads()
+    quick["time"][:] = 1e-3
+    quick["time"][2] = 3e-3  # 3x the mean, but 2 ms of waiting in a 100 s run
+    assert _imbalanced_angles(ctx, quick) == {}
