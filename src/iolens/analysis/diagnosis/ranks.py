@@ -247,7 +247,8 @@ def _meanwhile(ctx, metrics: dict) -> str:
         return ""
     metrics["mean_rank_mpiio_meta_time_s"] = meta
     return (f" Meanwhile the ranks spend {fmt_time(meta)} each on average in MPI-IO metadata calls (open, close, "
-            "sync, set_view): that is where they wait for the late rank(s) — in MPI_File_close or a collective.")
+            "sync, set_view): waiting for a late rank inside MPI_File_close or a collective file call shows up "
+            "there; waiting in MPI_Barrier or in compute is not recorded by Darshan.")
 
 
 def _aggregator_bottleneck(ctx) -> list:
@@ -378,11 +379,14 @@ def check_straggler(ctx) -> list:
                f"keep{'s' if len(ranks) == 1 else ''} doing I/O until {float(late['last'].max()):.2f} s "
                f"({fmt_pct(worst / window)} of the I/O window later).")
     if bool(late["slow"].all()):
-        summary += " The late rank(s) are busy with I/O for most of that time: they are slow, not just late."
+        summary += (" It is" if late.height == 1 else " They are") + \
+            " busy with I/O for most of that time: slow, not just late."
     else:
-        summary += (f" Their own I/O is short ({fmt_time(float(late['busy'].max()))} after the others finished): "
-                    f"they start it {fmt_time(max(first_late - median_first, 0.0))} after the median rank — late, "
-                    "not slow (compute, a sleep or a wait before their I/O).")
+        one = late.height == 1
+        summary += (f" {'Its' if one else 'Their'} own I/O is short ({fmt_time(float(late['busy'].max()))} after the "
+                    f"others finished): {'it starts' if one else 'they start'} it "
+                    f"{fmt_time(max(first_late - median_first, 0.0))} after the median rank — late, not slow "
+                    "(compute, a sleep or a wait before the I/O).")
     summary += (f" The other {waiting} ranks wait about {fmt_time(worst)} each ({fmt_time(worst * waiting)} of "
                 "rank time).")
     summary += _meanwhile(ctx, metrics)
