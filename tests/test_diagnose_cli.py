@@ -29,9 +29,11 @@ def test_json_is_the_documented_shape_and_nothing_else():
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)  # stdout holds the JSON only
     assert set(data) == {"log", "schema_version", "insights"}
-    assert data["schema_version"] == 1 and data["log"].endswith("small_indep_shared.darshan")
+    assert data["schema_version"] == 2 and data["log"].endswith("small_indep_shared.darshan")
     first = data["insights"][0]
-    assert set(first) == {"code", "severity", "title", "summary", "evidence", "recommendations", "source", "partial"}
+    assert set(first) == {"code", "key_metric", "severity", "title", "summary", "evidence", "recommendations",
+                          "source", "partial"}
+    assert first["key_metric"] in first["evidence"]["metrics"]
     assert set(first["evidence"]) == {"ranks", "files", "time_window", "metrics"}
     assert {i["code"] for i in data["insights"]} >= {"SMALL_IO", "NO_COLLECTIVE_IO"}
 

@@ -23,19 +23,24 @@ def _list_thresholds(ctx, _param, value):
               help="Change a threshold, e.g. -t small_request_bytes=64KiB -t small_min_share=20%. Repeatable.")
 @click.option("--config", "config", type=click.Path(exists=True, dir_okay=False, path_type=str),
               help="TOML file with a [thresholds] table (command-line --threshold wins).")
+@click.option("--fs-profile", "fs_profile", type=click.Path(exists=True, dir_okay=False, path_type=str),
+              help="TOML or JSON file with the file-system cost model (osts, request_latency, lock_latency, "
+                   "ost_bandwidth, scale_ranks); -t fs_NAME=VALUE wins.")
 @click.option("--all", "show_all", is_flag=True, help="Also show info and ok insights.")
 @click.option("--list-thresholds", is_flag=True, expose_value=False, is_eager=True, callback=_list_thresholds,
               help="Print every threshold with its default and exit.")
-def command(log: str, as_json: bool, overrides: tuple, config: str | None, show_all: bool) -> None:
+def command(log: str, as_json: bool, overrides: tuple, config: str | None, fs_profile: str | None,
+            show_all: bool) -> None:
     """Find I/O bottlenecks in LOG and say what to change.
 
     Prints critical and warning insights (--all: also info/ok), each with its evidence and pasteable
-    recommendations. --json prints {"log", "schema_version", "insights"} with every insight, whatever its
+    recommendations, and what each pattern would cost at scale on a Lustre-like file system (--fs-profile,
+    -t fs_osts=16). --json prints {"log", "schema_version", "insights"} with every insight, whatever its
     severity (see docs/diagnosis.md for the schema).
     """
     from ..analysis.diagnosis import Thresholds, diagnose
     from ..analysis.diagnosis.insight import SCHEMA_VERSION
-    from ..analysis.diagnosis.thresholds import load_config, parse_assignment
+    from ..analysis.diagnosis.thresholds import load_config, load_fs_profile, parse_assignment
 
     values = {}
     if config:
@@ -43,6 +48,11 @@ def command(log: str, as_json: bool, overrides: tuple, config: str | None, show_
             values.update(load_config(config))
         except (ValueError, OSError) as exc:
             raise click.BadParameter(str(exc), param_hint="--config") from None
+    if fs_profile:
+        try:
+            values.update(load_fs_profile(fs_profile))
+        except (ValueError, OSError, UnicodeDecodeError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--fs-profile") from None
     for text in overrides:
         try:
             name, value = parse_assignment(text)

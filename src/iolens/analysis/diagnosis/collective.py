@@ -6,6 +6,7 @@ import polars as pl
 from . import recommendations as rec
 from .context import MAX_RANKS, SIZE_BINS, clip
 from .insight import Evidence, Insight
+from .costmodel import project
 from .requests import counter_stake
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
@@ -75,7 +76,8 @@ def check_no_collective(ctx) -> list:
         stake = counter_stake(ctx, recs_, clip(f"MPIIO_F_{OP}_TIME") * clip(f"MPIIO_INDEP_{OPS_}")
                               / pl.max_horizontal(allexpr, pl.lit(1)))
         metrics["busiest_rank_independent_time_s"] = stake
-        severity = "warning" if ctx.matters(stake) else "info"
+        # structural when most MPI-IO requests are both independent and small
+        severity, strong = ctx.judge(stake, min(indep / allops, below / max(mpi_ops, 1)))
         title = (f"No collective I/O: {fmt_count(indep)} independent MPI-IO {op}s ({fmt_pct(indep / allops)}) "
                  f"on {len(fids)} shared file(s) used by up to {nranks} ranks")
         summary = (f"{fmt_pct(indep / allops)} of the MPI-IO {op}s to files shared by several ranks are "
@@ -84,6 +86,7 @@ def check_no_collective(ctx) -> list:
                    "being aggregated by collective buffering.")
         if severity == "info":
             summary += f" They cost the busiest rank only {fmt_time(stake)}: not worth changing for this run."
+        summary += " " + project(ctx, metrics, stake, requests=indep)
         kinds = ctx.kinds(fids[:20])
         recs = []
         if "hdf5" in kinds:
@@ -98,7 +101,7 @@ def check_no_collective(ctx) -> list:
         recs.extend(rec.collective_io(op, ctx.hosts or None, stripe))
         out.append(Insight("NO_COLLECTIVE_IO", severity, title, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
-                           recs, source=source, partial=partial, score=indep / allops))
+                           recs, source=source, partial=partial, score=indep / allops, demotable=not strong))
     return out
 
 
@@ -175,31 +178,45 @@ def check_sieving(ctx) -> list:
     m = mpi.group_by("file_id").agg(clip("MPIIO_BYTES_READ").sum().alias("mpi_read"),
                                     clip("MPIIO_BYTES_WRITTEN").sum().alias("mpi_written"),
                                     clip("MPIIO_INDEP_WRITES").sum().alias("indep_writes"),
-                                    clip("MPIIO_COLL_WRITES").sum().alias("coll_writes"))
+                                    clip("MPIIO_COLL_WRITES").sum().alias("coll_writes"),
+                                    clip("MPIIO_INDEP_READS").sum().alias("indep_reads"),
+                                    clip("MPIIO_COLL_READS").sum().alias("coll_reads"))
     p = posix.group_by("file_id").agg(clip("POSIX_BYTES_READ").sum().alias("posix_read"),
                                       clip("POSIX_READS").sum().alias("posix_reads"),
                                       clip("POSIX_BYTES_WRITTEN").sum().alias("posix_written"),
                                       (clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")).sum().alias("posix_time"),
                                       clip("POSIX_F_READ_TIME").sum().alias("posix_read_time"))
-    j = (m.join(p, on="file_id").filter(pl.col("mpi_written") > 0)
-         .with_columns((pl.col("posix_read") - pl.col("mpi_read")).clip(lower_bound=0).alias("extra")))
+    # written files: read-modify-write, measured against the bytes written; read-only files: sieved reads,
+    # measured against the bytes the application asked for
+    j = (m.join(p, on="file_id").filter((pl.col("mpi_written") > 0) | (pl.col("mpi_read") > 0))
+         .with_columns((pl.col("posix_read") - pl.col("mpi_read")).clip(lower_bound=0).alias("extra"),
+                       (pl.col("mpi_written") > 0).alias("written"))
+         .with_columns(pl.when(pl.col("written")).then(pl.col("posix_written")).otherwise(pl.col("mpi_read"))
+                       .alias("base")))
     # time of the unrequested reads: the POSIX read time, in proportion when the application also reads
     j = j.with_columns((pl.col("posix_read_time") * pl.col("extra") / pl.max_horizontal(pl.col("posix_read"), pl.lit(1)))
                        .alias("extra_time"))
     j = j.filter((pl.col("extra") >= th.sieving_min_bytes) &
-                 ((pl.col("extra") >= th.sieving_min_share * pl.col("posix_written")) |
+                 ((pl.col("extra") >= th.sieving_min_share * pl.col("base")) |
                   (pl.col("extra_time") >= th.sieving_min_share * pl.col("posix_time"))))
     if j.is_empty():
         return []
     j = j.sort("extra", descending=True)
     fids = j["file_id"].to_list()
     extra = int(j["extra"].sum())
+    base = max(int(j["base"].sum()), 1)
+    writes = bool(j.filter(pl.col("written"))["extra"].sum() >= j.filter(~pl.col("written"))["extra"].sum())
     written = int(j["posix_written"].sum())
+    asked = int(j["mpi_read"].sum())
     indep, coll = int(j["indep_writes"].sum()), int(j["coll_writes"].sum())
+    if not writes:
+        indep, coll = int(j["indep_reads"].sum()), int(j["coll_reads"].sum())
     read_time, posix_time = float(j["extra_time"].sum()), float(j["posix_time"].sum())
-    metrics = {"unrequested_read_bytes": extra, "posix_bytes_written": written, "extra_read_share": extra / written,
+    metrics = {"unrequested_read_bytes": extra, "posix_bytes_written": written, "mpiio_bytes_read": asked,
+               "extra_read_share": extra / base,
                "posix_read_time_s": read_time, "posix_read_time_share": read_time / posix_time if posix_time else 0,
-               "independent_writes": indep, "collective_writes": coll}
+               "independent_writes" if writes else "independent_reads": indep,
+               "collective_writes" if writes else "collective_reads": coll}
     ranks, window, source, partial = [], None, "counters", False
     seg = ctx.seg_posix
     if not seg.is_empty():
@@ -214,19 +231,30 @@ def check_sieving(ctx) -> list:
                                                    .alias("frac")), on="file_id"),
                           clip("POSIX_F_READ_TIME") * pl.col("frac"))
     metrics["busiest_rank_unrequested_read_time_s"] = stake
-    severity = "warning" if ctx.matters(stake) else "info"
+    severity, strong = ctx.judge(stake, extra / base)
     collective = coll >= indep
-    cause = ("collective writes whose file domains have holes: ROMIO's two-phase write reads each aggregator's "
-             "domain before writing it" if collective else
-             "independent noncontiguous writes: ROMIO's data sieving reads the whole extent, patches it and "
-             "writes it back")
-    title = (f"Read-modify-write: the file system reads {fmt_bytes(extra)} the application never asked for while "
-             f"writing {fmt_bytes(written)}")
-    summary = (f"{len(fids)} file(s) are only written through MPI-IO, yet the POSIX layer reads {fmt_bytes(extra)} "
-               f"({fmt_pct(extra / written)} of the bytes written, {fmt_time(read_time)} of read time) from them. "
-               f"Likely cause: {cause}.")
+    if writes:
+        cause = ("collective writes whose file domains have holes: ROMIO's two-phase write reads each aggregator's "
+                 "domain before writing it" if collective else
+                 "independent noncontiguous writes: ROMIO's data sieving reads the whole extent, patches it and "
+                 "writes it back")
+        title = (f"Read-modify-write: the file system reads {fmt_bytes(extra)} the application never asked for "
+                 f"while writing {fmt_bytes(written)}")
+        summary = (f"{len(fids)} file(s) are written through MPI-IO, yet the POSIX layer reads {fmt_bytes(extra)} "
+                   f"more than MPI-IO asked for ({fmt_pct(extra / base)} of the bytes written, {fmt_time(read_time)} "
+                   f"of read time) from them. Likely cause: {cause}.")
+    else:
+        cause = ("collective reads over holes: two-phase I/O reads each aggregator's whole domain" if collective else
+                 "independent noncontiguous reads: ROMIO's data sieving reads whole extents, holes included, "
+                 "and keeps only the pieces asked for")
+        title = (f"Data sieving: the file system reads {fmt_bytes(extra + asked)} for the {fmt_bytes(asked)} the "
+                 f"application asked for ({(extra + asked) / max(asked, 1):.1f}×)")
+        summary = (f"On {len(fids)} file(s) read through MPI-IO, the POSIX layer reads {fmt_bytes(extra)} more than "
+                   f"MPI-IO asked for ({fmt_pct(extra / base)} extra, {fmt_time(read_time)} of read time). "
+                   f"Likely cause: {cause}.")
     if severity == "info":
         summary += f" It costs the busiest rank only {fmt_time(stake)}: not worth changing for this run."
+    summary += " " + project(ctx, metrics, stake, nbytes=extra)
     recs = []
     if collective:
         recs.append(rec.Recommendation(
@@ -240,8 +268,9 @@ def check_sieving(ctx) -> list:
                                     "Fewer, larger two-phase rounds reduce how often partially covered domains "
                                     "are read back."))
     else:
-        recs.extend(rec.collective_io("write", ctx.hosts or None))
-        recs.append(rec.disable_data_sieving("write"))
+        op = "write" if writes else "read"
+        recs.extend(rec.collective_io(op, ctx.hosts or None))
+        recs.append(rec.disable_data_sieving(op))
     return [Insight("DATA_SIEVING", severity, title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
-                    recs, source=source, partial=partial, score=extra / written)]
+                    recs, source=source, partial=partial, score=extra / base, demotable=not strong)]

@@ -149,6 +149,18 @@ class Context:
             return True
         return seconds >= self.th.min_runtime_share * self.run_time or seconds >= self.th.min_stake_seconds
 
+    def judge(self, stake: float, share) -> tuple:
+        """(severity, strong) of a pattern costing the busiest rank `stake` seconds and covering `share`.
+
+        A strong pattern (share at least `strong_share` of the requests, bytes or I/O time it is measured
+        against) is structural: a warning on any run, however fast this machine made it. A weaker one is a
+        warning only when its cost here matters (`matters`), else info.
+        """
+        strong = share is not None and share >= self.th.strong_share
+        if strong or self.matters(stake):
+            return "warning", strong
+        return "info", False
+
     # --- the trace ------------------------------------------------------------------------------
     def trace_truncated(self, module: str) -> bool:
         d = self.dxt.get(module)
@@ -185,6 +197,19 @@ class Context:
     @cached_property
     def seg_mpiio(self) -> pl.DataFrame:
         return self.seg.filter(pl.col("module") == "DXT_MPIIO")
+
+    @cached_property
+    def posix_transitions(self) -> pl.DataFrame:
+        """Every traced POSIX request after each rank's first on a file, per operation kind, with the previous
+        one's offset and end (analysis.access.transitions): sorted once, shared by the request checks."""
+        from ..access import transitions
+        return transitions(self.seg_posix, ("file_id",))
+
+    @cached_property
+    def posix_patterns(self) -> pl.DataFrame:
+        """The access pattern of each file at POSIX, per operation kind (analysis.access)."""
+        from ..access import classify_segments
+        return classify_segments(self.seg_posix, ("file_id", "op"), self.posix_transitions)
 
     @cached_property
     def seg_app(self) -> pl.DataFrame:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: + key_metric (the insight's headline number, for compare and fleet)
 
 SEVERITIES = ("critical", "warning", "info", "ok")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
@@ -38,6 +38,31 @@ CODES = {
     "FSYNC_HEAVY": "The application forces data to disk (fsync) very often.",
     "STDIO_HEAVY": "A large share of the I/O goes through buffered C stdio (fopen/fprintf/fread).",
     "CHECK_FAILED": "One of iolens' checks could not run on this log (a bug: please report it).",
+}
+
+# code -> candidate metric names, first present wins: the insight's one headline number (`key_metric`), the
+# one `iolens compare` shows before/after ("SMALL_IO: 160,000 → 0 small requests")
+KEY_METRICS = {
+    "TRUNCATED_TRACE": ("read_coverage", "write_coverage", "records"),
+    "SMALL_IO": ("small_requests",),
+    "MISALIGNED_IO": ("misaligned_requests",),
+    "RANDOM_ACCESS": ("random_reads", "random_writes"),
+    "RANK_IMBALANCE": ("max_over_mean", "heaviest_rank_share"),
+    "STRAGGLER": ("max_delay_s",),
+    "SERIALIZED_IO": ("serial_share",),
+    "NO_COLLECTIVE_IO": ("independent_writes", "independent_reads"),
+    "COLLECTIVE_IO": ("aggregators", "estimated_aggregators", "collective_writes", "collective_reads"),
+    "DATA_SIEVING": ("unrequested_read_bytes",),
+    "HDF5_METADATA": ("metadata_time_share", "small_metadata_writes"),
+    "LUSTRE_STRIPING": ("largest_file_bytes",),
+    "OST_IMBALANCE": ("max_over_mean",),
+    "SLOW_OST": ("slowdown",),
+    "METADATA_HEAVY": ("metadata_time_share", "tiny_files"),
+    "REDUNDANT_READS": ("excess_bytes",),
+    "REDUNDANT_WRITES": ("excess_bytes",),
+    "FSYNC_HEAVY": ("fsyncs",),
+    "STDIO_HEAVY": ("stdio_bytes_share", "stdio_time_share"),
+    "CHECK_FAILED": (),
 }
 
 
@@ -100,9 +125,16 @@ class Insight:
         if self.source not in SOURCES:
             raise ValueError(f"unknown source {self.source!r}")
 
+    @property
+    def key_metric(self):
+        """The name of the headline metric in `evidence.metrics` (see KEY_METRICS), or None."""
+        metrics = self.evidence.to_dict()["metrics"]
+        return next((k for k in KEY_METRICS.get(self.code, ()) if k in metrics), None)
+
     def to_dict(self) -> dict:
         return {
             "code": self.code,
+            "key_metric": self.key_metric,
             "severity": self.severity,
             "title": self.title,
             "summary": self.summary,
@@ -149,9 +181,11 @@ _RECOMMENDATION_SCHEMA = {
 }
 INSIGHT_SCHEMA = {
     "type": "object",
-    "required": ["code", "severity", "title", "summary", "evidence", "recommendations", "source", "partial"],
+    "required": ["code", "key_metric", "severity", "title", "summary", "evidence", "recommendations", "source",
+                 "partial"],
     "properties": {
         "code": {"type": "string", "enum": list(CODES)},
+        "key_metric": {"oneOf": [{"type": "null"}, {"type": "string"}]},
         "severity": {"enum": list(SEVERITIES)},
         "title": {"type": "string"},
         "summary": {"type": "string"},

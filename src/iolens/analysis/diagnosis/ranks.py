@@ -7,41 +7,68 @@ import polars as pl
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
 from .insight import Evidence, Insight
-from .units import fmt_bytes, fmt_pct, fmt_ranks, fmt_time
+from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
 LAYERS = (("MPI-IO", "MPIIO"), ("POSIX", "POSIX"), ("STDIO", "STDIO"))
 
 
 # --- per-rank load at the layer the application calls ---------------------------------------------
+ANGLES = ("bytes", "operations", "time", "fsyncs")
+ANGLE_METRIC = {"bytes": "volume", "operations": "operations", "time": "time", "fsyncs": "fsync"}
+MIN_EXCESS_FSYNCS = 10
+SLOWER_RATIO = 1.25  # a rank with more bytes/operations matters when its I/O time is at least this × the mean  # a few more fsyncs on one rank (closing its own files) is not an imbalance
+
+
 def rank_loads(ctx):
-    """(time, bytes, source, partial) per rank 0..nprocs-1 at the application's layer.
+    """Per rank 0..nprocs-1 at the application's layer: {"time", "bytes", "operations", "fsyncs": array,
+    "end": array or None}, source, partial.
 
     MPI-IO for files opened with MPI-IO, POSIX for the other files, plus STDIO. From the trace when it is
     complete; from the counters otherwise, where a shared (reduced) record gives its slowest and fastest rank
-    their recorded share and spreads the rest evenly.
+    their recorded share and spreads the rest evenly. fsyncs come from the POSIX counters of each rank's own
+    records (a shared record does not say which rank synced); `end` (the end of a rank's last traced I/O)
+    only from the trace.
     """
     n = ctx.nprocs
     complete = all(ctx.trace_complete(m) for m in ("DXT_POSIX", "DXT_MPIIO") if m in ctx.dxt and ctx.dxt[m]["segments"])
     seg = ctx.seg_app
+    fsyncs = _fsyncs(ctx)
     if not seg.is_empty() and complete:
         per = seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"),
-                                       pl.col("length").sum().alias("b"))
-        t, b = np.zeros(n), np.zeros(n)
+                                       pl.col("length").sum().alias("b"), pl.len().alias("n"),
+                                       pl.col("end").max().alias("e"))
+        t, b, ops, end = np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, np.nan)
         r = per["rank"].to_numpy()
         ok = (r >= 0) & (r < n)
         t[r[ok]] += per["t"].to_numpy()[ok]
         b[r[ok]] += per["b"].to_numpy()[ok]
-        st, sb, _ = _counter_loads(ctx, ("STDIO",))
-        return t + st, b + sb, "dxt", False
-    t, b, any_rows = _counter_loads(ctx, ("MPI-IO", "POSIX", "STDIO"))
+        ops[r[ok]] += per["n"].to_numpy()[ok]
+        end[r[ok]] = per["e"].to_numpy()[ok]
+        st, sb, so, _ = _counter_loads(ctx, ("STDIO",))
+        loads = {"time": t + st, "bytes": b + sb, "operations": ops + so, "fsyncs": fsyncs, "end": end}
+        return loads, "dxt", False
+    t, b, ops, any_rows = _counter_loads(ctx, ("MPI-IO", "POSIX", "STDIO"))
     if not any_rows:
         return None
-    return t, b, "counters", False
+    return {"time": t, "bytes": b, "operations": ops, "fsyncs": fsyncs, "end": None}, "counters", False
+
+
+def _fsyncs(ctx):
+    out = np.zeros(ctx.nprocs)
+    df = ctx.counters("POSIX")
+    if df is None or "POSIX_FSYNCS" not in df.columns:
+        return out
+    own = df.filter((pl.col("rank") >= 0) & (pl.col("rank") < ctx.nprocs))
+    if own.height:
+        syncs = clip("POSIX_FSYNCS") + (clip("POSIX_FDSYNCS") if "POSIX_FDSYNCS" in df.columns else pl.lit(0))
+        per = own.group_by("rank").agg(syncs.sum().alias("s"))
+        out[per["rank"].to_numpy()] = per["s"].to_numpy()
+    return out
 
 
 def _counter_loads(ctx, modules):
     n = ctx.nprocs
-    t, b = np.zeros(n), np.zeros(n)
+    t, b, ops = np.zeros(n), np.zeros(n), np.zeros(n)
     any_rows = False
     mpi_files = pl.Series(sorted(ctx.ids_in("MPI-IO")), dtype=pl.UInt64).implode()
     for module, p in LAYERS:
@@ -57,18 +84,23 @@ def _counter_loads(ctx, modules):
         if df.is_empty():
             continue
         any_rows = True
+        count = ([f"{p}_INDEP_READS", f"{p}_INDEP_WRITES", f"{p}_COLL_READS", f"{p}_COLL_WRITES"]
+                 if module == "MPI-IO" else [f"{p}_READS", f"{p}_WRITES"])
         df = df.with_columns((clip(f"{p}_F_READ_TIME") + clip(f"{p}_F_WRITE_TIME") + clip(f"{p}_F_META_TIME")).alias("_t"),
-                             (clip(f"{p}_BYTES_READ") + clip(f"{p}_BYTES_WRITTEN")).alias("_b"))
+                             (clip(f"{p}_BYTES_READ") + clip(f"{p}_BYTES_WRITTEN")).alias("_b"),
+                             pl.sum_horizontal([clip(c) for c in count if c in df.columns]).alias("_n"))
         own = df.filter((pl.col("rank") >= 0) & (pl.col("rank") < n))
         if own.height:
             np.add.at(t, own["rank"].to_numpy(), own["_t"].to_numpy())
             np.add.at(b, own["rank"].to_numpy(), own["_b"].to_numpy())
+            np.add.at(ops, own["rank"].to_numpy(), own["_n"].to_numpy())
         for row in df.filter(pl.col("rank") < 0).iter_rows(named=True):
             _spread(t, row["_t"], row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_F_SLOWEST_RANK_TIME"),
                     row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_F_FASTEST_RANK_TIME"))
             _spread(b, row["_b"], row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_SLOWEST_RANK_BYTES"),
                     row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_FASTEST_RANK_BYTES"))
-    return t, b, any_rows
+            ops += row["_n"] / n
+    return t, b, ops, any_rows
 
 
 def _spread(arr, total, slow, slow_v, fast, fast_v):
@@ -88,67 +120,135 @@ def _spread(arr, total, slow, slow_v, fast, fast_v):
         arr[r] += v - base
 
 
+def mpiio_meta_time_per_rank(ctx) -> float | None:
+    """The mean MPI-IO metadata time (open, close, sync, set_view: where ranks wait for each other in
+    collective file calls) per rank, from the counters."""
+    df = ctx.counters("MPI-IO")
+    if df is None or "MPIIO_F_META_TIME" not in df.columns:
+        return None
+    return float(df.select(clip("MPIIO_F_META_TIME").sum()).item() or 0.0) / ctx.nprocs
+
+
 # --- RANK_IMBALANCE -------------------------------------------------------------------------------
+def _imbalanced_angles(ctx, loads) -> dict:
+    """angle -> (max over mean, heaviest rank) for the angles where the busiest rank carries at least
+    `imbalance_ratio` × the mean and the excess is large enough to matter: bytes or operations by volume
+    (`imbalance_min_bytes`, `small_min_ops`), fsyncs by count, time when the wait matters for this run."""
+    th = ctx.th
+    out = {}
+    for angle in ANGLES:
+        arr = loads[angle]
+        mean, top = float(arr.mean()), float(arr.max())
+        if mean <= 0 or top / mean < th.imbalance_ratio:
+            continue
+        heavy = int(arr.argmax())
+        excess = top - mean
+        big = {"bytes": excess >= th.imbalance_min_bytes, "operations": excess >= th.small_min_ops,
+               "fsyncs": excess >= MIN_EXCESS_FSYNCS,
+               "time": ctx.matters(float(loads["time"][heavy] - loads["time"].mean()))}[angle]
+        if big:
+            out[angle] = (top / mean, heavy)
+    return out
+
+
 def check_imbalance(ctx) -> list:
     if ctx.nprocs < 2:
         return []
     out = _aggregator_bottleneck(ctx)
     named = {r for i in out for r in i.evidence.ranks}
-    loads = rank_loads(ctx)
-    if loads is None:
+    got = rank_loads(ctx)
+    if got is None:
         return out
-    t, b, source, partial = loads
+    loads, source, partial = got
     th = ctx.th
-    for kind, arr, fmt in (("time", t, fmt_time), ("bytes", b, fmt_bytes)):
-        mean, top = float(arr.mean()), float(arr.max())
-        if mean <= 0 or top / mean < th.imbalance_ratio:
-            continue
-        heavy = int(arr.argmax())
-        if heavy in named:
-            break
-        # what is at stake: the time other ranks may wait for the busiest one
-        excess_t = float(t[heavy] - t.mean())
-        if not ctx.matters(excess_t):
-            continue
-        order = np.argsort(-arr, kind="stable")
-        heavy_ranks = [int(r) for r in order[:MAX_RANKS] if arr[r] >= th.imbalance_ratio * mean]
-        share = top / arr.sum()
-        metrics = {"max_over_mean": top / mean, f"max_rank_{kind}": top, f"mean_rank_{kind}": mean,
-                   "heaviest_rank": heavy, "heaviest_rank_share": share,
-                   "heaviest_rank_time_s": float(t[heavy]), "heaviest_rank_bytes": float(b[heavy]),
-                   "mean_rank_time_s": float(t.mean()), "mean_rank_bytes": float(b.mean()),
-                   "ranks_with_io": int((arr > 0).sum()), "job_ranks": ctx.nprocs,
-                   "excess_time_s": excess_t}
-        title = (f"I/O {kind} is uneven across ranks: {fmt_ranks(heavy_ranks[:4])} "
-                 f"{'carries' if len(heavy_ranks) == 1 else 'carry'} up to {top / mean:.1f}× the mean")
-        summary = (f"Rank {heavy} spends {fmt_time(t[heavy])} in I/O and moves {fmt_bytes(b[heavy])} "
-                   f"({fmt_pct(share)} of all {kind}), against a mean of {fmt_time(t.mean())} and "
-                   f"{fmt_bytes(b.mean())} per rank over {ctx.nprocs} ranks; the others can wait up to "
-                   f"{fmt_time(excess_t)} for it at the next synchronisation.")
-        if source == "counters" and any(ctx.counters(m) is not None and
-                                        (ctx.counters(m)["rank"] < 0).any() for m, _ in LAYERS):
-            summary += (" Files shared by all ranks only record their slowest and fastest rank: the other "
-                        "ranks' shares are estimated as even.")
-        window = None
-        if not ctx.seg_app.is_empty():
-            window = ctx.seg_window(ctx.seg_app.filter(pl.col("rank") == heavy))
-        files = []
-        if not ctx.seg_app.is_empty():
-            files = (ctx.seg_app.filter(pl.col("rank") == heavy).group_by("file_id").agg(pl.col("length").sum())
-                     .sort("length", descending=True)["file_id"].to_list())
-        recs = [rec.Recommendation(
-            "Spread the I/O over all ranks",
-            f"Give every rank a similar share of the data to write/read (rank {heavy} does "
-            f"{top / mean:.1f}× the average), or use collective MPI-IO so the library balances the file-system "
-            "requests over its aggregators.",
-            "/* each rank writes its own part, all at once */\n"
-            "MPI_File_write_at_all(fh, my_offset, my_buf, my_count, MPI_BYTE, MPI_STATUS_IGNORE);", "c")]
-        out.append(Insight("RANK_IMBALANCE", "warning", title, summary,
-                           Evidence(ranks=heavy_ranks, files=ctx.names_of(files), time_window=window,
-                                    metrics=metrics),
-                           recs, source=source, partial=partial, score=top / mean))
-        break
+    angles = _imbalanced_angles(ctx, loads)
+    if not angles:
+        return out
+    kind = max(angles, key=lambda a: angles[a][0])
+    ratio, heavy = angles[kind]
+    if heavy in named:
+        return out
+    t, b, ops, arr = loads["time"], loads["bytes"], loads["operations"], loads[kind]
+    mean, top = float(arr.mean()), float(arr.max())
+    order = np.argsort(-arr, kind="stable")
+    heavy_ranks = [int(r) for r in order[:MAX_RANKS] if arr[r] >= th.imbalance_ratio * mean]
+    excess_t = float(t[heavy] - t.mean())
+    share = top / arr.sum()
+    metrics = {"max_over_mean": ratio, f"max_rank_{kind}": top, f"mean_rank_{kind}": mean,
+               "heaviest_rank": heavy, "heaviest_rank_share": share,
+               "heaviest_rank_time_s": float(t[heavy]), "heaviest_rank_bytes": float(b[heavy]),
+               "heaviest_rank_operations": float(ops[heavy]),
+               "mean_rank_time_s": float(t.mean()), "mean_rank_bytes": float(b.mean()),
+               "ranks_with_io": int((arr > 0).sum()), "job_ranks": ctx.nprocs,
+               "excess_time_s": excess_t}
+    for angle in ANGLES:
+        m = float(loads[angle].mean())
+        if m > 0:  # the heaviest rank against the mean from every angle (no "bytes" in a ratio's name)
+            metrics[f"{ANGLE_METRIC[angle]}_max_over_mean"] = float(loads[angle][heavy]) / m
+    noun = {"bytes": "bytes", "operations": "operations", "time": "time", "fsyncs": "fsyncs"}
+    title = (f"I/O {noun[kind]} uneven across ranks: {fmt_ranks(heavy_ranks[:4])} "
+             f"{'carries' if len(heavy_ranks) == 1 else 'carry'} up to {ratio:.1f}× the mean")
+    parts = [f"moves {fmt_bytes(b[heavy])} ({float(b[heavy]) / max(float(b.mean()), 1e-300):.1f}× the mean of "
+             f"{fmt_bytes(b.mean())})" if b.mean() > 0 else None,
+             f"issues {fmt_count(ops[heavy])} I/O operations ({float(ops[heavy]) / float(ops.mean()):.1f}× the mean)"
+             if ops.mean() > 0 else None,
+             f"spends {fmt_time(t[heavy])} in I/O (mean {fmt_time(t.mean())})",
+             f"calls fsync {fmt_count(loads['fsyncs'][heavy])} times (mean {loads['fsyncs'].mean():.1f})"
+             if loads["fsyncs"].sum() > 0 else None]
+    summary = (f"Rank {heavy} " + ", ".join(x for x in parts if x) + f" over {ctx.nprocs} ranks"
+               + (f"; it carries {fmt_pct(share)} of all I/O {noun[kind]}." if kind != "time" else "."))
+    end = loads["end"]
+    if end is not None and np.isfinite(end[heavy]):
+        late = float(end[heavy] - np.nanmedian(end))
+        metrics["heaviest_rank_end_delay_s"] = late
+        if late > 0:
+            summary += f" It finishes its I/O {fmt_time(late)} after the median rank."
+    summary += _meanwhile(ctx, metrics)
+    if source == "counters" and any(ctx.counters(m) is not None and
+                                    (ctx.counters(m)["rank"] < 0).any() for m, _ in LAYERS):
+        summary += (" Files shared by all ranks only record their slowest and fastest rank: the other "
+                    "ranks' shares are estimated as even.")
+    severity = "warning"
+    time_ratio = float(t[heavy]) / float(t.mean()) if t.mean() > 0 else 0.0
+    if kind != "time" and time_ratio < SLOWER_RATIO:
+        # more bytes or operations, but no more time: rank 0 writing small metadata, or cached I/O
+        severity = "info"
+        summary += (f" Its I/O time is within {fmt_pct(SLOWER_RATIO - 1)} of the mean, so the others do not wait "
+                    "for it on this run.")
+    elif kind != "time" and not ctx.matters(excess_t):
+        summary += (f" On this run the others wait at most {fmt_time(max(excess_t, 0.0))} for it, but the "
+                    f"imbalance is structural: at scale rank {heavy}'s share of the work stays {ratio:.1f}× the mean.")
+    window = None
+    files = []
+    if not ctx.seg_app.is_empty():
+        mine = ctx.seg_app.filter(pl.col("rank") == heavy)
+        window = ctx.seg_window(mine)
+        files = (mine.group_by("file_id").agg(pl.col("length").sum())
+                 .sort("length", descending=True)["file_id"].to_list())
+    recs = [rec.Recommendation(
+        "Spread the I/O over all ranks",
+        f"Give every rank a similar share of the data to write/read (rank {heavy} does "
+        f"{ratio:.1f}× the average), or use collective MPI-IO so the library balances the file-system "
+        "requests over its aggregators.",
+        "/* each rank writes its own part, all at once */\n"
+        "MPI_File_write_at_all(fh, my_offset, my_buf, my_count, MPI_BYTE, MPI_STATUS_IGNORE);", "c")]
+    if "fsyncs" in angles:
+        recs.append(rec.fewer_fsync())
+    out.append(Insight("RANK_IMBALANCE", severity, title, summary,
+                       Evidence(ranks=heavy_ranks, files=ctx.names_of(files), time_window=window, metrics=metrics),
+                       recs, source=source, partial=partial, score=ratio))
     return out
+
+
+def _meanwhile(ctx, metrics: dict) -> str:
+    """What the other ranks do while they wait: their MPI-IO metadata time (close, collectives)."""
+    meta = mpiio_meta_time_per_rank(ctx)
+    if not meta:
+        return ""
+    metrics["mean_rank_mpiio_meta_time_s"] = meta
+    return (f" Meanwhile the ranks spend {fmt_time(meta)} each on average in MPI-IO metadata calls (open, close, "
+            "sync, set_view): waiting for a late rank inside MPI_File_close or a collective file call shows up "
+            "there; waiting in MPI_Barrier or in compute is not recorded by Darshan.")
 
 
 def _aggregator_bottleneck(ctx) -> list:
@@ -229,49 +329,75 @@ def _aggregator_bottleneck(ctx) -> list:
 
 # --- STRAGGLER ------------------------------------------------------------------------------------
 def check_straggler(ctx) -> list:
+    """Ranks whose I/O ends long after the median rank's: the rank(s) everyone waits for.
+
+    Late by `max(straggler_min_delay, straggler_min_delay_share × I/O window)` (and a `min_runtime_share` of
+    the run), at most a quarter of the ranks, and either still busy with I/O for most of the delay (slow) or
+    doing most of their own bytes after the median rank finished (late: started late). A rank that only
+    writes one record at the end is neither.
+    """
     th = ctx.th
     seg = ctx.seg_app
     if seg.is_empty():
         return []
-    per = seg.group_by("rank").agg(pl.col("start").min().alias("first"), pl.col("end").max().alias("last"))
+    per = seg.group_by("rank").agg(pl.col("start").min().alias("first"), pl.col("end").max().alias("last"),
+                                   pl.col("length").sum().alias("bytes"))
     if per.height < 4:
         return []
     t0, t1 = float(per["first"].min()), float(per["last"].max())
     window = t1 - t0
     median_end = float(per["last"].median())
+    median_first = float(per["first"].median())
     need = max(th.straggler_min_delay, th.straggler_min_delay_share * window,
                min(th.min_runtime_share * ctx.run_time, th.min_stake_seconds) if ctx.run_time > 0 else 0.0)
     late = per.filter(pl.col("last") - median_end >= need)
     if late.is_empty() or late.height > 0.25 * per.height:
         return []
-    # a straggler is still doing I/O after the others finished, not just writing one record at the end
-    busy = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
-            .group_by("rank").agg((pl.col("end") - pl.max_horizontal(pl.col("start"), pl.lit(median_end))).sum()
-                                  .alias("busy")))
-    late = late.join(busy, on="rank", how="left").with_columns(pl.col("busy").fill_null(0.0))
-    late = late.filter((pl.col("busy") >= th.straggler_min_delay) &
-                       (pl.col("busy") >= 0.5 * (pl.col("last") - median_end)))
+    after = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
+             .group_by("rank").agg((pl.col("end") - pl.max_horizontal(pl.col("start"), pl.lit(median_end))).sum()
+                                   .alias("busy"), pl.col("length").sum().alias("bytes_after")))
+    late = (late.join(after, on="rank", how="left").with_columns(pl.col("busy", "bytes_after").fill_null(0))
+            .with_columns((pl.col("last") - median_end).alias("delay")))
+    slow = (pl.col("busy") >= th.straggler_min_delay) & (pl.col("busy") >= 0.5 * pl.col("delay"))
+    started_late = (pl.col("bytes") > 0) & (pl.col("bytes_after") >= 0.5 * pl.col("bytes"))
+    late = late.filter(slow | started_late).with_columns(slow.alias("slow")).sort("delay", descending=True)
     if late.is_empty():
         return []
-    late = late.with_columns((pl.col("last") - median_end).alias("delay")).sort("delay", descending=True)
     ranks = late["rank"].head(MAX_RANKS).to_list()
     worst = float(late["delay"][0])
+    waiting = per.height - late.height
     partial = any(ctx.trace_truncated(m) for m in ("DXT_POSIX", "DXT_MPIIO"))
     files = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
              .group_by("file_id").agg(pl.col("length").sum()).sort("length", descending=True)["file_id"].to_list())
+    first_late = float(late["first"].min())
     metrics = {"stragglers": late.height, "ranks_with_io": per.height, "max_delay_s": worst,
-               "median_end_s": median_end, "io_window_s": window, "max_delay_share": worst / window if window else 0}
+               "median_end_s": median_end, "io_window_s": window, "max_delay_share": worst / window if window else 0,
+               "straggler_start_delay_s": first_late - median_first,
+               "straggler_busy_s": float(late["busy"].max()), "idle_rank_time_s": worst * waiting}
     title = f"{fmt_ranks(ranks)} finish{'es' if len(ranks) == 1 else ''} I/O up to {fmt_time(worst)} after the others"
     summary = (f"Half of the {per.height} ranks with I/O are done by {median_end:.2f} s, but {fmt_ranks(ranks)} "
                f"keep{'s' if len(ranks) == 1 else ''} doing I/O until {float(late['last'].max()):.2f} s "
                f"({fmt_pct(worst / window)} of the I/O window later).")
+    if bool(late["slow"].all()):
+        summary += (" It is" if late.height == 1 else " They are") + \
+            " busy with I/O for most of that time: slow, not just late."
+    else:
+        one = late.height == 1
+        summary += (f" {'Its' if one else 'Their'} own I/O is short ({fmt_time(float(late['busy'].max()))} after the "
+                    f"others finished): {'it starts' if one else 'they start'} it "
+                    f"{fmt_time(max(first_late - median_first, 0.0))} after the median rank — late, not slow "
+                    "(compute, a sleep or a wait before the I/O).")
+    summary += (f" The other {waiting} ranks wait about {fmt_time(worst)} each ({fmt_time(worst * waiting)} of "
+                "rank time).")
+    summary += _meanwhile(ctx, metrics)
     if partial:
         summary += " The trace is truncated: ranks whose trace stopped early are not judged."
     recs = [rec.Recommendation(
-        "Find out why these ranks are slow",
+        "Find out why these ranks are slow" if bool(late["slow"].all()) else "Find out why these ranks start late",
         "Check whether the late ranks have more data (see RANK_IMBALANCE), share a node or OST with other "
-        "heavy I/O (node placement, OST_IMBALANCE), or issue smaller requests than the rest. Collective I/O "
-        "evens out the file-system load across ranks.", "", "text")]
+        "heavy I/O (node placement, OST_IMBALANCE), issue smaller requests than the rest, or do more work "
+        "before their I/O. Collective I/O evens out the file-system load across ranks; overlapping the "
+        "late rank's work with the others' I/O hides the wait.", "", "text")]
     return [Insight("STRAGGLER", "warning", title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(files), time_window=(median_end, float(late["last"].max())),
                              metrics=metrics),

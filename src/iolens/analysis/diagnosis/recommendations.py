@@ -19,7 +19,8 @@ GiB = 1 << 30
 def mpi_hints_c(hints: dict, title: str, detail: str) -> Recommendation:
     lines = ["MPI_Info info;", "MPI_Info_create(&info);"]
     lines += [f'MPI_Info_set(info, "{k}", "{v}");' for k, v in hints.items()]
-    lines += ["MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);",
+    mode = "MPI_MODE_RDONLY" if any("read" in k for k in hints) else "MPI_MODE_CREATE | MPI_MODE_WRONLY"
+    lines += [f"MPI_File_open(comm, path, {mode}, info, &fh);",
               "MPI_Info_free(&info);"]
     return Recommendation(title, detail, "\n".join(lines), "c")
 
@@ -84,10 +85,12 @@ def more_aggregators(nodes: int | None, stripe_count: int | None, ranks: int) ->
 def disable_data_sieving(op: str = "write") -> Recommendation:
     key = "romio_ds_write" if op == "write" else "romio_ds_read"
     return mpi_hints_c({key: "disable"}, f"Turn off data sieving for {op}s ({key}=disable)",
-                       "With data sieving ROMIO reads the whole extent around a noncontiguous independent "
-                       "write, patches it and writes it back, holding a lock. Disabling it issues one request "
-                       "per piece instead: better when the pieces are large; when they are small, prefer "
-                       "collective writes.")
+                       ("With data sieving ROMIO reads the whole extent around a noncontiguous independent "
+                        "write, patches it and writes it back, holding a lock." if op == "write" else
+                        "With data sieving ROMIO reads the whole extent around noncontiguous independent reads, "
+                        "holes included, and keeps the pieces asked for.")
+                       + " Disabling it issues one request per piece instead: better when the pieces are large; "
+                       f"when they are small, prefer collective {op}s.")
 
 
 # --- HDF5 ----------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import polars as pl
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
 from .insight import Evidence, Insight
+from .costmodel import project
 from .requests import counter_stake
 from .units import fmt_bytes, fmt_pct, fmt_time
 
@@ -26,8 +27,9 @@ def _dxt_coverage(seg: pl.DataFrame) -> pl.DataFrame:
     if span * nfiles < (1 << 62):
         # one pass over all files: shift each file into its own range so a running max never crosses files
         shift = codes.astype(np.int64) * span
-        order = np.lexsort((a, codes))
-        a2, b2, c2 = a[order] + shift[order], b[order] + shift[order], codes[order]
+        a2 = a + shift
+        order = np.argsort(a2)  # one int64 key (file, offset): several times faster than a two-key sort
+        a2, b2, c2 = a2[order], (b + shift)[order], codes[order]
         prev = np.maximum.accumulate(b2)
         starts = np.ones(len(a2), dtype=bool)
         starts[1:] = a2[1:] > prev[:-1]
@@ -133,11 +135,13 @@ def check(ctx) -> list:
                 "If the same data is read repeatedly by the same rank (e.g. every epoch or time step), cache it "
                 "in memory or on node-local storage after the first read.", "", "text")]
         metrics["busiest_rank_redundant_time_s"] = stake
-        severity = "warning"
-        if (source == "dxt" or p is not None) and not ctx.matters(stake):
-            severity = "info"
+        severity, strong = "warning", False
+        if source == "dxt" or p is not None:
+            severity, strong = ctx.judge(stake, excess / moved)
+        if severity == "info":
             summary += f" The repeated traffic costs the busiest rank about {fmt_time(stake)}: not worth fixing for this run."
+        summary += " " + project(ctx, metrics, stake, nbytes=excess)
         out.append(Insight(code, severity, title, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
-                           recs, source=source, partial=partial, score=ratio))
+                           recs, source=source, partial=partial, score=ratio, demotable=not strong))
     return out

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..access import classify_segments
 from . import recommendations as rec
 from .context import MAX_RANKS, SIZE_BINS, clip
+from .costmodel import project
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
 
@@ -36,11 +38,6 @@ def dxt_stake(seg: pl.DataFrame) -> float:
     if seg.is_empty():
         return 0.0
     return float(seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"))["t"].max() or 0.0)
-
-
-def stake_ok(ctx, seconds: float) -> bool:
-    """Does a problem costing the busiest rank `seconds` matter for this run?"""
-    return ctx.matters(seconds)
 
 
 def _posix_file_table(ctx, bins_small, bins_below_large):
@@ -116,9 +113,10 @@ def check_small(ctx) -> list:
                     lo, hi = part.select(pl.col("length").min().alias("lo"), pl.col("length").max().alias("hi")).row(0)
                     size_range[op] = (lo, hi)
                     metrics[f"smallest_{op}_bytes"], metrics[f"largest_small_{op}_bytes"] = lo, hi
-            pattern = access_pattern(small)
+            pattern = access_pattern(ctx.posix_patterns.filter(
+                pl.col("op").is_in(flagged) & pl.col("file_id").is_in(small["file_id"].unique().implode())))
             if pattern:
-                metrics.update({k: v for k, v in pattern.items() if v is not None})
+                metrics.update({k: v for k, v in pattern.items() if v is not None and k != "pattern"})
             if source == "counters":
                 source = "dxt" if time_share is not None else source
     elif table["shared"].any() if "shared" in table.columns else False:
@@ -150,27 +148,27 @@ def check_small(ctx) -> list:
     if time_share is not None:
         summary += f"; they take {fmt_pct(time_share)} of the traced POSIX I/O time"
     summary += "."
-    if pattern and pattern.get("strided_share", 0) >= 0.5:
-        stride = pattern.get("dominant_stride_bytes")
-        summary += (" Each rank's requests go forward through the file with gaps"
-                    + (f" (stride {fmt_bytes(stride)})" if stride else "")
-                    + ": a strided, rank-interleaved pattern, not random access — the kind collective "
-                    "buffering turns into large contiguous requests.")
-    elif pattern and pattern.get("consecutive_share", 0) >= 0.5:
-        summary += " Each rank's requests are consecutive: buffering them into larger requests is straightforward."
+    if pattern:
+        summary += " " + PATTERN_SENTENCES[pattern["pattern"]].format(
+            stride=f" (stride {fmt_bytes(pattern['dominant_stride_bytes'])})" if pattern.get("dominant_stride_bytes") else "")
     if partial:
         summary += " The trace is truncated: the time share, ranks and sizes are from the traced part only."
+    metrics["small_requests"] = sum(totals[f"small_{op}s"] for op in flagged)
+    share = max(metrics.get(f"small_{op}_share", 0.0) for op in flagged)
+    severity, strong = ctx.judge(stake, share)
     # critical: small requests are most of the I/O time and cost the busiest rank >= 10% of the run
-    critical = time_share is not None and time_share >= 0.5 and ctx.run_time > 0 and stake >= 0.1 * ctx.run_time
-    severity = "critical" if critical else "warning"
-    if not stake_ok(ctx, stake):
-        severity = "info"
+    if time_share is not None and time_share >= 0.5 and ctx.run_time > 0 and stake >= 0.1 * ctx.run_time \
+            and ctx.matters(stake):
+        severity = "critical"
+    if severity == "info":
         summary += (f" They cost the busiest rank only {fmt_time(stake)} ({fmt_pct(stake / ctx.run_time)} of the run), "
-                    "so this is not worth fixing for this run.")
+                    "so this is not worth fixing for this run." if ctx.run_time > 0 else "")
+    summary += " " + project(ctx, metrics, stake, requests=metrics["small_requests"])
     return [Insight("SMALL_IO", severity, title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(file_ids), time_window=window, metrics=metrics),
                     _small_recs(ctx, file_ids, flagged), source=source, partial=partial,
-                    score=(time_share or 0.0) + sum(metrics.get(f"small_{op}_share", 0) for op in flagged))]
+                    score=(time_share or 0.0) + sum(metrics.get(f"small_{op}_share", 0) for op in flagged),
+                    demotable=not strong)]
 
 
 def _small_recs(ctx, file_ids, ops) -> list:
@@ -208,31 +206,34 @@ def _small_recs(ctx, file_ids, ops) -> list:
     return recs
 
 
-def access_pattern(seg: pl.DataFrame):
-    """Shares of consecutive / strided (forward with a gap) / backward requests per rank and file, in time order."""
-    if seg.is_empty():
+PATTERN_SENTENCES = {
+    "consecutive": "Each rank's requests are consecutive: buffering them into larger requests is straightforward.",
+    "sequential": "Each rank's requests go forward through the file with irregular gaps (sequential, not random).",
+    "strided": "Each rank's requests go forward through the file with a regular gap{stride}: a strided pattern, "
+               "not random access.",
+    "rank-interleaved": "Each rank's requests go forward through the file with gaps{stride} that the other ranks "
+                        "fill: a strided, rank-interleaved pattern, not random access — the kind collective "
+                        "buffering turns into large contiguous requests.",
+    "random": "The requests jump backwards and forwards with no dominant stride: random access, which defeats "
+              "read-ahead and write-behind (see RANDOM_ACCESS).",
+}
+
+
+def access_pattern(per: pl.DataFrame):
+    """The access pattern of a set of files (rows of `Context.posix_patterns`): the pattern of the file with
+    the most requests, and the shares of consecutive / forward-gap (strided) / backward transitions over all."""
+    if per.is_empty():
         return None
-    keys = ["file_id", "rank", "op"]
-    s = seg.select(*keys, "offset", "length", "start").filter(pl.col("offset") >= 0).sort([*keys, "start"])
-    same = pl.all_horizontal([pl.col(k) == pl.col(k).shift(1) for k in keys])
-    s = (s.with_columns(pl.when(same).then(pl.col("offset").shift(1)).alias("prev_off"),
-                        pl.when(same).then((pl.col("offset") + pl.col("length")).shift(1)).alias("prev_end"))
-         .filter(pl.col("prev_end").is_not_null()))
-    if s.is_empty():
+    w = pl.col("requests")
+    total = float(per["requests"].sum() or 0)
+    if total <= 0:
         return None
-    n = s.height
-    r = s.select((pl.col("offset") == pl.col("prev_end")).sum().alias("consec"),
-                 (pl.col("offset") > pl.col("prev_end")).sum().alias("strided"),
-                 (pl.col("offset") < pl.col("prev_end")).sum().alias("back")).row(0, named=True)
-    strides = s.filter(pl.col("offset") > pl.col("prev_end")).select((pl.col("offset") - pl.col("prev_off"))
-                                                                     .alias("stride"))
-    dominant = None
-    if strides.height:
-        vc = strides["stride"].value_counts(sort=True)
-        if vc.height and vc["count"][0] >= 0.5 * strides.height:
-            dominant = int(vc["stride"][0])
-    return {"consecutive_share": r["consec"] / n, "strided_share": r["strided"] / n,
-            "backward_share": r["back"] / n, "dominant_stride_bytes": dominant}
+    shares = per.select(*[(pl.col(c) * w).sum() / total for c in ("consecutive_share", "forward_gap_share",
+                                                                     "backward_share")]).row(0)
+    top = per.sort("requests", descending=True).row(0, named=True)
+    stride = top["dominant_stride_bytes"] if top["pattern"] in ("strided", "rank-interleaved") else None
+    return {"pattern": top["pattern"], "consecutive_share": shares[0], "strided_share": shares[1],
+            "backward_share": shares[2], "dominant_stride_bytes": stride}
 
 
 # --- MISALIGNED_IO -------------------------------------------------------------------------------
@@ -296,12 +297,14 @@ def check_misaligned(ctx) -> list:
         est = ((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")) * clip("POSIX_FILE_NOT_ALIGNED")
                / pl.max_horizontal(clip("POSIX_READS") + clip("POSIX_WRITES"), pl.lit(1)))
         stake = counter_stake(ctx, df, est) * (count / max(int(per["not_aligned"].sum() or 0), 1))
-    if not total or count < th.misaligned_min_ops or count / total < th.misaligned_min_share:
+    # a count or a volume: 128 misaligned 4 MiB writes matter as much as thousands of small ones
+    enough = count >= th.misaligned_min_ops or metrics.get("misaligned_bytes", 0) >= th.misaligned_min_bytes
+    if not total or not count or not enough or count / total < th.misaligned_min_share:
         return []
     per_file = per_file.filter(pl.col("n") > 0)
     unit = int(per_file["align"][0])
     metrics["busiest_rank_misaligned_time_s"] = stake
-    severity = "warning" if stake_ok(ctx, stake) else "info"
+    severity, strong = ctx.judge(stake, count / total)
     metrics.update({"misaligned_requests": count, "requests": total, "misaligned_share": count / total,
                     "alignment_bytes": unit})
     file_ids = per_file["file_id"].to_list()
@@ -328,9 +331,11 @@ def check_misaligned(ctx) -> list:
         "c"))
     if severity == "info":
         summary += f" They cost the busiest rank at most {fmt_time(stake)}: not worth fixing for this run."
+    # each misaligned request touches one stripe more, shared with the neighbouring request: a lock conflict
+    summary += " " + project(ctx, metrics, stake, lock_conflicts=count)
     return [Insight("MISALIGNED_IO", severity, title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(file_ids), time_window=window, metrics=metrics),
-                    recs, source=source, partial=partial, score=count / total)]
+                    recs, source=source, partial=partial, score=count / total, demotable=not strong)]
 
 
 # --- RANDOM_ACCESS ---------------------------------------------------------------------------------
@@ -343,12 +348,16 @@ def check_random(ctx) -> list:
     for op, OP, OPS_, _ in OPS:
         metrics, ranks, window, source, partial = {}, [], None, "counters", False
         if ctx.trace_complete("DXT_POSIX", op):
-            s = (seg.filter((pl.col("op") == op) & (pl.col("offset") >= 0)).sort(["file_id", "rank", "start"])
-                 .with_columns((pl.col("offset") + pl.col("length")).shift(1).over(["file_id", "rank"])
-                               .alias("prev_end")))
+            s = seg.filter((pl.col("op") == op) & (pl.col("offset") >= 0))
             total = s.height
-            back = s.filter(pl.col("prev_end").is_not_null() & (pl.col("offset") < pl.col("prev_end")))
-            small_back = back.filter(pl.col("length") < large)
+            # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
+            # the backward ones are
+            random_files = ctx.posix_patterns.filter((pl.col("op") == op) & (pl.col("pattern") == "random"))["file_id"]
+            on_random = pl.col("file_id").is_in(random_files.implode())
+            back = ctx.posix_transitions.filter((pl.col("op") == op) & (pl.col("offset") < pl.col("prev_end")))
+            cols = ["file_id", "rank", "start", "end", "length"]
+            small_back = pl.concat([s.filter(on_random & (pl.col("length") < large)).select(cols),
+                                    back.filter(~on_random & (pl.col("length") < large)).select(cols)])
             n_random = back.height
             n_small_random = small_back.height
             source = "dxt"
@@ -378,15 +387,21 @@ def check_random(ctx) -> list:
         metrics.update({f"random_{op}s": n_small_random, f"{op}s": total, "random_share": n_small_random / total,
                         "nonsequential_requests": n_random})
         title = (f"Random {op}s: {fmt_count(n_small_random)} of {fmt_count(total)} POSIX {op}s "
-                 f"({fmt_pct(n_small_random / total)}) go backwards in the file")
-        summary = (f"{fmt_pct(n_small_random / total)} of the POSIX {op}s start before the end of the same rank's "
-                   f"previous {op} on that file (Darshan's definition of non-sequential)"
-                   + (f" and are smaller than {fmt_bytes(large)}" if source == "dxt" else "")
-                   + ". Small random requests defeat read-ahead and write-behind and cost a seek or lock each.")
+                 f"({fmt_pct(n_small_random / total)}) are at random offsets")
+        if source == "dxt":
+            summary = (f"{fmt_pct(n_small_random / total)} of the POSIX {op}s are smaller than {fmt_bytes(large)} "
+                       f"and random: on files with no dominant stride where the ranks jump back and forth "
+                       f"({fmt_pct(n_random / total)} of the {op}s start before the end of the same rank's previous "
+                       f"{op}, Darshan's non-sequential).")
+        else:
+            summary = (f"{fmt_pct(n_small_random / total)} of the POSIX {op}s start before the end of the same rank's "
+                       f"previous {op} on that file (Darshan's definition of non-sequential).")
+        summary += " Small random requests defeat read-ahead and write-behind and cost a seek or lock each."
         metrics["busiest_rank_random_time_s"] = stake
-        severity = "warning" if stake_ok(ctx, stake) else "info"
+        severity, strong = ctx.judge(stake, n_small_random / total)
         if severity == "info":
             summary += f" They cost the busiest rank at most {fmt_time(stake)}: not worth fixing for this run."
+        summary += " " + project(ctx, metrics, stake, requests=n_small_random)
         recs = [rec.aggregate_requests(op)]
         if op == "read":
             recs.insert(0, rec.Recommendation(
@@ -401,5 +416,6 @@ def check_random(ctx) -> list:
                     "H5Pset_chunk_cache(dapl, 12421, 64 * 1024 * 1024, 1.0);   /* slots, bytes, w0 */", "c"))
         out.append(Insight("RANDOM_ACCESS", severity, title, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(files), time_window=window, metrics=metrics),
-                           recs, source=source, partial=partial, score=n_small_random / total))
+                           recs, source=source, partial=partial, score=n_small_random / total,
+                           demotable=not strong))
     return out

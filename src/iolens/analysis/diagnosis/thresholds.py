@@ -32,24 +32,34 @@ DEFINITIONS = (
     Threshold("misaligned_min_share", 0.10, "share",
               "MISALIGNED_IO: requests at least one alignment unit long that start off a block/stripe boundary "
               "are at least this share of the POSIX requests ..."),
-    Threshold("misaligned_min_ops", 1000, "count", "... and at least this many."),
+    Threshold("misaligned_min_ops", 1000, "count", "... and at least this many (or `misaligned_min_bytes`)."),
+    Threshold("misaligned_min_bytes", 64 * MiB, "bytes",
+              "... or they move at least this many bytes (128 misaligned 4 MiB writes are a problem)."),
     Threshold("random_min_share", 0.20, "share",
               "RANDOM_ACCESS: requests that go backwards in the file (per rank) are at least this share ..."),
     Threshold("random_min_ops", 1000, "count", "... and at least this many."),
     # ranks
     Threshold("imbalance_ratio", 2.0, "ratio",
               "RANK_IMBALANCE: the busiest rank's I/O time (or bytes) is at least this multiple of the mean."),
+    Threshold("imbalance_min_bytes", 16 * MiB, "bytes",
+              "RANK_IMBALANCE by bytes: the busiest rank moves at least this many bytes more than the mean rank "
+              "(by operations: at least `small_min_ops` more operations)."),
     Threshold("single_aggregator_min_ranks", 256, "count",
               "RANK_IMBALANCE from counters only: one rank doing nearly all file-system I/O of a collectively "
               "written file is flagged when the file was opened by at least this many ranks (the node count "
               "is unknown without DXT; with DXT, fewer aggregators than nodes is flagged)."),
-    Threshold("straggler_min_delay", 1.0, "seconds",
-              "STRAGGLER: a rank's I/O ends at least this long after the median rank's ..."),
-    Threshold("straggler_min_delay_share", 0.25, "share", "... and at least this share of the I/O window."),
+    Threshold("straggler_min_delay", 0.05, "seconds",
+              "STRAGGLER: a rank's I/O ends at least this long after the median rank's (only against timer "
+              "jitter: the share below decides) ..."),
+    Threshold("straggler_min_delay_share", 0.33, "share", "... and at least this share of the I/O window."),
     Threshold("serialized_min_share", 0.5, "share",
               "SERIALIZED_IO: one rank is the only rank doing I/O for at least this share of the I/O window."),
     Threshold("serialized_gap", 0.01, "seconds",
               "Gaps shorter than this between one rank's operations count as busy (SERIALIZED_IO)."),
+    Threshold("strong_share", 0.5, "share",
+              "A pattern covering at least this share (of the requests, bytes, or the busiest rank's I/O time) "
+              "is structural: at least a warning on any run, however cheap it is on the machine that made the "
+              "log (see the cost model)."),
     Threshold("min_runtime_share", 0.05, "share",
               "Imbalance, stragglers, serialization and metadata only matter when the time at stake is at least "
               "this share of the run time."),
@@ -103,7 +113,20 @@ DEFINITIONS = (
     Threshold("stdio_min_share", 0.10, "share",
               "STDIO_HEAVY: stdio carries at least this share of the bytes or of the I/O time ..."),
     Threshold("stdio_min_bytes", 16 * MiB, "bytes", "... and at least this many bytes (or 1 s of I/O time)."),
+    # the file-system cost model (costmodel.py); `--fs-profile FILE` sets these too
+    Threshold("fs_request_latency", 0.5e-3, "seconds",
+              "Cost model: service time of one request at a storage server (RPC + seek) when requests "
+              "are small or random."),
+    Threshold("fs_lock_latency", 2e-3, "seconds",
+              "Cost model: one extent-lock conflict (a request sharing a stripe with another rank's request)."),
+    Threshold("fs_ost_bandwidth", 1 * GiB, "bytes", "Cost model: bytes per second one storage server (OST) "
+                                                    "streams."),
+    Threshold("fs_osts", 8, "count", "Cost model: storage servers (OSTs) a shared file is spread over."),
+    Threshold("fs_scale_ranks", 1024, "count",
+              "Cost model: the rank count the projection is made for (weak scaling: every rank does what "
+              "the average rank of this run did)."),
 )
+FS_PREFIX = "fs_"
 BY_NAME = {t.name: t for t in DEFINITIONS}
 DEFAULTS = {t.name: t.default for t in DEFINITIONS}
 
@@ -192,6 +215,37 @@ def load_config(path: str) -> dict:
         key = name.strip().lower().replace("-", "_")
         if key not in BY_NAME:
             raise ValueError(f"{path}: unknown threshold {name!r}")
+        out[key] = parse_value(BY_NAME[key], value)
+    return out
+
+
+def load_fs_profile(path: str) -> dict:
+    """Cost-model overrides from a TOML or JSON file: keys with or without the `fs_` prefix (`osts = 16`,
+    `request_latency = "1ms"`), at the top level or in an `[fs]` table; `name` labels the profile."""
+    import json
+
+    with open(path, "rb") as fh:
+        text = fh.read().decode("utf-8")
+    if path.lower().endswith(".json") or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON: {exc}") from None
+    else:
+        data = _load_toml(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a table of cost-model values")
+    table = data.get("fs", data)
+    out = {}
+    for name, value in table.items():
+        key = name.strip().lower().replace("-", "_")
+        if key == "name" or isinstance(value, dict):
+            continue
+        if not key.startswith(FS_PREFIX):
+            key = FS_PREFIX + key
+        if key not in BY_NAME:
+            known = ", ".join(t.name[len(FS_PREFIX):] for t in DEFINITIONS if t.name.startswith(FS_PREFIX))
+            raise ValueError(f"{path}: unknown cost-model value {name!r} (known: {known})")
         out[key] = parse_value(BY_NAME[key], value)
     return out
 
