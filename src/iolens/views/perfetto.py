@@ -7,8 +7,9 @@ Slices on one track must nest, so operations of one rank and layer that overlap 
 asynchronous I/O) are spread over extra tracks (`POSIX #2`, ...), as few as the overlap needs.
 
 The protobuf is written column-wise with numpy (`protobuf.py`) rather than through the `perfetto` package's
-TraceProtoBuilder, which builds one Python message per packet (about 20 µs each: over a minute for 1.6 M
-operations); the tests read the file back with that package's schema.
+TraceProtoBuilder, which builds one Python message per packet (≈5 µs per operation: ≈8 s for 1.6 M, past
+the 5 s budget, and it would make `perfetto` and `protobuf` runtime dependencies); the tests read the file
+back with that package's schema.
 """
 from __future__ import annotations
 
@@ -59,24 +60,29 @@ def trace_ops(log, filters: Filters = Filters()) -> TraceOps:
                         {}, log.job)
     osts = (pl.col("osts").cast(pl.List(pl.String)).list.join(" ") if "osts" in seg.columns
             else pl.lit(None, dtype=pl.String))
+    # sorted on the module's enum code (MPI-IO is code 1, POSIX 0: the track order is set apart)
     ops = (seg.lazy().select(
-        "rank", pl.col("module").cast(pl.String), pl.col("op").cast(pl.String), "file_id", "offset", "length",
+        "rank", "module", "op", "file_id", "offset", "length",
         (pl.col("start") * 1e9).round().cast(pl.Int64).alias("start_ns"),
-        (pl.col("end") * 1e9).round().cast(pl.Int64).alias("end_ns"), osts.alias("osts"),
-        pl.col("hostname").cast(pl.String))
+        (pl.col("end") * 1e9).round().cast(pl.Int64).alias("end_ns"), osts.alias("osts"))
         .with_columns(pl.max_horizontal("start_ns", "end_ns").alias("end_ns"))
         .sort("rank", "module", "start_ns", "end_ns").collect())
     ops = ops.with_columns(pl.Series("lane", assign_lanes(ops)))
-    ranks = ops.group_by("rank").agg(pl.col("hostname").first()).sort("rank")
-    ranks = ranks.with_columns(pl.int_range(1, ranks.height + 1, dtype=pl.Int64).alias("uuid"))
-    order = pl.col("module").replace_strict(list(LAYERS), list(range(len(LAYERS))), return_dtype=pl.Int64)
+    hosts = log.dxt_records.group_by("rank").agg(pl.col("hostname").first())
+    ranks = (ops.select(pl.col("rank").unique().sort()).join(hosts, on="rank", how="left")
+             .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("uuid")))
+    order = pl.col("module").cast(pl.String).replace_strict(list(LAYERS), list(range(len(LAYERS))),
+                                                            return_dtype=pl.Int64)
     tracks = (ops.select("rank", "module", "lane").unique().sort("rank", order, "lane")
               .with_columns(pl.int_range(ranks.height + 1, ranks.height + 1 + pl.len(), dtype=pl.Int64).alias("track"),
-                            (pl.col("module").replace_strict(LAYERS) + pl.when(pl.col("lane") > 0)
-                             .then(pl.format(" #{}", pl.col("lane") + 1)).otherwise(pl.lit(""))).alias("name")))
+                            (pl.col("module").cast(pl.String).replace_strict(LAYERS)
+                             + pl.when(pl.col("lane") > 0).then(pl.format(" #{}", pl.col("lane") + 1))
+                             .otherwise(pl.lit(""))).alias("name")))
     ops = ops.join(tracks.select("rank", "module", "lane", "track"), on=["rank", "module", "lane"], how="left")
-    return TraceOps(ops.select("track", "op", "file_id", "offset", "length", "start_ns", "end_ns", "osts"),
-                    tracks.select("track", "rank", "module", "lane", "name"), ranks, log.file_names(), log.job)
+    return TraceOps(ops.select("track", pl.col("op").cast(pl.String), "file_id", "offset", "length", "start_ns",
+                               "end_ns", "osts"),
+                    tracks.select("track", "rank", pl.col("module").cast(pl.String), "lane", "name"),
+                    ranks.select("rank", "hostname", "uuid"), log.file_names(), log.job)
 
 
 def assign_lanes(ops: pl.DataFrame) -> np.ndarray:
