@@ -36,22 +36,30 @@ def find_conflicts(segments: pl.DataFrame, skew: float = CROSS_HOST_SKEW) -> pl.
     or no bytes are skipped.
     """
     ops = _operations(segments)
+    hosts = _rank_hosts(segments)
     parts = []
     for block in _shared_files(ops):
-        parts.extend(_file_pairs(block, skew))
+        parts.extend(_file_pairs(block, skew, hosts))
     if not parts:
         return pl.DataFrame(schema=PAIR_SCHEMA)
     return pl.concat(parts).sort("file_id", "offset", "first")
 
 
 def _operations(segments: pl.DataFrame) -> pl.DataFrame:
-    host = pl.col("hostname").cast(pl.String) if "hostname" in segments.columns else pl.lit("")
     return (segments.lazy().with_row_index("row")
             .filter((pl.col("offset") >= 0) & (pl.col("length") > 0))
-            .select(pl.col("row").cast(pl.Int64), "file_id", "rank", (pl.col("op").cast(pl.String) == "write")
-                    .alias("is_write"), "offset", (pl.col("offset") + pl.col("length")).alias("end_offset"),
-                    "start", "end", host.alias("host"))
+            .select(pl.col("row").cast(pl.Int64), "file_id", "rank", (pl.col("op") == "write").alias("is_write"),
+                    "offset", (pl.col("offset") + pl.col("length")).alias("end_offset"), "start", "end")
             .collect())
+
+
+def _rank_hosts(segments: pl.DataFrame):
+    """(ranks, host code of each): a rank runs on one host, so hosts are looked up per rank, for pairs only."""
+    if "hostname" not in segments.columns or segments.is_empty():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    hosts = (segments.lazy().group_by("rank").agg(pl.col("hostname").first().cast(pl.String))
+             .with_columns(pl.col("hostname").rank("dense").cast(pl.Int64)).sort("rank").collect())
+    return hosts["rank"].to_numpy(), hosts["hostname"].to_numpy()
 
 
 def _shared_files(ops: pl.DataFrame):
@@ -63,13 +71,11 @@ def _shared_files(ops: pl.DataFrame):
     if shared.is_empty():
         return
     ops = ops.filter(pl.col("file_id").is_in(shared.implode())).sort("file_id", "offset")
-    hosts = ops["host"].cast(pl.Categorical).to_physical().to_numpy()
-    ops = ops.with_columns(pl.Series("host", hosts))
     for (file_id,), block in ops.group_by(["file_id"], maintain_order=True):
         yield file_id, block
 
 
-def _file_pairs(item, skew: float) -> list:
+def _file_pairs(item, skew: float, hosts) -> list:
     file_id, block = item
     w = block.filter(pl.col("is_write"))
     r = block.filter(~pl.col("is_write"))
@@ -89,12 +95,12 @@ def _file_pairs(item, skew: float) -> list:
         for i, j in expand_runs(lo, hi):
             keep = cols_l["rank"][i] != cols_r["rank"][j]
             if keep.any():
-                out.append(_classify(file_id, cols_l, cols_r, i[keep], j[keep], skew))
+                out.append(_classify(file_id, cols_l, cols_r, i[keep], j[keep], skew, hosts))
     return out
 
 
 def _columns(df: pl.DataFrame) -> dict:
-    return {c: df[c].to_numpy() for c in ("row", "rank", "is_write", "offset", "end_offset", "start", "end", "host")}
+    return {c: df[c].to_numpy() for c in ("row", "rank", "is_write", "offset", "end_offset", "start", "end")}
 
 
 def expand_runs(lo: np.ndarray, hi: np.ndarray, chunk: int = CHUNK_PAIRS):
@@ -116,7 +122,14 @@ def expand_runs(lo: np.ndarray, hi: np.ndarray, chunk: int = CHUNK_PAIRS):
         first = last
 
 
-def _classify(file_id, L: dict, R: dict, i, j, skew: float) -> pl.DataFrame:
+def _host_of(hosts, ranks: np.ndarray) -> np.ndarray:
+    known, codes = hosts
+    if not len(known):
+        return np.zeros(len(ranks), dtype=np.int64)
+    return codes[np.clip(np.searchsorted(known, ranks), 0, len(known) - 1)]
+
+
+def _classify(file_id, L: dict, R: dict, i, j, skew: float, hosts) -> pl.DataFrame:
     ls, rs = L["start"][i], R["start"][j]
     le, re = L["end"][i], R["end"][j]
     l_first = (ls < rs) | ((ls == rs) & (le <= re))
@@ -124,7 +137,7 @@ def _classify(file_id, L: dict, R: dict, i, j, skew: float) -> pl.DataFrame:
     other = lambda key: np.where(l_first, R[key][j], L[key][i])  # noqa: E731
     w1, w2 = pick("is_write"), other("is_write")
     kind = np.where(w1 & w2, WAW, np.where(w1, RAW, WAR)).astype(np.uint8)
-    tol = np.where(L["host"][i] == R["host"][j], 0.0, skew)
+    tol = np.where(_host_of(hosts, L["rank"][i]) == _host_of(hosts, R["rank"][j]), 0.0, skew)
     concurrent = other("start") < pick("end") + tol
     return pl.DataFrame({
         "file_id": pl.Series(np.full(len(i), file_id, dtype=np.uint64)),
@@ -152,9 +165,12 @@ def conflict_ranges(pairs: pl.DataFrame) -> pl.DataFrame:
     ranges = (pairs.sort(*group, "offset")
               .with_columns(pl.col("end_offset").cum_max().shift(1).over(group).alias("_reach"))
               .with_columns((pl.col("_reach").is_null() | (pl.col("offset") > pl.col("_reach")))
-                            .cum_sum().over(group).alias("_range")))
+                            .cum_sum().alias("_range")))  # a new range per group, or past the reach so far
+    # ranks per range through a long (range, rank) table: far faster than a list per group
+    ranks = (pl.concat([ranges.select("_range", pl.col(c).alias("rank")) for c in ("first_rank", "second_rank")])
+             .unique().sort("_range", "rank").group_by("_range", maintain_order=True).agg("rank"))
     return (ranges.group_by(*group, "_range", maintain_order=True)
             .agg(pl.col("offset").min(), pl.col("end_offset").max(), pl.len().alias("pairs"),
-                 pl.concat_list("first_rank", "second_rank").explode().unique().sort().alias("ranks"),
                  pl.col("start").min(), pl.col("end").max(), pl.col("first").first(), pl.col("second").first())
-            .drop("_range").cast({"pairs": pl.UInt32}).select(list(RANGE_SCHEMA)))
+            .join(ranks, on="_range", how="left", maintain_order="left")
+            .rename({"rank": "ranks"}).cast({"pairs": pl.UInt32}).select(list(RANGE_SCHEMA)))
