@@ -211,3 +211,24 @@ def test_large_trace_parses_back_whole(logs, tmp_path):
     trace.ParseFromString(out.read_bytes())
     begins = sum(1 for p in trace.packet if p.track_event.type == pb2.TrackEvent.TYPE_SLICE_BEGIN)
     assert begins == 1_600_000 + 1  # every operation and the job slice
+
+
+def test_too_big_for_a_browser_is_said_and_still_written(logs, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from iolens.cli.main import cli
+    from iolens.views import perfetto
+
+    monkeypatch.setattr(perfetto, "BROWSER_LIMIT", 1000)  # as if the trace were past 1 GiB
+    out = tmp_path / "big.pftrace"
+    result = CliRunner().invoke(cli, ["export", str(logs("generated/fill_rank0")), "-o", str(out), "--format",
+                                      "perfetto", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "trace_processor --httpd" in result.output
+    assert written_ops(parse_pftrace(out)) == expected_ops(iolens.read(str(logs("generated/fill_rank0"))))
+
+
+def test_empty_selection_is_said(logs, tmp_path):
+    proc = run("export", logs("generated/fill_rank0"), "-o", tmp_path, "--format", "perfetto", "--start", "1000")
+    assert proc.returncode == 0 and "no operation matches" in proc.stderr
+    assert written_ops(parse_pftrace(tmp_path / "fill_rank0.pftrace")) == Counter()

@@ -64,6 +64,8 @@ def _export_trace(log: str, out: Path, fmt: str, filters, quiet: bool) -> None:
 
         raise LogError(f"{log}: no DXT trace to export (Darshan records one with DXT_ENABLE_IO_TRACE=1)")
     trace = perfetto.trace_ops(data, filters)
+    if trace.ops.is_empty():
+        click.echo("iolens: note: no operation matches the filters; the trace holds only the job", err=True)
     size = perfetto.estimate_bytes(trace.ops.height, fmt)
     if size > perfetto.BROWSER_LIMIT:
         click.echo(f"iolens: note: the trace will be about {size / 2**30:.1f} GiB, more than ui.perfetto.dev "

@@ -111,7 +111,8 @@ def assign_lanes(ops: pl.DataFrame) -> np.ndarray:
 
 
 def estimate_bytes(n_ops: int, fmt: str) -> int:
-    """Rough size of the written trace (measured on scale_1p6M: about 75 B per operation in protobuf)."""
+    """Rough size of the written trace, on the high side (scale_1p6M: 62 B per operation in protobuf, 185 B in
+    JSON; longer offsets and OST lists make more)."""
     return n_ops * (80 if fmt == "perfetto" else 230)
 
 
