@@ -63,8 +63,9 @@ def trace_ops(log, filters: Filters = Filters()) -> TraceOps:
     # sorted on the module's enum code (MPI-IO is code 1, POSIX 0: the track order is set apart)
     ops = (seg.lazy().select(
         "rank", "module", "op", "file_id", "offset", "length",
-        (pl.col("start") * 1e9).round().cast(pl.Int64).alias("start_ns"),
-        (pl.col("end") * 1e9).round().cast(pl.Int64).alias("end_ns"), osts.alias("osts"))
+        # protobuf timestamps are unsigned: a (rare) negative DXT time is drawn at the job start
+        (pl.col("start") * 1e9).round().cast(pl.Int64).clip(lower_bound=0).alias("start_ns"),
+        (pl.col("end") * 1e9).round().cast(pl.Int64).clip(lower_bound=0).alias("end_ns"), osts.alias("osts"))
         .with_columns(pl.max_horizontal("start_ns", "end_ns").alias("end_ns"))
         .sort("rank", "module", "start_ns", "end_ns").collect())
     ops = ops.with_columns(pl.Series("lane", assign_lanes(ops)))
