@@ -232,3 +232,14 @@ def test_empty_selection_is_said(logs, tmp_path):
     proc = run("export", logs("generated/fill_rank0"), "-o", tmp_path, "--format", "perfetto", "--start", "1000")
     assert proc.returncode == 0 and "no operation matches" in proc.stderr
     assert written_ops(parse_pftrace(tmp_path / "fill_rank0.pftrace")) == Counter()
+
+
+def test_lustre_osts_are_slice_arguments(public, tmp_path):
+    log = iolens.read(str(public / "pydarshan-examples" / "ior_hdf5_example.darshan"))
+    write_perfetto(trace_ops(log), tmp_path / "l.pftrace")
+    parsed = parse_pftrace(tmp_path / "l.pftrace")
+    got = Counter((args["offset"], args["length"], args.get("osts")) for slices in parsed["slices"].values()
+                  for _, _, name, args in slices if name != "job")
+    want = Counter((o, ln, None if osts is None else " ".join(map(str, osts)))
+                   for o, ln, osts in log.segments.select("offset", "length", "osts").iter_rows())
+    assert got == want and any(k[2] == "106" for k in got)

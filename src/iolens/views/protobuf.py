@@ -57,46 +57,47 @@ def encode(nodes: list, rows: int) -> np.ndarray:
 
     Lengths are computed bottom-up first, then every byte is written once into its final place: nested
     messages cost no copies."""
-    leaves = _flatten(nodes, rows, None)
-    lens = _total(leaves, rows)
+    leaves, lens = _flatten(nodes, rows, None)
+    lens = np.broadcast_to(lens, (rows,)).astype(np.int64)
     out = np.empty(int(lens.sum()), dtype=np.uint8)
     pos = np.cumsum(lens) - lens
-    for kind, data, ln, everywhere in leaves:
-        present = None if everywhere else ln > 0
-        at = pos if present is None else pos[present]
+    for kind, data, mask, ln in leaves:
+        at = pos if mask is None else pos[mask]
         if kind == "const":
-            out[at[:, None] + np.arange(len(data))] = np.frombuffer(data, dtype=np.uint8)
+            for k, byte in enumerate(data):
+                out[at + k] = byte
         else:
-            _put_varints(out, at, data if present is None else data[present], ln if present is None else ln[present])
-        pos = pos + ln
+            _put_varints(out, at, data if mask is None else data[mask], ln if mask is None else ln[mask])
+        pos += ln
     return out
 
 
-def _flatten(nodes: list, rows: int, outer) -> list:
-    """[(kind, data, lens, in every row)] leaves in write order, lens 0 in rows where the field is absent."""
-    leaves = []
+def _flatten(nodes: list, rows: int, outer):
+    """([(kind, data, mask, lens)] leaves in write order, bytes per row). Lens are 0 where the field is
+    absent; a const leaf's lens is a plain int when it is in every row; adjacent consts are merged."""
+    leaves, total = [], 0
     for node in nodes:
         mask = _both(outer, node[-1])
-        if node[0] == "const":
-            ln = np.full(rows, len(node[1]), dtype=np.int64)
-            leaves.append(("const", node[1], ln if mask is None else ln * mask, mask is None))
-        elif node[0] == "varint":
-            v = np.ascontiguousarray(node[1]).astype(np.int64, copy=False).view(np.uint64)
-            ln = varint_lens(v)
-            leaves.append(("varint", v, ln if mask is None else ln * mask, mask is None))
+        if node[0] == "message":
+            inner, body = _flatten(node[2], rows, mask)
+            head, head_len = _flatten([("const", tag(node[1], LEN), mask),
+                                       ("varint", np.broadcast_to(body, (rows,)), mask)], rows, None)
+            new, size = head + inner, head_len + body
+        elif node[0] == "const":
+            size = len(node[1]) if mask is None else len(node[1]) * mask.astype(np.int64)
+            new = [("const", node[1], mask, size)]
         else:
-            inner = _flatten(node[2], rows, mask)
-            body = _total(inner, rows)
-            head = [("const", tag(node[1], LEN), mask), ("varint", body, mask)]
-            leaves.extend(_flatten(head, rows, None) + inner)
-    return leaves
-
-
-def _total(leaves: list, rows: int) -> np.ndarray:
-    total = np.zeros(rows, dtype=np.int64)
-    for leaf in leaves:
-        total += leaf[2]
-    return total
+            v = np.ascontiguousarray(node[1]).astype(np.int64, copy=False).view(np.uint64)
+            size = varint_lens(v) if mask is None else varint_lens(v) * mask
+            new = [("varint", v, mask, size)]
+        for leaf in new:
+            last = leaves[-1] if leaves else None
+            if leaf[0] == "const" and last is not None and last[0] == "const" and last[2] is leaf[2]:
+                leaves[-1] = ("const", last[1] + leaf[1], leaf[2], last[3] + leaf[3])
+            else:
+                leaves.append(leaf)
+        total = total + size
+    return leaves, total
 
 
 def _both(a, b):
