@@ -176,3 +176,22 @@ def test_expand_runs_in_chunks(chunk):
     lo, hi = np.array([0, 5, 2, 9, 4]), np.array([3, 5, 6, 8, 5])
     got = [(int(i), int(j)) for a, b in expand_runs(lo, hi, chunk) for i, j in zip(a, b)]
     assert got == [(i, j) for i in range(5) for j in range(lo[i], hi[i])]
+
+
+def test_diagnose_json_and_text_show_conflicts(logs_dir):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    iolens_bin = str(Path(sys.executable).parent / "iolens")
+    log = logs_dir / "generated2/shared_header_conflict.darshan"
+    out = json.loads(subprocess.run([iolens_bin, "diagnose", "--json", str(log)], capture_output=True, text=True,
+                                    check=True).stdout)
+    found = {i["severity"]: i for i in out["insights"] if i["code"] == "CONFLICT"}
+    assert set(found) == {"warning", "info"}
+    assert found["warning"]["evidence"]["files"] == ["/tmp/ioscratch/g2/c.dat"]
+    assert found["warning"]["source"] == "dxt" and found["warning"]["evidence"]["metrics"]["pairs"] == 1
+    text = subprocess.run([iolens_bin, "diagnose", str(log)], capture_output=True, text=True, check=True).stdout
+    assert "CONFLICT" in text and "at the same time" in text
+    assert "one after the other" not in text  # info-level: shown with --all only
