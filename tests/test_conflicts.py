@@ -195,3 +195,24 @@ def test_diagnose_json_and_text_show_conflicts(logs_dir):
     text = subprocess.run([iolens_bin, "diagnose", str(log)], capture_output=True, text=True, check=True).stdout
     assert "CONFLICT" in text and "at the same time" in text
     assert "one after the other" not in text  # info-level: shown with --all only
+
+
+def test_sweep_stops_past_its_budget_and_says_so():
+    from iolens.analysis.conflicts import find_conflicts_bounded
+
+    # 4 ranks x 300 writes of the same 8 bytes: 719,400 overlapping pairs, 539,400 across ranks
+    rows = [(r, "write", 0, 8, k * 1.0 + r * 0.1, k * 1.0 + r * 0.1 + 0.05) for r in range(4) for k in range(300)]
+    seg = ops(rows)
+    full, complete = find_conflicts_bounded(seg, max_candidates=None)
+    assert complete and full.height == 4 * 300 * 3 * 300 // 2
+    part, complete = find_conflicts_bounded(seg, max_candidates=1000)
+    assert not complete and 0 < part.height < full.height
+    assert pair_set(part) <= pair_set(full)
+
+
+def test_diagnosis_says_when_counts_are_lower_bounds(read_log, monkeypatch):
+    from iolens.analysis import conflicts as sweep
+
+    monkeypatch.setattr(sweep, "MAX_CANDIDATES", 1)
+    found = conflict_insights(read_log("generated2/shared_header_conflict"))
+    assert found and all(i.partial and "lower bounds" in i.summary for i in found)

@@ -20,6 +20,7 @@ WAW, RAW, WAR = range(3)
 # trace: cluster nodes' clocks (NTP on a LAN) agree to about this. On one host they share one clock.
 CROSS_HOST_SKEW = 1e-4
 CHUNK_PAIRS = 4_000_000  # candidate pairs materialised at once
+MAX_CANDIDATES = 50_000_000  # the diagnosis looks at no more overlapping pairs than this (≈10 s)
 
 PAIR_SCHEMA = {"file_id": pl.UInt64, "kind": pl.Enum(KINDS), "concurrent": pl.Boolean,
                "first": pl.Int64, "second": pl.Int64, "first_rank": pl.Int64, "second_rank": pl.Int64,
@@ -35,14 +36,24 @@ def find_conflicts(segments: pl.DataFrame, skew: float = CROSS_HOST_SKEW) -> pl.
     each other on different hosts), so no ordering between them exists. Rows with an unknown offset (< 0)
     or no bytes are skipped.
     """
+    return find_conflicts_bounded(segments, skew, None)[0]
+
+
+def find_conflicts_bounded(segments: pl.DataFrame, skew: float = CROSS_HOST_SKEW,
+                           max_candidates: int | None = MAX_CANDIDATES) -> tuple:
+    """(pairs, complete): `find_conflicts`, but looking at no more than about `max_candidates` overlapping
+    pairs (same-rank ones included; a chunk more at most), so that thousands of operations rewriting the
+    same bytes cannot take hours; `complete` is False when it stopped early."""
     ops = _operations(segments)
     hosts = _rank_hosts(segments)
+    budget = {"left": max_candidates if max_candidates is not None else float("inf"), "stopped": False}
     parts = []
     for block in _shared_files(ops):
-        parts.extend(_file_pairs(block, skew, hosts))
+        parts.extend(_file_pairs(block, skew, hosts, budget))
+    complete = not budget["stopped"]
     if not parts:
-        return pl.DataFrame(schema=PAIR_SCHEMA)
-    return pl.concat(parts).sort("file_id", "offset", "first")
+        return pl.DataFrame(schema=PAIR_SCHEMA), complete
+    return pl.concat(parts).sort("file_id", "offset", "first"), complete
 
 
 def _operations(segments: pl.DataFrame) -> pl.DataFrame:
@@ -75,7 +86,7 @@ def _shared_files(ops: pl.DataFrame):
         yield file_id, block
 
 
-def _file_pairs(item, skew: float, hosts) -> list:
+def _file_pairs(item, skew: float, hosts, budget: dict) -> list:
     file_id, block = item
     w = block.filter(pl.col("is_write"))
     r = block.filter(~pl.col("is_write"))
@@ -92,7 +103,11 @@ def _file_pairs(item, skew: float, hosts) -> list:
         if left.is_empty() or right.is_empty():
             continue
         cols_l, cols_r = _columns(left), _columns(right)
-        for i, j in expand_runs(lo, hi):
+        for i, j in expand_runs(lo, hi, int(min(CHUNK_PAIRS, max(budget["left"], 1)))):
+            if budget["left"] <= 0:
+                budget["stopped"] = True
+                return out
+            budget["left"] -= len(i)
             keep = cols_l["rank"][i] != cols_r["rank"][j]
             if keep.any():
                 out.append(_classify(file_id, cols_l, cols_r, i[keep], j[keep], skew, hosts))

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import polars as pl
 
-from ..analysis.conflicts import conflict_ranges, find_conflicts
+from ..analysis.conflicts import conflict_ranges, find_conflicts_bounded
 from ..model import Log
 from .html.filters import Filters, apply_filters
 
 
 def conflicts_table(log: Log, segments: pl.DataFrame) -> pl.DataFrame:
-    """Cross-rank conflicts on the POSIX segments, merged into byte ranges (see analysis/conflicts.py)."""
-    ranges = conflict_ranges(find_conflicts(segments.filter(pl.col("module") == "DXT_POSIX")))
+    """Cross-rank conflicts on the POSIX segments, merged into byte ranges (see analysis/conflicts.py; a
+    lower bound past MAX_CANDIDATES overlapping pairs)."""
+    ranges = conflict_ranges(find_conflicts_bounded(segments.filter(pl.col("module") == "DXT_POSIX"))[0])
     names = log.files.select("file_id", pl.col("name").alias("file"))
     return (ranges.join(names, on="file_id", how="left")
             .select("file_id", "file", "kind", pl.when("concurrent").then(pl.lit("concurrent"))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..conflicts import conflict_ranges, find_conflicts
+from .. import conflicts as sweep
+from ..conflicts import conflict_ranges
 from .context import MAX_RANKS
 from .insight import Evidence, Insight, Recommendation
 from .units import fmt_bytes
@@ -27,12 +28,12 @@ def check(ctx) -> list:
     if seg is None or seg.is_empty():
         return []
     posix = seg.filter(pl.col("module") == "DXT_POSIX")
-    pairs = find_conflicts(posix)
+    pairs, complete = sweep.find_conflicts_bounded(posix, max_candidates=sweep.MAX_CANDIDATES)
     if pairs.is_empty():
         return []
     ranges = conflict_ranges(pairs)
     mpiio = seg.filter(pl.col("module") == "DXT_MPIIO")
-    partial = ctx.trace_truncated("DXT_POSIX")
+    partial = ctx.trace_truncated("DXT_POSIX") or not complete
     out = []
     for concurrent in (True, False):
         part = ranges.filter(pl.col("concurrent") == concurrent)
@@ -52,6 +53,7 @@ def check(ctx) -> list:
 
 
 def _insight(ctx, ranges: pl.DataFrame, file_ids: list, concurrent: bool, posix, mpiio, partial) -> Insight:
+    """partial: the trace is truncated or the sweep stopped early: the counts are lower bounds."""
     counts = {k: int(v) for k, v in ranges.group_by("kind").agg(pl.col("pairs").sum()).iter_rows()}
     kinds = ", ".join(f"{n:,} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
     ranks = sorted({r for rs in ranges["ranks"].to_list() for r in rs})
@@ -84,6 +86,9 @@ def _insight(ctx, ranges: pl.DataFrame, file_ids: list, concurrent: bool, posix,
         "MPI_File_sync + MPI_Barrier + MPI_File_sync (MPI-IO) or close/barrier/open (POSIX); with MPI-IO, "
         "MPI_File_set_atomicity(fh, 1) makes overlapping accesses atomic at a cost.",
         "MPI_File_sync(fh);\nMPI_Barrier(comm);\nMPI_File_sync(fh);", "c")]
+    if partial:
+        summary += (" The counts are lower bounds: the trace is truncated, or so many operations overlap that "
+                    f"iolens stopped after {sweep.MAX_CANDIDATES:,} overlapping pairs.")
     return Insight("CONFLICT", "warning" if concurrent else "info", title, summary,
                    Evidence(ranks=ranks[:MAX_RANKS], files=ctx.names_of(file_ids), time_window=(t0, t1),
                             metrics=metrics),
