@@ -83,8 +83,8 @@ def written_ops(parsed: dict) -> Counter:
         if track not in parsed["tracks"]:
             continue
         parent, layer, _ = parsed["tracks"][track]
-        if parent == 0:
-            continue  # the job slice
+        if parent not in parsed["processes"]:
+            continue  # the job slice, the conflicts
         pid, pname = parsed["processes"][parent]
         layer = layer.split(" #")[0]
         for t0, t1, name, args in slices:
@@ -113,6 +113,14 @@ def test_perfetto_trace_holds_every_operation_once(logs, tmp_path):
         children = sorted((order, name) for parent, name, order in parsed["tracks"].values() if parent == uuid)
         assert [name for _, name in children] == ["MPI-IO", "POSIX"]
     assert parsed["metadata"]["nprocs"] == 4 and parsed["metadata"]["exe"].startswith("/tmp/shared_header")
+    # the cross-rank conflicts on tracks of their own: the concurrent header writes of ranks 1 and 3 among them
+    group = next(u for u, (parent, name, _) in parsed["tracks"].items() if name == "cross-rank conflicts (POSIX)")
+    conflicts = {(name, args["offset"], args["end_offset"], args["ranks"], args["pairs"])
+                 for u, (parent, _, _) in parsed["tracks"].items() if parent == group
+                 for _, _, name, args in parsed["slices"][u]}
+    assert conflicts == {("write-after-write (concurrent)", 0, 4096, "1 3", 1),
+                         ("write-after-write (ordered)", 0, 4096, "0 1 2 3", 5),
+                         ("read-after-write (ordered)", 8392704, 9441280, "0 1", 1)}
 
 
 def test_overlapping_operations_go_on_separate_tracks(logs, tmp_path):
@@ -146,7 +154,7 @@ def test_chrome_json_and_filters(logs, tmp_path):
     trace = json.loads(out.read_text())
     log = iolens.read(str(path))
     seg = log.segments.filter(pl.col("rank").is_between(1, 2) & (pl.col("end") >= 0.1))
-    x = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    x = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "io"]
     got = Counter((e["pid"] - 1, e["name"], e["args"]["file"], e["args"]["offset"], e["args"]["length"],
                    round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)) for e in x)
     want = Counter((r, op, f, o, ln, s, e) for r, _, op, f, o, ln, s, e in expected_ops(log, seg))
@@ -155,6 +163,9 @@ def test_chrome_json_and_filters(logs, tmp_path):
     assert meta[("process_name", 2, None)] == {"name": f"rank 1 @ {log.dxt_records['hostname'][0]}"}
     assert {a["name"] for (k, _, _), a in meta.items() if k == "thread_name"} == {"POSIX", "MPI-IO"}
     assert trace["metadata"]["nprocs"] == 4
+    # ranks 1 and 2 wrote the header 1-4 ms apart, unsynchronised: an ordered write-after-write
+    conflicts = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "conflict"]
+    assert [(e["name"], e["args"]["ranks"]) for e in conflicts] == [("write-after-write (ordered)", "1 2")]
 
 
 def test_file_names_escape(logs, tmp_path):
@@ -238,8 +249,9 @@ def test_lustre_osts_are_slice_arguments(public, tmp_path):
     log = iolens.read(str(public / "pydarshan-examples" / "ior_hdf5_example.darshan"))
     write_perfetto(trace_ops(log), tmp_path / "l.pftrace")
     parsed = parse_pftrace(tmp_path / "l.pftrace")
-    got = Counter((args["offset"], args["length"], args.get("osts")) for slices in parsed["slices"].values()
-                  for _, _, name, args in slices if name != "job")
+    on_ranks = [t for t, (parent, _, _) in parsed["tracks"].items() if parent in parsed["processes"]]
+    got = Counter((args["offset"], args["length"], args.get("osts")) for t in on_ranks
+                  for _, _, _, args in parsed["slices"].get(t, []))
     want = Counter((o, ln, None if osts is None else " ".join(map(str, osts)))
                    for o, ln, osts in log.segments.select("offset", "length", "osts").iter_rows())
     assert got == want and any(k[2] == "106" for k in got)

@@ -2,7 +2,8 @@
 
 One process per rank (`rank N @ host`, pid N + 1: Perfetto reserves pid 0), one track per layer under it
 (MPI-IO above POSIX), one slice per operation named by its kind (`write`/`read`) with file, offset, length and
-Lustre OSTs as arguments; the job's facts are trace metadata and the arguments of a `job` slice over the run.
+Lustre OSTs as arguments; the job's facts are trace metadata and the arguments of a `job` slice over the run;
+the cross-rank conflicts (analysis/conflicts.py) are slices on a track group of their own.
 Slices on one track must nest, so operations of one rank and layer that overlap in time (threads,
 asynchronous I/O) are spread over extra tracks (`POSIX #2`, ...), as few as the overlap needs.
 
@@ -28,6 +29,7 @@ LAYERS = {"DXT_MPIIO": "MPI-IO", "DXT_POSIX": "POSIX"}  # in the order their tra
 BROWSER_LIMIT = 1 << 30  # past this the UI in a browser tab runs out of memory; trace_processor --httpd copes
 SEQUENCE = 1  # trusted_packet_sequence_id of every packet (one writer)
 ARG_NAMES = ("file", "offset", "length", "osts")
+CONFLICTS_TRACK = "cross-rank conflicts (POSIX)"
 CHUNK_EVENTS = 1 << 19
 # Perfetto proto field numbers (protos/perfetto/trace/...): TracePacket, TrackEvent, DebugAnnotation, ...
 PACKET, P_TIMESTAMP, P_SEQUENCE, P_TRACK_EVENT, P_INTERNED, P_FLAGS, P_CHROME, P_TRACK = 1, 8, 10, 11, 12, 13, 5, 60
@@ -45,10 +47,21 @@ class TraceOps:
     ranks: pl.DataFrame  # rank, hostname, uuid
     names: dict  # file_id -> file name
     job: dict
+    conflicts: pl.DataFrame | None = None  # conflict_slices(): one slice per merged conflict range
 
 
-def trace_ops(log, filters: Filters = Filters()) -> TraceOps:
-    """The operations to draw, each on a track where slices never overlap (times in ns from job start)."""
+def trace_ops(log, filters: Filters = Filters(), conflicts: bool = True) -> TraceOps:
+    """The operations to draw, each on a track where slices never overlap (times in ns from job start), and
+    (conflicts=True) the cross-rank conflicts among them, as slices on tracks of their own."""
+    trace = _trace_ops(log, filters)
+    if conflicts and log.has_dxt:
+        from .export import conflicts_table
+
+        trace.conflicts = conflict_slices(conflicts_table(log, apply_filters(log.segments, log.files, filters)))
+    return trace
+
+
+def _trace_ops(log, filters: Filters) -> TraceOps:
     seg = apply_filters(log.segments, log.files, filters) if log.has_dxt else pl.DataFrame()
     if seg.is_empty():
         empty = pl.DataFrame(schema={"track": pl.Int64, "op": pl.String, "file_id": pl.UInt64, "offset": pl.Int64,
@@ -111,6 +124,24 @@ def assign_lanes(ops: pl.DataFrame) -> np.ndarray:
     return lanes
 
 
+MAX_CONFLICT_SLICES = 100_000
+
+
+def conflict_slices(table: pl.DataFrame) -> pl.DataFrame:
+    """The conflicts table (views/export.conflicts_table) as slices over each range's time window, named by
+    kind and timing, on as many lanes as their overlap in time needs (the most conflicting ranges first)."""
+    c = (table.sort("pairs", descending=True).head(MAX_CONFLICT_SLICES)
+         .with_columns((pl.col("start") * 1e9).round().cast(pl.Int64).clip(lower_bound=0).alias("start_ns"),
+                       (pl.col("end") * 1e9).round().cast(pl.Int64).clip(lower_bound=0).alias("end_ns"),
+                       pl.format("{} ({})", "kind", "timing").alias("name"),
+                       pl.col("ranks").cast(pl.List(pl.String)).list.join(" ").alias("ranks"),
+                       pl.lit(0).alias("rank"), pl.lit("").alias("module"))
+         .with_columns(pl.max_horizontal("start_ns", "end_ns").alias("end_ns"))
+         .sort("start_ns", "end_ns"))
+    c = c.with_columns(pl.Series("lane", assign_lanes(c)))
+    return c.select("lane", "name", "start_ns", "end_ns", "file", "offset", "end_offset", "pairs", "ranks")
+
+
 def estimate_bytes(n_ops: int, fmt: str) -> int:
     """Rough size of the written trace, on the high side (scale_1p6M: 62 B per operation in protobuf, 185 B in
     JSON; longer offsets and OST lists make more)."""
@@ -134,6 +165,8 @@ def write_perfetto(trace: TraceOps, path: Path) -> int:
         out.write(_packet(job_begin))
         _write_events(out, ops, files, osts)
         out.write(_packet(job_end))
+        for packet in _conflict_packets(trace):
+            out.write(_packet(packet))
     return ops.height
 
 
@@ -164,6 +197,30 @@ def _descriptors(trace: TraceOps):
         yield pb.field_bytes(P_TRACK, pb.field_varint(1, track) + pb.field_varint(5, parents[rank])
                              + pb.field_bytes(2, name) + pb.field_varint(12, order[module] * 1_000_000 + lane))
     yield pb.field_bytes(P_TRACK, pb.field_varint(1, job_track(trace)) + pb.field_bytes(2, "job"))
+
+
+def _conflict_packets(trace: TraceOps):
+    """A 'cross-rank conflicts' track group under the ranks: one track per lane, one slice per range."""
+    c = trace.conflicts
+    if c is None or c.is_empty():
+        return
+    group = job_track(trace) + 1
+    yield pb.field_bytes(P_TRACK, pb.field_varint(1, group) + pb.field_bytes(2, CONFLICTS_TRACK))
+    for lane in range(int(c["lane"].max()) + 1):
+        name = "conflicts" if lane == 0 else f"conflicts #{lane + 1}"
+        yield pb.field_bytes(P_TRACK, pb.field_varint(1, group + 1 + lane) + pb.field_varint(5, group)
+                             + pb.field_bytes(2, name) + pb.field_varint(12, lane))
+    common = pb.field_varint(P_SEQUENCE, SEQUENCE) + pb.field_varint(P_FLAGS, NEEDS_STATE)
+    for lane, name, t0, t1, file, offset, end_offset, pairs, ranks in c.iter_rows():
+        track = pb.field_varint(E_TRACK, group + 1 + lane)
+        args = b"".join(pb.field_bytes(E_ANNOTATION, pb.field_bytes(10, k) + (
+            pb.field_varint(A_INT, v) if isinstance(v, int) else pb.field_bytes(A_STRING, str(v))))
+            for k, v in (("file", file), ("offset", offset), ("end_offset", end_offset), ("pairs", pairs),
+                         ("ranks", ranks)))
+        yield pb.field_varint(P_TIMESTAMP, t0) + common + pb.field_bytes(
+            P_TRACK_EVENT, pb.field_varint(E_TYPE, SLICE_BEGIN) + track + pb.field_bytes(E_NAME, name) + args)
+        yield pb.field_varint(P_TIMESTAMP, t1) + common + pb.field_bytes(
+            P_TRACK_EVENT, pb.field_varint(E_TYPE, SLICE_END) + track)
 
 
 def job_track(trace: TraceOps) -> int:
@@ -272,6 +329,7 @@ def write_chrome_json(trace: TraceOps, path: Path) -> int:
         meta.append({"ph": "M", "name": "thread_name", "pid": rank + 1, "tid": track, "args": {"name": name}})
         meta.append({"ph": "M", "name": "thread_sort_index", "pid": rank + 1, "tid": track,
                      "args": {"sort_index": order[module] * 1_000_000 + lane}})
+    meta.extend(_conflict_events(trace))
     with open(path, "w", encoding="utf-8") as out:
         out.write('{"displayTimeUnit": "ns", "metadata": ')
         out.write(json.dumps(job_facts(trace.job), default=str, ensure_ascii=False))
@@ -282,3 +340,18 @@ def write_chrome_json(trace: TraceOps, path: Path) -> int:
             out.write(",\n".join(events.to_list()))
         out.write("\n]}\n")
     return ops.height
+
+
+def _conflict_events(trace: TraceOps) -> list:
+    """Chrome JSON: the conflict slices in a process of their own (pid: one past the last rank's)."""
+    c = trace.conflicts
+    if c is None or c.is_empty():
+        return []
+    pid = (int(trace.ranks["rank"].max()) + 2) if trace.ranks.height else 1
+    out = [{"ph": "M", "name": "process_name", "pid": pid, "args": {"name": CONFLICTS_TRACK}},
+           {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": -1}}]
+    for lane, name, t0, t1, file, offset, end_offset, pairs, ranks in c.iter_rows():
+        out.append({"name": name, "cat": "conflict", "ph": "X", "ts": t0 / 1000, "dur": (t1 - t0) / 1000,
+                    "pid": pid, "tid": lane + 1, "args": {"file": file, "offset": offset, "end_offset": end_offset,
+                                                          "pairs": pairs, "ranks": ranks}})
+    return out
