@@ -81,9 +81,9 @@ def _shared_files(ops: pl.DataFrame):
               .filter((pl.col("ranks") > 1) & pl.col("is_write"))["file_id"])
     if shared.is_empty():
         return
-    ops = ops.filter(pl.col("file_id").is_in(shared.implode())).sort("file_id", "offset")
-    for (file_id,), block in ops.group_by(["file_id"], maintain_order=True):
-        yield file_id, block
+    ops = ops.filter(pl.col("file_id").is_in(shared.implode()))
+    for block in ops.partition_by("file_id", maintain_order=False):
+        yield block["file_id"][0], block.sort("offset")
 
 
 def _file_pairs(item, skew: float, hosts, budget: dict) -> list:
