@@ -9,6 +9,21 @@ import click
 from ..model import Log, read
 
 log_argument = click.argument("log", type=click.Path(path_type=str))
+
+
+def filter_options(f):
+    """--start/--end/--from/--to/--file: the window of the trace a subcommand looks at."""
+    for option in reversed((
+        click.option("--start", type=float, help="Only operations after this time (seconds from job start)."),
+        click.option("--end", type=float, help="Only operations before this time (seconds from job start)."),
+        click.option("--from", "rank_from", type=click.IntRange(min=0), help="Only ranks from this one."),
+        click.option("--to", "rank_to", type=click.IntRange(min=0), help="Only ranks up to this one (inclusive)."),
+        click.option("--file", "file_name", help="Only this file (full path, base name or part of it)."),
+    )):
+        f = option(f)
+    return f
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable schema).")
 
 

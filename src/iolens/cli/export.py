@@ -1,23 +1,77 @@
-"""`iolens export LOG -o DIR`: the tables as Parquet or CSV files."""
+"""`iolens export LOG -o DIR`: the tables as Parquet or CSV files, or the trace for Perfetto / Chrome."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
 
-from .common import load, log_argument
+from .common import filter_options, load, log_argument
+
+TRACE_SUFFIX = {"perfetto": ".pftrace", "chrome-json": ".json"}
 
 
 @click.command("export")
 @log_argument
-@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Directory to write the tables into (created if missing).")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
-def command(log: str, out_dir: Path, fmt: str) -> None:
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True,
+              help="Directory to write into (created if missing); for perfetto/chrome-json also the trace file "
+                   "itself when it ends in .pftrace/.json.")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv", "perfetto", "chrome-json"]), default="parquet",
+              show_default=True, help="Tables (parquet, csv) or the DXT trace for ui.perfetto.dev (perfetto: "
+                                      "protobuf .pftrace; chrome-json: Chrome JSON .json).")
+@filter_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_name, quiet) -> None:
     """Write job.json and one file per table (files, counters_<MODULE>, segments, dxt_records, lustre,
-    heatmap); see the README for the columns."""
+    heatmap, conflicts); see the README for the columns. With --format perfetto or chrome-json, write the DXT
+    trace instead: one process per rank, a track per layer, a slice per operation.
+
+    --start/--end/--from/--to/--file narrow the trace (and the segments and conflicts tables)."""
+    from ..views.html.filters import Filters
+
+    filters = Filters(start=start, end=end, rank_from=rank_from, rank_to=rank_to, file=file_name)
+    if rank_from is not None and rank_to is not None and rank_to < rank_from:
+        raise click.BadParameter("--to must not be below --from", param_hint="--to")
+    if fmt in TRACE_SUFFIX:
+        _export_trace(log, out, fmt, filters, quiet)
+        return
+    if out.exists() and not out.is_dir():
+        raise click.BadParameter(f"{out} is a file; give a directory", param_hint="-o")
     from ..views.export import export
 
-    written = export(load(log), out_dir, fmt)
-    for path in written:
+    for path in export(load(log, quiet=quiet), out, fmt, filters=filters):
         click.echo(str(path))
+
+
+def trace_path(log: str, out: Path, fmt: str) -> Path:
+    """`out` itself when it names a trace file, else `<out>/<log name>.pftrace|.json`."""
+    suffix = TRACE_SUFFIX[fmt]
+    if out.suffix == suffix and not out.is_dir():
+        return out
+    if out.exists() and not out.is_dir():
+        raise click.BadParameter(f"{out} is a file that does not end in {suffix}", param_hint="-o")
+    name = Path(log).name
+    stem = name[: -len(".darshan")] if name.endswith(".darshan") else name
+    return out / (stem + suffix)
+
+
+def _export_trace(log: str, out: Path, fmt: str, filters, quiet: bool) -> None:
+    from ..views import perfetto
+
+    path = trace_path(log, out, fmt)
+    data = load(log, quiet=quiet)
+    if not data.has_dxt:
+        from ..errors import LogError
+
+        raise LogError(f"{log}: no DXT trace to export (Darshan records one with DXT_ENABLE_IO_TRACE=1)")
+    trace = perfetto.trace_ops(data, filters)
+    if trace.ops.is_empty():
+        click.echo("iolens: note: no operation matches the filters; the trace holds only the job", err=True)
+    size = perfetto.estimate_bytes(trace.ops.height, fmt)
+    if size > perfetto.BROWSER_LIMIT:
+        click.echo(f"iolens: note: the trace will be about {size / 2**30:.1f} GiB, more than ui.perfetto.dev "
+                   f"loads in a browser tab; open it through `trace_processor --httpd {path.name}` and the UI",
+                   err=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write = perfetto.write_perfetto if fmt == "perfetto" else perfetto.write_chrome_json
+    write(trace, path)
+    click.echo(str(path))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import load, log_argument
+from .common import filter_options, load, log_argument
 
 
 def default_output(log_path: str) -> Path:
@@ -22,11 +22,7 @@ def default_output(log_path: str) -> Path:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the page [default: <log name>.html].")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
-@click.option("--start", type=float, help="Only operations after this time (seconds from job start).")
-@click.option("--end", type=float, help="Only operations before this time (seconds from job start).")
-@click.option("--from", "rank_from", type=click.IntRange(min=0), help="Only ranks from this one.")
-@click.option("--to", "rank_to", type=click.IntRange(min=0), help="Only ranks up to this one (inclusive).")
-@click.option("--file", "file_name", help="Only this file (full path, base name or part of it).")
+@filter_options
 @click.option("--max-ops", type=click.IntRange(min=1000), default=None,
               help="Most operations embedded exactly; past them the page shows the overview [default: 5,000,000].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")

@@ -6,17 +6,33 @@ from pathlib import Path
 
 import polars as pl
 
+from ..analysis.conflicts import conflict_ranges, find_conflicts_bounded
 from ..model import Log
+from .html.filters import Filters, apply_filters
 
 
-def tables(log: Log) -> dict:
+def conflicts_table(log: Log, segments: pl.DataFrame) -> pl.DataFrame:
+    """Cross-rank conflicts on the POSIX segments, merged into byte ranges (see analysis/conflicts.py; a
+    lower bound past MAX_CANDIDATES overlapping pairs)."""
+    ranges = conflict_ranges(find_conflicts_bounded(segments.filter(pl.col("module") == "DXT_POSIX"))[0])
+    names = log.files.select("file_id", pl.col("name").alias("file"))
+    return (ranges.join(names, on="file_id", how="left")
+            .select("file_id", "file", "kind", pl.when("concurrent").then(pl.lit("concurrent"))
+                    .otherwise(pl.lit("ordered")).alias("timing"), "offset", "end_offset", "pairs", "ranks",
+                    "start", "end"))
+
+
+def tables(log: Log, filters: Filters = Filters()) -> dict:
     """name -> table, for every table the log has rows for (files always)."""
     out = {"files": log.files}
     for module, df in log.counters.items():
         out[f"counters_{module}"] = df
     if not log.dxt_records.is_empty():
         out["dxt_records"] = log.dxt_records
-        out["segments"] = log.segments
+        out["segments"] = apply_filters(log.segments, log.files, filters)
+        conflicts = conflicts_table(log, out["segments"])
+        if not conflicts.is_empty():
+            out["conflicts"] = conflicts
     if not log.lustre.is_empty():
         out["lustre"] = log.lustre
     if not log.heatmap.is_empty():
@@ -32,13 +48,13 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join(" ") for c in lists]) if lists else df
 
 
-def export(log: Log, out_dir: Path, fmt: str = "parquet", on_table=None) -> list:
+def export(log: Log, out_dir: Path, fmt: str = "parquet", on_table=None, filters: Filters = Filters()) -> list:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     job_path = out_dir / "job.json"
     job_path.write_text(json.dumps({"path": log.path, **log.job}, indent=2, default=str))
     written.append(job_path)
-    for name, df in tables(log).items():
+    for name, df in tables(log, filters).items():
         path = out_dir / f"{name}.{fmt}"
         if fmt == "parquet":
             df.write_parquet(path, statistics=False)

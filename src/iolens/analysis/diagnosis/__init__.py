@@ -12,7 +12,7 @@ from __future__ import annotations
 import traceback
 import warnings
 
-from . import collective, hdf5, interfaces, lustre, metadata, ranks, redundancy, requests, trace
+from . import collective, conflicts, hdf5, interfaces, lustre, metadata, ranks, redundancy, requests, trace
 from .context import Context
 from .insight import (CODES, JSON_SCHEMA, SCHEMA_VERSION, SEVERITIES, Evidence, Insight, Recommendation,
                       sort_key)
@@ -42,6 +42,7 @@ CHECKS = (
     ("redundancy", redundancy.check),
     ("fsync_heavy", interfaces.check_fsync),
     ("stdio_heavy", interfaces.check_stdio),
+    ("conflict", conflicts.check),
 )
 
 

@@ -37,6 +37,7 @@ CODES = {
     "REDUNDANT_WRITES": "Bytes written far exceed the extent of the files written.",
     "FSYNC_HEAVY": "The application forces data to disk (fsync) very often.",
     "STDIO_HEAVY": "A large share of the I/O goes through buffered C stdio (fopen/fprintf/fread).",
+    "CONFLICT": "Different ranks touch the same bytes of a file and at least one writes (a race if concurrent).",
     "CHECK_FAILED": "One of iolens' checks could not run on this log (a bug: please report it).",
 }
 

@@ -1,0 +1,191 @@
+"""Cross-rank conflicts: operations of different ranks on overlapping bytes of a file, at least one a write.
+
+`find_conflicts(segments)` takes any table of contiguous byte-range operations (file_id, rank, op, offset,
+length, start, end[, hostname]) — DXT POSIX segments here, a Recorder reader's segments later — and returns
+one row per conflicting pair; `conflict_ranges(pairs)` merges them into byte ranges per file, kind and timing.
+
+The search is an interval sweep per file: with each class of operation sorted by offset, the partners of an
+operation are a contiguous run found by binary search, so the work is O(n log n + k) where k counts the
+overlapping pairs that involve a write (same-rank ones are dropped as they are found). Read/read overlaps are
+never enumerated. Offsets and lengths stay 64-bit throughout.
+"""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+KINDS = ("write-after-write", "read-after-write", "write-after-read")
+WAW, RAW, WAR = range(3)
+# Two operations on different hosts whose times are within this of each other cannot be ordered from the
+# trace: cluster nodes' clocks (NTP on a LAN) agree to about this. On one host they share one clock.
+CROSS_HOST_SKEW = 1e-4
+CHUNK_PAIRS = 4_000_000  # candidate pairs materialised at once
+MAX_CANDIDATES = 50_000_000  # the diagnosis looks at no more overlapping pairs than this (≈10 s)
+
+PAIR_SCHEMA = {"file_id": pl.UInt64, "kind": pl.Enum(KINDS), "concurrent": pl.Boolean,
+               "first": pl.Int64, "second": pl.Int64, "first_rank": pl.Int64, "second_rank": pl.Int64,
+               "offset": pl.Int64, "end_offset": pl.Int64, "start": pl.Float64, "end": pl.Float64}
+
+
+def find_conflicts(segments: pl.DataFrame, skew: float = CROSS_HOST_SKEW) -> pl.DataFrame:
+    """One row per pair of operations from different ranks whose byte ranges overlap, at least one a write.
+
+    `first`/`second` are the row numbers (in `segments`) of the operation that started first and of the
+    other; `offset`/`end_offset` the overlapping bytes [offset, end_offset); `start`/`end` the span of both
+    operations; `concurrent` is True when their time intervals overlap (or come within `skew` seconds of
+    each other on different hosts), so no ordering between them exists. Rows with an unknown offset (< 0)
+    or no bytes are skipped.
+    """
+    return find_conflicts_bounded(segments, skew, None)[0]
+
+
+def find_conflicts_bounded(segments: pl.DataFrame, skew: float = CROSS_HOST_SKEW,
+                           max_candidates: int | None = MAX_CANDIDATES) -> tuple:
+    """(pairs, complete): `find_conflicts`, but looking at no more than about `max_candidates` overlapping
+    pairs (same-rank ones included; a chunk more at most), so that thousands of operations rewriting the
+    same bytes cannot take hours; `complete` is False when it stopped early."""
+    ops = _operations(segments)
+    hosts = _rank_hosts(segments)
+    budget = {"left": max_candidates if max_candidates is not None else float("inf"), "stopped": False}
+    parts = []
+    for block in _shared_files(ops):
+        parts.extend(_file_pairs(block, skew, hosts, budget))
+    complete = not budget["stopped"]
+    if not parts:
+        return pl.DataFrame(schema=PAIR_SCHEMA), complete
+    return pl.concat(parts).sort("file_id", "offset", "first"), complete
+
+
+def _operations(segments: pl.DataFrame) -> pl.DataFrame:
+    return (segments.lazy().with_row_index("row")
+            .filter((pl.col("offset") >= 0) & (pl.col("length") > 0))
+            .select(pl.col("row").cast(pl.Int64), "file_id", "rank", (pl.col("op") == "write").alias("is_write"),
+                    "offset", (pl.col("offset") + pl.col("length")).alias("end_offset"), "start", "end")
+            .collect())
+
+
+def _rank_hosts(segments: pl.DataFrame):
+    """(ranks, host code of each): a rank runs on one host, so hosts are looked up per rank, for pairs only."""
+    if "hostname" not in segments.columns or segments.is_empty():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    hosts = (segments.lazy().group_by("rank").agg(pl.col("hostname").first().cast(pl.String))
+             .with_columns(pl.col("hostname").rank("dense").cast(pl.Int64)).sort("rank").collect())
+    return hosts["rank"].to_numpy(), hosts["hostname"].to_numpy()
+
+
+def _shared_files(ops: pl.DataFrame):
+    """Each file that more than one rank touched and someone wrote, as one block sorted by offset."""
+    if ops.is_empty():
+        return
+    shared = (ops.group_by("file_id").agg(pl.col("rank").n_unique().alias("ranks"), pl.col("is_write").any())
+              .filter((pl.col("ranks") > 1) & pl.col("is_write"))["file_id"])
+    if shared.is_empty():
+        return
+    ops = ops.filter(pl.col("file_id").is_in(shared.implode()))
+    for block in ops.partition_by("file_id", maintain_order=False):
+        yield block["file_id"][0], block.sort("offset")
+
+
+def _file_pairs(item, skew: float, hosts, budget: dict) -> list:
+    file_id, block = item
+    w = block.filter(pl.col("is_write"))
+    r = block.filter(~pl.col("is_write"))
+    aw, bw = w["offset"].to_numpy(), w["end_offset"].to_numpy()
+    ar, br = r["offset"].to_numpy(), r["end_offset"].to_numpy()
+    out = []
+    # each overlapping pair exactly once: found from the operation with the lower offset (ties: the write)
+    searches = (
+        (w, w, np.arange(1, len(aw) + 1), np.searchsorted(aw, bw, "left")),           # write / write
+        (w, r, np.searchsorted(ar, aw, "left"), np.searchsorted(ar, bw, "left")),      # read starts in a write
+        (r, w, np.searchsorted(aw, ar, "right"), np.searchsorted(aw, br, "left")),     # write starts in a read
+    )
+    for left, right, lo, hi in searches:
+        if left.is_empty() or right.is_empty():
+            continue
+        cols_l, cols_r = _columns(left), _columns(right)
+        for i, j in expand_runs(lo, hi, int(min(CHUNK_PAIRS, max(budget["left"], 1)))):
+            if budget["left"] <= 0:
+                budget["stopped"] = True
+                return out
+            budget["left"] -= len(i)
+            keep = cols_l["rank"][i] != cols_r["rank"][j]
+            if keep.any():
+                out.append(_classify(file_id, cols_l, cols_r, i[keep], j[keep], skew, hosts))
+    return out
+
+
+def _columns(df: pl.DataFrame) -> dict:
+    return {c: df[c].to_numpy() for c in ("row", "rank", "is_write", "offset", "end_offset", "start", "end")}
+
+
+def expand_runs(lo: np.ndarray, hi: np.ndarray, chunk: int = CHUNK_PAIRS):
+    """(i, j) for every i and every j in lo[i] .. hi[i] - 1, in chunks of about `chunk` pairs."""
+    counts = np.maximum(hi - lo, 0).astype(np.int64)
+    rows = np.flatnonzero(counts)
+    if not len(rows):
+        return
+    counts = counts[rows]
+    ends = np.cumsum(counts)
+    first = 0
+    while first < len(rows):
+        done = ends[first - 1] if first else 0
+        last = max(int(np.searchsorted(ends, done + chunk, "right")), first + 1)
+        c = counts[first:last]
+        i = np.repeat(rows[first:last], c)
+        within = np.arange(int(c.sum()), dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+        yield i, np.repeat(lo[rows[first:last]], c) + within
+        first = last
+
+
+def _host_of(hosts, ranks: np.ndarray) -> np.ndarray:
+    known, codes = hosts
+    if not len(known):
+        return np.zeros(len(ranks), dtype=np.int64)
+    return codes[np.clip(np.searchsorted(known, ranks), 0, len(known) - 1)]
+
+
+def _classify(file_id, L: dict, R: dict, i, j, skew: float, hosts) -> pl.DataFrame:
+    ls, rs = L["start"][i], R["start"][j]
+    le, re = L["end"][i], R["end"][j]
+    l_first = (ls < rs) | ((ls == rs) & (le <= re))
+    pick = lambda key: np.where(l_first, L[key][i], R[key][j])  # noqa: E731
+    other = lambda key: np.where(l_first, R[key][j], L[key][i])  # noqa: E731
+    w1, w2 = pick("is_write"), other("is_write")
+    kind = np.where(w1 & w2, WAW, np.where(w1, RAW, WAR)).astype(np.uint8)
+    tol = np.where(_host_of(hosts, L["rank"][i]) == _host_of(hosts, R["rank"][j]), 0.0, skew)
+    concurrent = other("start") < pick("end") + tol
+    return pl.DataFrame({
+        "file_id": pl.Series(np.full(len(i), file_id, dtype=np.uint64)),
+        "kind": pl.Series(np.asarray(KINDS, dtype=object)[kind], dtype=pl.Enum(KINDS)),
+        "concurrent": concurrent,
+        "first": pick("row"), "second": other("row"),
+        "first_rank": pick("rank"), "second_rank": other("rank"),
+        "offset": np.maximum(L["offset"][i], R["offset"][j]),
+        "end_offset": np.minimum(L["end_offset"][i], R["end_offset"][j]),
+        "start": np.minimum(ls, rs), "end": np.maximum(le, re),
+    }, schema=PAIR_SCHEMA)
+
+
+RANGE_SCHEMA = {"file_id": pl.UInt64, "kind": pl.Enum(KINDS), "concurrent": pl.Boolean, "offset": pl.Int64,
+                "end_offset": pl.Int64, "pairs": pl.UInt32, "ranks": pl.List(pl.Int64), "start": pl.Float64,
+                "end": pl.Float64, "first": pl.Int64, "second": pl.Int64}
+
+
+def conflict_ranges(pairs: pl.DataFrame) -> pl.DataFrame:
+    """The pairs merged into byte ranges per (file, kind, timing): how many pairs, which ranks, when, and
+    one example pair (`first`, `second` row numbers) to point at."""
+    if pairs.is_empty():
+        return pl.DataFrame(schema=RANGE_SCHEMA)
+    group = ["file_id", "kind", "concurrent"]
+    ranges = (pairs.sort(*group, "offset")
+              .with_columns(pl.col("end_offset").cum_max().shift(1).over(group).alias("_reach"))
+              .with_columns((pl.col("_reach").is_null() | (pl.col("offset") > pl.col("_reach")))
+                            .cum_sum().alias("_range")))  # a new range per group, or past the reach so far
+    # ranks per range through a long (range, rank) table: far faster than a list per group
+    ranks = (pl.concat([ranges.select("_range", pl.col(c).alias("rank")) for c in ("first_rank", "second_rank")])
+             .unique().sort("_range", "rank").group_by("_range", maintain_order=True).agg("rank"))
+    return (ranges.group_by(*group, "_range", maintain_order=True)
+            .agg(pl.col("offset").min(), pl.col("end_offset").max(), pl.len().alias("pairs"),
+                 pl.col("start").min(), pl.col("end").max(), pl.col("first").first(), pl.col("second").first())
+            .join(ranks, on="_range", how="left", maintain_order="left")
+            .rename({"rank": "ranks"}).cast({"pairs": pl.UInt32}).select(list(RANGE_SCHEMA)))

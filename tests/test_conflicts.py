@@ -1,0 +1,218 @@
+"""Cross-rank conflicts: the sweep against hand-made traces, a brute-force O(n²) oracle, and real logs."""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import iolens
+from iolens.analysis.conflicts import conflict_ranges, find_conflicts
+from iolens.analysis.diagnosis import diagnose
+
+GiB = 1 << 30
+
+
+def ops(rows, file_id=1):
+    """rows: (rank, op, offset, length, start, end[, host])."""
+    cols = list(zip(*rows))
+    hosts = list(cols[6]) if len(cols) > 6 else ["h"] * len(rows)
+    return pl.DataFrame({"file_id": pl.Series([file_id] * len(rows), dtype=pl.UInt64), "rank": cols[0],
+                         "op": pl.Series(cols[1], dtype=pl.Enum(["write", "read"])), "offset": cols[2],
+                         "length": cols[3], "start": cols[4], "end": cols[5], "hostname": hosts},
+                        schema_overrides={"offset": pl.Int64, "length": pl.Int64, "rank": pl.Int64,
+                                          "start": pl.Float64, "end": pl.Float64})
+
+
+def pair_set(pairs: pl.DataFrame) -> set:
+    return {(min(a, b), max(a, b), k, c) for a, b, k, c in pairs.select("first", "second", "kind", "concurrent")
+            .iter_rows()}
+
+
+def test_kinds_and_timing():
+    seg = ops([
+        (0, "write", 0, 100, 0.0, 1.0),     # 0
+        (1, "write", 50, 100, 0.5, 1.5),    # 1: overlaps 0 in bytes and time -> concurrent WAW
+        (2, "read", 120, 10, 2.0, 2.1),     # 2: reads bytes 1 wrote, later -> ordered RAW
+        (3, "write", 0, 10, 3.0, 3.1),      # 3: writes bytes 0 wrote at 0..1 -> ordered WAW
+        (0, "read", 5, 1, 2.5, 2.6),        # 4: read by rank 0 before rank 3 writes -> ordered WAR
+    ])
+    got = pair_set(find_conflicts(seg))
+    assert got == {(0, 1, "write-after-write", True), (1, 2, "read-after-write", False),
+                   (0, 3, "write-after-write", False), (3, 4, "write-after-read", False)}
+
+
+def test_same_rank_touching_reads_and_unknown_offsets_do_not_count():
+    seg = ops([
+        (0, "write", 0, 100, 0.0, 1.0),
+        (0, "write", 0, 100, 0.5, 1.5),     # same rank rewriting: not a cross-rank conflict
+        (1, "write", 100, 50, 0.0, 1.0),    # touches [0, 100) at 100 but does not overlap
+        (2, "read", 150, 10, 0.0, 1.0),     # touches rank 1's range end
+        (3, "read", 0, 150, 0.0, 1.0),      # overlaps everything
+        (4, "read", 0, 150, 0.0, 1.0),      # read/read with rank 3: never a conflict
+        (5, "write", -1, 100, 0.0, 1.0),    # unknown offset: skipped
+        (6, "write", 10, 0, 0.0, 1.0),      # no bytes: skipped
+    ])
+    got = find_conflicts(seg)
+    assert set(got["kind"].unique()) <= {"read-after-write", "write-after-read"}
+    assert {tuple(sorted(p)) for p in got.select("first_rank", "second_rank").iter_rows()} == {
+        (0, 3), (0, 4), (1, 3), (1, 4)}
+    assert got.height == 6  # ranks 3 and 4 each against both writes of rank 0 and against rank 1
+
+
+def test_offsets_above_2GiB_are_exact():
+    base = 5 * GiB + 7
+    seg = ops([(0, "write", base, GiB, 0.0, 1.0), (1, "write", base + GiB - 1, 1, 2.0, 3.0),
+               (2, "write", base + GiB, 10, 2.0, 3.0),  # starts exactly where rank 0's ends
+               (3, "read", base - (1 << 31), 1 << 31, 4.0, 5.0)])  # ends exactly where rank 0's starts
+    got = find_conflicts(seg)
+    assert got.select("first_rank", "second_rank", "offset", "end_offset").rows() == [
+        (0, 1, base + GiB - 1, base + GiB)]
+
+
+def test_skew_tolerance_only_across_hosts():
+    rows = [(0, "write", 0, 10, 0.0, 1.0, "a"), (1, "write", 0, 10, 1.00005, 2.0, "a")]
+    assert find_conflicts(ops(rows))["concurrent"].to_list() == [False]
+    rows[1] = rows[1][:6] + ("b",)
+    assert find_conflicts(ops(rows))["concurrent"].to_list() == [True]  # 50 µs apart on two clocks
+    assert find_conflicts(ops(rows), skew=0.0)["concurrent"].to_list() == [False]
+
+
+def brute_force(seg: pl.DataFrame) -> set:
+    rows = seg.with_row_index().rows(named=True)
+    out = set()
+    for a in rows:
+        for b in rows:
+            if (a["index"] >= b["index"] or a["file_id"] != b["file_id"] or a["rank"] == b["rank"] or a["offset"] < 0 or b["offset"] < 0
+                    or a["length"] <= 0 or b["length"] <= 0 or (a["op"] == "read" and b["op"] == "read")):
+                continue
+            if a["offset"] < b["offset"] + b["length"] and b["offset"] < a["offset"] + a["length"]:
+                first, second = (a, b) if (a["start"], a["end"]) <= (b["start"], b["end"]) else (b, a)
+                kind = ("write-after-write" if first["op"] == second["op"] == "write" else
+                        "read-after-write" if first["op"] == "write" else "write-after-read")
+                out.add((a["index"], b["index"], kind, second["start"] < first["end"]))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_matches_brute_force_on_random_traces(seed):
+    rng = np.random.default_rng(seed)
+    n = 300
+    start = rng.uniform(0, 10, n).round(2)  # coarse times: ties in start and touching intervals happen
+    seg = pl.DataFrame({
+        "file_id": pl.Series(rng.integers(1, 4, n), dtype=pl.UInt64),
+        "rank": rng.integers(0, 6, n),
+        "op": pl.Series(rng.choice(["write", "read"], n), dtype=pl.Enum(["write", "read"])),
+        "offset": rng.integers(-1, 200, n) * 64 + 3 * GiB,
+        "length": rng.integers(0, 6, n) * 64,
+        "start": start, "end": start + rng.uniform(0, 1, n).round(2),
+    })
+    seg = seg.with_columns(pl.when(pl.col("offset") < 3 * GiB).then(-1).otherwise("offset").alias("offset"))
+    got = find_conflicts(seg)
+    assert pair_set(got) == brute_force(seg)
+    assert got.height == len(pair_set(got))  # no pair twice
+    # every pair's byte range lies inside both operations
+    o, ln = seg["offset"].to_numpy(), seg["length"].to_numpy()
+    for a, b, lo, hi in got.select("first", "second", "offset", "end_offset").iter_rows():
+        assert max(o[a], o[b]) == lo and min(o[a] + ln[a], o[b] + ln[b]) == hi
+
+
+def test_ranges_merge_pairs_per_kind():
+    seg = ops([(0, "write", 0, 100, 0.0, 1.0), (1, "write", 50, 100, 2.0, 3.0), (2, "write", 90, 100, 4.0, 5.0),
+               (3, "write", 1000, 10, 6.0, 7.0), (4, "write", 1005, 10, 8.0, 9.0)])
+    ranges = conflict_ranges(find_conflicts(seg))
+    assert ranges.select("offset", "end_offset", "pairs", "ranks").rows() == [
+        (50, 150, 3, [0, 1, 2]), (1005, 1010, 1, [3, 4])]
+
+
+# --- real logs -------------------------------------------------------------------------------------
+
+@pytest.fixture
+def read_log(logs_dir):
+    return lambda name: iolens.read(str(logs_dir / f"{name}.darshan"))
+
+
+def conflict_insights(log):
+    return [i for i in diagnose(log, strict=True) if i.code == "CONFLICT"]
+
+
+def test_shared_header_conflict(read_log):
+    log = read_log("generated2/shared_header_conflict")
+    found = conflict_insights(log)
+    warn = [i for i in found if i.severity == "warning"]
+    info = [i for i in found if i.severity == "info"]
+    assert len(warn) == 1 and len(info) == 1
+    # the README: header writes of ranks 1 and 3 overlap in time (0.10617–0.11101 s and 0.10597–0.10838 s)
+    assert warn[0].evidence.ranks == [1, 3]
+    assert warn[0].evidence.metrics["write_after_write"] == 1
+    t0, t1 = warn[0].evidence.time_window
+    assert t0 == pytest.approx(0.10597, abs=1e-4) and t1 == pytest.approx(0.11101, abs=1e-4)
+    assert "bytes 0–4,096" in warn[0].summary and "MPI-IO write" in warn[0].summary
+    # the other header pairs are ordered, plus rank 0 reading rank 1's first MiB after the barrier
+    assert info[0].evidence.metrics["write_after_write"] == 5
+    assert info[0].evidence.metrics["read_after_write"] == 1
+    assert "not verified" in info[0].summary and "synchronised" in info[0].summary
+
+
+def test_fill_then_overwrite_is_ordered(read_log):
+    log = read_log("generated/fill_rank0")
+    found = conflict_insights(log)
+    assert [i.severity for i in found] == ["info"]
+    m = found[0].evidence.metrics
+    # ranks 1-7 each overwrite their 32 MiB block, which rank 0 filled in 1 MiB writes: 7 x 32 pairs
+    assert m["write_after_write"] == 7 * 32 and m["bytes"] == 7 * 32 << 20
+    assert found[0].evidence.ranks == list(range(8))
+
+
+@pytest.mark.parametrize("name", ["generated/collective_2phase", "generated/small_indep_shared",
+                                  "generated/file_per_process", "generated2/healthy_large_sequential"])
+def test_no_cross_rank_overlap_stays_quiet(read_log, name):
+    assert conflict_insights(read_log(name)) == []
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+def test_expand_runs_in_chunks(chunk):
+    from iolens.analysis.conflicts import expand_runs
+
+    lo, hi = np.array([0, 5, 2, 9, 4]), np.array([3, 5, 6, 8, 5])
+    got = [(int(i), int(j)) for a, b in expand_runs(lo, hi, chunk) for i, j in zip(a, b)]
+    assert got == [(i, j) for i in range(5) for j in range(lo[i], hi[i])]
+
+
+def test_diagnose_json_and_text_show_conflicts(logs_dir):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    iolens_bin = str(Path(sys.executable).parent / "iolens")
+    log = logs_dir / "generated2/shared_header_conflict.darshan"
+    out = json.loads(subprocess.run([iolens_bin, "diagnose", "--json", str(log)], capture_output=True, text=True,
+                                    check=True).stdout)
+    found = {i["severity"]: i for i in out["insights"] if i["code"] == "CONFLICT"}
+    assert set(found) == {"warning", "info"}
+    assert found["warning"]["evidence"]["files"] == ["/tmp/ioscratch/g2/c.dat"]
+    assert found["warning"]["source"] == "dxt" and found["warning"]["evidence"]["metrics"]["pairs"] == 1
+    text = subprocess.run([iolens_bin, "diagnose", str(log)], capture_output=True, text=True, check=True).stdout
+    assert "CONFLICT" in text and "at the same time" in text
+    assert "one after the other" not in text  # info-level: shown with --all only
+
+
+def test_sweep_stops_past_its_budget_and_says_so():
+    from iolens.analysis.conflicts import find_conflicts_bounded
+
+    # 4 ranks x 300 writes of the same 8 bytes: 719,400 overlapping pairs, 539,400 across ranks
+    rows = [(r, "write", 0, 8, k * 1.0 + r * 0.1, k * 1.0 + r * 0.1 + 0.05) for r in range(4) for k in range(300)]
+    seg = ops(rows)
+    full, complete = find_conflicts_bounded(seg, max_candidates=None)
+    assert complete and full.height == 4 * 300 * 3 * 300 // 2
+    part, complete = find_conflicts_bounded(seg, max_candidates=1000)
+    assert not complete and 0 < part.height < full.height
+    assert pair_set(part) <= pair_set(full)
+
+
+def test_diagnosis_says_when_counts_are_lower_bounds(read_log, monkeypatch):
+    from iolens.analysis import conflicts as sweep
+
+    monkeypatch.setattr(sweep, "MAX_CANDIDATES", 1)
+    found = conflict_insights(read_log("generated2/shared_header_conflict"))
+    assert found and all(i.partial and "lower bounds" in i.summary for i in found)
