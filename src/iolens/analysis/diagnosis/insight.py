@@ -63,6 +63,7 @@ KEY_METRICS = {
     "REDUNDANT_WRITES": ("excess_bytes",),
     "FSYNC_HEAVY": ("fsyncs",),
     "STDIO_HEAVY": ("stdio_bytes_share", "stdio_time_share"),
+    "CONFLICT": ("pairs",),
     "CHECK_FAILED": (),
 }
 
