@@ -14,6 +14,7 @@ SUBCOMMANDS = {
     "export": ("iolens.cli.export", "Write the tables as Parquet or CSV."),
     "report": ("iolens.cli.report", "Write the interactive, offline HTML explorer page."),
     "diagnose": ("iolens.cli.diagnose", "Find I/O bottlenecks and say what to change."),
+    "fleet": ("iolens.cli.fleet", "Many logs: a Parquet store of every job, and one page over them."),
 }
 
 
