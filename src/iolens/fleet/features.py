@@ -10,7 +10,9 @@ import os
 
 import numpy as np
 
+from ..analysis.diagnosis import Thresholds
 from ..analysis.diagnosis.context import SIZE_BINS
+from ..analysis.diagnosis.requests import small_bins
 from ..analysis.layers import LAYERS
 from ..reader.counter_names import COUNTER_NAMES
 from ..reader.lustre import COMPONENT_FIELDS
@@ -18,7 +20,8 @@ from ..reader.lustre import COMPONENT_FIELDS
 # column prefix of each layer in the jobs table
 LAYER_PREFIX = {"POSIX": "posix", "MPI-IO": "mpiio", "STDIO": "stdio", "H5D": "hdf5", "PNETCDF_VAR": "pnetcdf"}
 SIZE_BIN_NAMES = tuple(b[0] for b in SIZE_BINS)
-SMALL_BINS = SIZE_BIN_NAMES[:5]  # requests up to 1 MiB
+# small requests: the bins the diagnosis counts as small with its default threshold (at most 100 KiB)
+SMALL_BINS = tuple(small_bins(Thresholds({}).small_request_bytes))
 # counters whose read/write windows make a rank's I/O intervals (IOMiner's covering set)
 INTERVAL_MODULES = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}
 _INDEX: dict = {}
@@ -141,7 +144,8 @@ def _requests(row: dict, m) -> None:
     n = hist.sum()
     for k, b in enumerate(SIZE_BIN_NAMES):
         row[f"size_{b}"] = float(hist[k] / n) if n else None
-    row["small_share"] = float(hist[: len(SMALL_BINS)].sum() / n) if n else None
+    small = sum(hist[SIZE_BIN_NAMES.index(b)] for b in SMALL_BINS)
+    row["small_share"] = float(small / n) if n else None
     row["seq_share"] = m.total("POSIX_SEQ_READS", "POSIX_SEQ_WRITES") / total if total else None
     row["consec_share"] = m.total("POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES") / total if total else None
 
