@@ -196,3 +196,26 @@ def test_bad_paths_give_one_line_and_status_2(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("iolens: error:")
     r = run_cli("fleet", "report", tmp_path / "nowhere", "-o", tmp_path / "x.html")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "fleet store" in r.stderr
+
+
+def test_fleet_aggregates_are_totals_over_totals(built):
+    from iolens.analysis import fleet
+
+    store, _ = built
+    jobs = fleet.with_derived(fleet_store.read(store, "jobs"))
+    apps = {a["app"]: a for a in fleet.applications(jobs)}
+    many = jobs.filter(pl.col("app") == "mpi-io-test")
+    a = apps["mpi-io-test"]
+    assert a["jobs"] == many.height > 10
+    assert a["bandwidth"] == pytest.approx(many["bytes"].sum() / many["io_time"].sum())
+    assert a["bandwidth"] != pytest.approx(many["bandwidth"].mean())  # never a mean (or sum) of rates
+    assert a["core_hours_io"] == pytest.approx((many["io_time"] * many["nprocs"]).sum() / 3600)
+    assert a["io_time_box"]["median"] == pytest.approx(many["io_time"].median())
+    assert sum(x["jobs"] for x in apps.values()) == jobs.height
+    small = next(r for r in fleet.insights_across(jobs) if r["code"] == "SMALL_IO")
+    assert small["critical"] == jobs.filter(pl.col("insight_SMALL_IO") == "critical").height
+    labels = fleet.peer_groups(jobs)
+    groups = fleet.group_summaries(jobs, labels)
+    assert len(labels) == jobs.height and sum(g["jobs"] for g in groups) == jobs.height
+    top = fleet.top_jobs(jobs, 5)["io_core_seconds"].to_list()
+    assert top == sorted(top, reverse=True) and top[0] == jobs["io_core_seconds"].max()
