@@ -3,10 +3,8 @@ names from logs stay text, and a job links to its `iolens report` page when one 
 from __future__ import annotations
 
 import math
-import os
 import shutil
 
-import polars as pl
 import pytest
 
 from iolens import read
@@ -15,21 +13,12 @@ from iolens.fleet.build import build
 from iolens.views.html import write_report
 from iolens.views.html.fleet import write_fleet_report
 
-from report_browser import LoadedPage, launch, rewrite_log
+from report_browser import LoadedPage, rewrite_log
+from test_report_browser import browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api")
 HOSTILE = "<img src=x onerror=window.__xss=1>"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists("/usr/bin/chromium"):
-        pytest.skip("Debian's chromium is not installed")
-    with sync_api.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
