@@ -12,6 +12,7 @@ import os
 import time
 import uuid
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -74,6 +75,25 @@ def log_key(path: str) -> tuple:
 # --- one batch: the Dask task ----------------------------------------------------------------------
 def process_batch(keys: list, store: str, part: str, diagnose: bool = True, files: bool = False) -> dict:
     """Read a batch of logs and write its jobs/errors/files parts. Returns counts and seconds per stage."""
+    with _one_reader_thread():
+        return _process(keys, store, part, diagnose, files)
+
+
+@contextmanager
+def _one_reader_thread():
+    """Read each log on one thread: Dask runs one batch per core already, and for small logs a pool of
+    inflating threads costs more than it saves (0.7 ms a log instead of 2 ms on 2 cores). A user's
+    IOLENS_THREADS wins."""
+    saved = os.environ.get("IOLENS_THREADS")
+    os.environ["IOLENS_THREADS"] = saved or "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("IOLENS_THREADS", None)
+
+
+def _process(keys: list, store: str, part: str, diagnose: bool, files: bool) -> dict:
     from ..model import Log
     from ..reader.log import read_raw
 

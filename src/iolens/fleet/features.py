@@ -41,6 +41,7 @@ class _Module:
     def __init__(self, module: str, recs):
         self.recs = recs
         self.ints, self.flts = _index(module)
+        self._sums = None
 
     def col(self, name: str) -> np.ndarray:
         if name in self.ints:
@@ -51,7 +52,11 @@ class _Module:
         return name in self.ints or name in self.flts
 
     def total(self, *names) -> float:
-        return float(sum(self.col(n).sum() for n in names if self.has(n)))
+        """Sum over records of the named counters: every column is summed at once, the first time."""
+        if self._sums is None:
+            self._sums = (np.maximum(self.recs.counters, 0).sum(axis=0), np.maximum(self.recs.fcounters, 0).sum(axis=0))
+        ints, flts = self._sums
+        return float(sum(ints[self.ints[n]] if n in self.ints else flts[self.flts[n]] for n in names if self.has(n)))
 
 
 def app_name(exe: str) -> str:
@@ -92,7 +97,7 @@ def job_features(raw, path: str) -> dict:
         slowest[layer.module] = row[f"{p}_slowest_rank_time"] = _slowest_rank_time(m, times, layer.slowest_time)
     _job_io(row, slowest)
     _requests(row, mods.get("POSIX"))
-    _files(row, raw, mods)
+    _files(row, raw)
     _collective(row, mods.get("MPI-IO"))
     _lustre(row, raw.lustre)
     row["busy_io_time"] = busy_time(mods)
@@ -150,7 +155,7 @@ def _requests(row: dict, m) -> None:
     row["consec_share"] = m.total("POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES") / total if total else None
 
 
-def _files(row: dict, raw, mods: dict) -> None:
+def _files(row: dict, raw) -> None:
     """Files the job touched, and how many were shared by all ranks (a reduced record, rank -1) or opened
     by more than one rank."""
     ids, shared = [], []
@@ -159,10 +164,12 @@ def _files(row: dict, raw, mods: dict) -> None:
         if recs is None or not len(recs.ids):
             continue
         ids.append(recs.ids)
-        shared.append(recs.ids[recs.ranks < 0])
-        per_file = np.unique(np.stack([recs.ids, recs.ranks.astype(np.uint64)]), axis=1)[0]
-        uniq, counts = np.unique(per_file, return_counts=True)
-        shared.append(uniq[counts > 1])
+        # a file is shared when some record of it is reduced (rank -1) or its records name two ranks
+        order = np.argsort(recs.ids, kind="stable")
+        sid, rank = recs.ids[order], recs.ranks[order]
+        first = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]])
+        lo, hi = np.minimum.reduceat(rank, first), np.maximum.reduceat(rank, first)
+        shared.append(sid[first][(lo < 0) | (lo != hi)])
     all_ids = np.unique(np.concatenate(ids)) if ids else np.empty(0, np.uint64)
     n_shared = len(np.unique(np.concatenate(shared))) if shared else 0
     row["files"] = int(len(all_ids))
