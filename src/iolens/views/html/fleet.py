@@ -30,12 +30,22 @@ SCRIPTS = ("util.js", "fleet.js")
 STYLES = ("report.css", "fleet.css")
 
 
-def report_link(log_path: str) -> str | None:
-    """The `iolens report` page written next to the log (`<log name>.html`), if there is one."""
-    p = Path(log_path)
-    name = p.name[: -len(".darshan")] if p.name.endswith(".darshan") else p.name
-    page = p.with_name(name + ".html")
-    return page.as_uri() if os.path.isfile(page) else None
+def report_links(log_paths: list) -> list:
+    """The `iolens report` page written next to each log (`<log name>.html`), or None. One directory
+    listing per directory: a stat per job would cost seconds for 100,000 jobs."""
+    listing = {}
+    out = []
+    for path in log_paths:
+        folder, name = os.path.split(path)
+        if folder not in listing:
+            try:
+                listing[folder] = {n for n in os.listdir(folder) if n.endswith(".html")}
+            except OSError:
+                listing[folder] = set()
+        stem = name[: -len(".darshan")] if name.endswith(".darshan") else name
+        page = stem + ".html"
+        out.append(Path(folder, page).as_uri() if page in listing[folder] else None)
+    return out
 
 
 def _numbers(s: pl.Series) -> list:
@@ -56,6 +66,7 @@ def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
     if jobs.height > DRAW_MAX:
         draw = np.sort(np.random.default_rng(0).choice(jobs.height, DRAW_MAX, replace=False))
     top = analysis.top_jobs(jobs)
+    top_links = report_links(top["path"].to_list())
     return {
         "tool": {"name": "iolens", "version": __version__,
                  "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
@@ -67,7 +78,7 @@ def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
             "app": [app_index[a] for a in jobs["app"].to_list()],
             "group": [int(g) for g in labels],
             "headline": headline,
-            "report": [report_link(p) for p in jobs["path"].to_list()],
+            "report": report_links(jobs["path"].to_list()),
             **{k: _numbers(jobs[k]) for k, *_ in AXES},
         },
         "apps": apps,
@@ -79,8 +90,8 @@ def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
         "top": [{"path": r["path"], "app": r["app"], "jobid": r["jobid"], "nprocs": r["nprocs"],
                  "io_time": r["io_time"], "io_core_seconds": r["io_core_seconds"], "run_time": r["run_time"],
                  "headline": r.get("headline"), "headline_severity": r.get("headline_severity"),
-                 "headline_title": r.get("headline_title"), "report": report_link(r["path"])}
-                for r in top.iter_rows(named=True)],
+                 "headline_title": r.get("headline_title"), "report": link}
+                for r, link in zip(top.iter_rows(named=True), top_links)],
         "errors": errors.sort("path").head(500).select("path", "reason").to_dicts() if errors.height else [],
     }
 

@@ -86,18 +86,25 @@ function drawPC() {
   PC.layout = {top, bottom, xs};
   ctx.clearRect(0, 0, w, h);
   const draw = FLEET.draw, sel = PC.selected, brushed = Object.keys(PC.brushes).length > 0;
-  const line = (i) => {
+  // one path per colour: a stroke per job would cost ~100x more with 20,000 lines
+  const path = (ids) => {
     ctx.beginPath();
-    FLEET.axes.forEach((ax, k) => { const y = yOf(PC.norm[ax.key][i]); if (k) ctx.lineTo(xs[k], y); else ctx.moveTo(xs[k], y); });
+    for (const i of ids) {
+      FLEET.axes.forEach((ax, k) => { const y = yOf(PC.norm[ax.key][i]); if (k) ctx.lineTo(xs[k], y); else ctx.moveTo(xs[k], y); });
+    }
     ctx.stroke();
   };
   ctx.lineWidth = 1;
-  if (brushed) {  // unselected jobs as faint context
-    ctx.strokeStyle = "rgba(170,178,189,0.18)";
-    for (const i of draw) if (!sel[i]) line(i);
+  const byColor = new Map(), context = [];
+  for (const i of draw) {
+    if (!sel[i]) { context.push(i); continue; }
+    const c = colorOf(i);
+    if (!byColor.has(c)) byColor.set(c, []);
+    byColor.get(c).push(i);
   }
+  if (brushed) { ctx.strokeStyle = "rgba(170,178,189,0.18)"; path(context); }  // unselected jobs as faint context
   ctx.globalAlpha = Math.max(0.12, Math.min(0.8, 60 / Math.sqrt(draw.length + 1)));
-  for (const i of draw) if (sel[i]) { ctx.strokeStyle = colorOf(i); line(i); }
+  for (const [c, ids] of byColor) { ctx.strokeStyle = c; path(ids); }
   ctx.globalAlpha = 1;
   ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "center";
   FLEET.axes.forEach((ax, k) => {
@@ -153,6 +160,13 @@ function drawSelection() {
 
 function refresh() { computeSelection(); drawPC(); drawSelection(); }
 
+let pending = false;
+function refreshSoon() {  // pointer moves come faster than frames: redraw once per frame
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => { pending = false; refresh(); });
+}
+
 function nearestAxis(x) {
   const xs = PC.layout.xs;
   let best = -1, bd = 24;
@@ -173,7 +187,7 @@ function setupPC() {
     if (Math.abs(y - PC.drag.y0) < 0.01 && !PC.drag.moved) return;
     PC.drag.moved = true;
     PC.brushes[PC.drag.key] = [Math.min(y, PC.drag.y0), Math.max(y, PC.drag.y0)];
-    refresh();
+    refreshSoon();
   });
   window.addEventListener("mouseup", () => {
     if (PC.drag && !PC.drag.moved) { delete PC.brushes[PC.drag.key]; refresh(); }
