@@ -56,14 +56,11 @@ def main():
         browser = launch(p)
         page = LoadedPage(browser, base / "fleet.html")
         print(f"load to ready in Chromium: {page.load_seconds:.2f} s; console errors: {page.errors}")
-        times = []
-        for lo in (0.2, 0.4, 0.6, 0.8):
-            t = time.perf_counter()
-            page.js(f"() => window.iolens.brush('io_share', {lo}, 1.0)")
-            page.settle()
-            times.append(time.perf_counter() - t - 0.08)  # settle waits a frame and 80 ms
-        print(f"brush (select + redraw {min(len(big), 20000):,} lines + table): "
-              f"median {1e3 * sorted(times)[len(times) // 2]:.0f} ms; selected {page.state()['selected']:,}")
+        times = [page.js(f"() => {{ const t = performance.now(); window.iolens.brush('io_share', {lo}, 1.0); "
+                         f"return performance.now() - t; }}") for lo in (0.2, 0.4, 0.6, 0.8, 0.0)]
+        print(f"brush, timed in the page (select every job + redraw {min(len(big), 20000):,} lines + table): "
+              f"median {sorted(times)[len(times) // 2]:.0f} ms, worst {max(times):.0f} ms; "
+              f"selected {page.state()['selected']:,}; console errors: {page.errors}")
         browser.close()
 
 
