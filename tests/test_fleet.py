@@ -179,12 +179,15 @@ def test_find_logs_walks_globs_and_list_files(tmp_path, generated):
 
 
 def test_local_cluster_and_default_scheduler_give_the_same_table(tmp_path, logs_dir):
+    """`--scheduler ADDRESS` on a real distributed LocalCluster (2 worker processes) and the default local
+    process scheduler write the same jobs table."""
     distributed = pytest.importorskip("distributed")
-    paths = [logs_dir / "generated", logs_dir / "public/darshan-logs/release_logs"]
+    paths = [str(logs_dir / "generated/f*.darshan"), logs_dir / "public/darshan-logs/release_logs"]
     build(paths, tmp_path / "default", batch=8)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        build(paths, tmp_path / "cluster", scheduler=client, batch=8)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        r = run_cli("fleet", "build", *paths, "-o", tmp_path / "cluster", "--batch", "8",
+                    "--scheduler", cluster.scheduler_address)
+    assert r.returncode == 0, r.stderr
     a = fleet_store.read(tmp_path / "default", "jobs").sort("path")
     b = fleet_store.read(tmp_path / "cluster", "jobs").sort("path")
     assert a.height == len(find_logs(paths))

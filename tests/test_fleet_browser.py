@@ -90,3 +90,22 @@ def test_names_from_logs_are_text_and_reports_are_linked(browser, fleet_page):
     assert p.page.locator("#sel-table").get_by_role("link", name="report", exact=True).count() == 1
     assert p.errors == []
     p.close()
+
+
+def test_selection_pages_reach_every_job(browser, fleet_page, tmp_path):
+    """Past 300 selected jobs the table pages on: no job is out of reach."""
+    _, jobs = fleet_page
+    import polars as pl
+
+    many = pl.concat([jobs.with_columns(pl.format("/fleet/{}/{}", pl.lit(k), pl.col("path")).alias("path"))
+                      for k in range(-(-301 // jobs.height) + 1)])
+    fleet_store.write_part(many, tmp_path / "store", "jobs", "part-many-00000")
+    write_fleet_report(tmp_path / "store", tmp_path / "many.html")
+    p = LoadedPage(browser, tmp_path / "many.html")
+    assert p.page.locator("#sel-table tbody tr").count() == 300
+    p.page.click("#sel-next")
+    assert p.page.locator("#sel-table tbody tr").count() == many.height - 300
+    assert p.page.inner_text("#sel-count").endswith(f"301–{many.height:,}")
+    assert p.page.is_disabled("#sel-next") and not p.page.is_disabled("#sel-prev")
+    assert p.errors == []
+    p.close()

@@ -61,7 +61,8 @@ def applications(jobs: pl.DataFrame, max_outliers: int = 5) -> list:
             "io_time_box": five_numbers(io_time),
             "bandwidth_box": five_numbers(bw),
             "latest": {"path": latest["path"], "io_time": latest["io_time"], "bandwidth": latest["bandwidth"],
-                       "outlier": bool(_outlier(io_time, latest["io_time"]))},
+                       "outlier": bool(_outlier(io_time, latest["io_time"])),
+                       "bandwidth_outlier": bool(_outlier(bw, latest["bandwidth"]))},
             "outliers": _outliers(g, io_time, max_outliers),
         })
     return sorted(out, key=lambda a: -a["io_time"])

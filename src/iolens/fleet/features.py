@@ -84,6 +84,7 @@ def job_features(raw, path: str) -> dict:
             row.update({f"{p}_{k}": 0 for k in ("bytes_read", "bytes_written", "reads", "writes", "meta_ops",
                                                   "files")})
             row.update({f"{p}_{k}": 0.0 for k in ("io_time", "meta_time", "slowest_rank_time")})
+            row[f"{p}_io_share"] = None
             continue
         times = m.col(layer.read_time) + m.col(layer.write_time) + m.col(layer.meta_time)
         row[f"{p}_bytes_read"] = int(m.total(layer.bytes_read))
@@ -95,6 +96,7 @@ def job_features(raw, path: str) -> dict:
         row[f"{p}_io_time"] = float(times.sum())
         row[f"{p}_meta_time"] = m.total(layer.meta_time)
         slowest[layer.module] = row[f"{p}_slowest_rank_time"] = _slowest_rank_time(m, times, layer.slowest_time)
+        row[f"{p}_io_share"] = slowest[layer.module] / run_time if run_time > 0 else None
     _job_io(row, slowest)
     _requests(row, mods.get("POSIX"))
     _files(row, raw)

@@ -138,19 +138,24 @@ function drawLegend() {
   }
 }
 
-function selectedRows(limit) {
+const PAGE_ROWS = 300;
+
+function selectedRows() {
   const idx = [];
   PC.selected.forEach((s, i) => { if (s) idx.push(i); });
   const io = FLEET.jobs.io_time;
   idx.sort((a, b) => (io[b] || 0) - (io[a] || 0));
-  return {count: idx.length, rows: idx.slice(0, limit)};
+  return idx;
 }
 
 function drawSelection() {
-  const {count, rows} = selectedRows(300);
-  const J = FLEET.jobs;
-  document.getElementById("sel-count").textContent =
-    `${fmtInt(count)} of ${fmtInt(J.path.length)} jobs selected` + (count > rows.length ? ` (the ${rows.length} with the most I/O time listed)` : "");
+  const all = selectedRows(), J = FLEET.jobs, pages = Math.max(1, Math.ceil(all.length / PAGE_ROWS));
+  PC.page = clamp(PC.page || 0, 0, pages - 1);
+  const rows = all.slice(PC.page * PAGE_ROWS, (PC.page + 1) * PAGE_ROWS);
+  document.getElementById("sel-count").textContent = `${fmtInt(all.length)} of ${fmtInt(J.path.length)} jobs selected` +
+    (pages > 1 ? `, most I/O time first: ${fmtInt(PC.page * PAGE_ROWS + 1)}–${fmtInt(PC.page * PAGE_ROWS + rows.length)}` : "");
+  document.getElementById("sel-prev").disabled = PC.page === 0;
+  document.getElementById("sel-next").disabled = PC.page >= pages - 1;
   putTable("sel-table", ["application", "job id", "processes", "run time", "I/O time", "I/O share", "bandwidth", "headline insight", "log", ""],
     rows.map((i) => [FLEET.apps[J.app[i]] || "(unknown)", J.jobid[i], fmtInt(J.nprocs[i]), fmtSeconds(J.run_time[i]),
       fmtSeconds(J.io_time[i]), fmtAxis(J.io_share[i], "pct"), fmtRate(J.bandwidth[i]), J.headline[i] || "",
@@ -158,7 +163,7 @@ function drawSelection() {
     [false, true, true, true, true, true, true, false, false, false]);
 }
 
-function refresh() { computeSelection(); drawPC(); drawSelection(); }
+function refresh() { computeSelection(); PC.page = 0; drawPC(); drawSelection(); }
 
 let pending = false;
 function refreshSoon() {  // pointer moves come faster than frames: redraw once per frame
@@ -198,6 +203,8 @@ function setupPC() {
   for (const code of Object.keys(FLEET.severities)) pick.append(el("option", {value: code}, "insight " + code));
   pick.addEventListener("change", () => { PC.color = pick.value; drawLegend(); drawPC(); });
   document.getElementById("pc-clear").addEventListener("click", () => { PC.brushes = {}; refresh(); });
+  document.getElementById("sel-prev").addEventListener("click", () => { PC.page--; drawSelection(); });
+  document.getElementById("sel-next").addEventListener("click", () => { PC.page++; drawSelection(); });
   window.addEventListener("resize", drawPC);
 }
 
@@ -223,13 +230,17 @@ function drawApps() {
   const apps = FLEET.applications;
   let lo = Infinity, hi = -Infinity;
   for (const a of apps) if (a.io_time_box) { lo = Math.min(lo, Math.log10(1 + a.io_time_box.min)); hi = Math.max(hi, Math.log10(1 + a.io_time_box.max)); }
-  putTable("apps-table", ["application", "jobs", "I/O time", "core-hours in I/O", "bytes", "bandwidth", "frequent insights", "I/O time, run to run", "outliers"],
+  let blo = Infinity, bhi = -Infinity;
+  for (const a of apps) if (a.bandwidth_box) { blo = Math.min(blo, Math.log10(1 + a.bandwidth_box.min)); bhi = Math.max(bhi, Math.log10(1 + a.bandwidth_box.max)); }
+  putTable("apps-table", ["application", "jobs", "I/O time", "core-hours in I/O", "bytes", "bandwidth", "frequent insights", "I/O time, run to run", "bandwidth, run to run", "outliers (I/O time)"],
     apps.map((a) => [a.app, fmtInt(a.jobs), fmtSeconds(a.io_time), fmtNum(a.core_hours_io, 2), fmtBytes(a.bytes), fmtRate(a.bandwidth),
       a.insights.map((i) => `${i.code} (${i.jobs})`).join(", "),
       {node: boxSvg(a.io_time_box, a.latest.io_time, a.latest.outlier, lo, hi),
        title: a.io_time_box ? `median ${fmtSeconds(a.io_time_box.median)}, IQR ${fmtSeconds(a.io_time_box.q1)}–${fmtSeconds(a.io_time_box.q3)}; latest ${fmtSeconds(a.latest.io_time)}${a.latest.outlier ? " (outlier)" : ""}` : ""},
+      {node: boxSvg(a.bandwidth_box, a.latest.bandwidth, a.latest.bandwidth_outlier, blo, bhi),
+       title: a.bandwidth_box ? `median ${fmtRate(a.bandwidth_box.median)}, IQR ${fmtRate(a.bandwidth_box.q1)}–${fmtRate(a.bandwidth_box.q3)}; latest ${fmtRate(a.latest.bandwidth)}${a.latest.bandwidth_outlier ? " (outlier)" : ""}` : ""},
       {node: el("span", null, a.outliers.map((o) => el("div", null, [fileLink(o.path, o.path.split("/").pop()), ` ${fmtSeconds(o.io_time)}`])))}]),
-    [false, true, true, true, true, true, false, false, false]);
+    [false, true, true, true, true, true, false, false, false, false]);
 }
 
 function drawInsights() {
