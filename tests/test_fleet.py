@@ -222,3 +222,19 @@ def test_fleet_aggregates_are_totals_over_totals(built):
     assert len(labels) == jobs.height and sum(g["jobs"] for g in groups) == jobs.height
     top = fleet.top_jobs(jobs, 5)["io_core_seconds"].to_list()
     assert top == sorted(top, reverse=True) and top[0] == jobs["io_core_seconds"].max()
+
+
+def test_each_peer_group_names_its_most_unlike_job(built):
+    from iolens.analysis import fleet
+
+    store, _ = built
+    jobs = fleet.with_derived(fleet_store.read(store, "jobs"))
+    labels = fleet.peer_groups(jobs)
+    for g in fleet.group_summaries(jobs, labels):
+        if g["unlike"] is None:
+            continue
+        members = jobs.filter(pl.Series(labels) == g["group"])
+        med = members["io_time"].median()
+        far = max(abs(np.log(max(t, 1e-9) / med)) for t in members["io_time"])
+        assert abs(np.log(max(g["unlike"]["io_time"], 1e-9) / med)) == pytest.approx(far)
+        assert g["unlike"]["path"] in members["path"].to_list()

@@ -147,11 +147,22 @@ def group_summaries(jobs: pl.DataFrame, labels: np.ndarray) -> list:
         frequent = sorted(((c[len("insight_"):], int(g[c].is_in(SERIOUS).sum())) for c in codes),
                           key=lambda t: -t[1])
         io = float(g["io_time"].sum())
-        out.append({"group": int(label), "jobs": g.height, "typical": typical,
+        out.append({"group": int(label), "jobs": g.height, "typical": typical, "unlike": _most_unlike(g),
                     "apps": [{"app": a, "jobs": int(k)} for a, k in apps.iter_rows()],
                     "insights": [{"code": c, "jobs": k} for c, k in frequent[:3] if k],
                     "io_time": io, "bandwidth": float(g["bytes"].sum()) / io if io > 0 else None})
     return sorted(out, key=lambda r: (r["group"] < 0, -r["jobs"]))
+
+
+def _most_unlike(g: pl.DataFrame) -> dict | None:
+    """The job whose I/O time is furthest (as a ratio) from its group's median: the one to look at."""
+    t = g["io_time"].cast(pl.Float64).to_numpy()
+    med = float(np.median(t)) if len(t) else 0.0
+    if len(t) < 3 or med <= 0:
+        return None
+    ratio = np.maximum(t, 1e-9) / med
+    k = int(np.argmax(np.abs(np.log(ratio))))
+    return {"path": g["path"][k], "io_time": float(t[k]), "ratio": float(ratio[k])}
 
 
 def _median(s: pl.Series):

@@ -252,11 +252,14 @@ function drawInsights() {
 
 function drawGroups() {
   const t = (g, k, unit) => fmtAxis(g.typical[k], unit);
-  putTable("groups-table", ["group", "jobs", "applications", "processes", "run time", "I/O share", "bytes", "bandwidth", "small requests", "metadata share", "files", "frequent insights"],
+  const unlike = (u) => !u ? {text: ""} : {node: el("span", null, [fileLink(u.path, u.path.split("/").pop()),
+    ` ${fmtSeconds(u.io_time)} (${u.ratio >= 1 ? fmtNum(u.ratio, 1) + "× the median" : fmtNum(1 / u.ratio, 1) + "× below the median"})`])};
+  putTable("groups-table", ["group", "jobs", "applications", "processes", "run time", "I/O share", "bytes", "bandwidth", "small requests", "metadata share", "files", "frequent insights", "most unlike the group (I/O time)"],
     FLEET.groups.map((g) => [g.group < 0 ? "odd" : String(g.group), fmtInt(g.jobs), g.apps.map((a) => `${a.app || "(unknown)"} (${a.jobs})`).join(", "),
       t(g, "nprocs", "count"), t(g, "run_time", "s"), t(g, "io_share", "pct"), t(g, "bytes", "B"), fmtRate(g.bandwidth),
-      t(g, "small_share", "pct"), t(g, "meta_share", "pct"), t(g, "files", "count"), g.insights.map((i) => `${i.code} (${i.jobs})`).join(", ")]),
-    [false, true, false, true, true, true, true, true, true, true, true, false]);
+      t(g, "small_share", "pct"), t(g, "meta_share", "pct"), t(g, "files", "count"), g.insights.map((i) => `${i.code} (${i.jobs})`).join(", "),
+      unlike(g.unlike)]),
+    [false, true, false, true, true, true, true, true, true, true, true, false, false]);
 }
 
 function drawTop() {
