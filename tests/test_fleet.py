@@ -163,6 +163,7 @@ def test_no_diagnose_gives_features_only(tmp_path, generated):
     summary = build([generated / "collective_2phase.darshan"], tmp_path / "s", diagnose=False, scheduler="sync")
     jobs = fleet_store.read(tmp_path / "s", "jobs")
     assert summary["added"] == 1 and not [c for c in jobs.columns if c.startswith("insight_")]
+    assert jobs["diagnosed"].to_list() == [False]
 
 
 def test_busy_time_counts_overlaps_once():

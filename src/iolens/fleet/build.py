@@ -25,7 +25,7 @@ LOG_SUFFIX = ".darshan"
 LIST_SUFFIXES = (".txt", ".list", ".lst")
 STRING_COLS = {"path", "exe", "app", "log_version", "lib_version", "headline", "headline_severity",
                "headline_title", "diagnosis_error"}
-BOOL_COLS = {"partial", "has_dxt", "dxt_truncated", "uses_hdf5", "uses_pnetcdf", "shared"}
+BOOL_COLS = {"diagnosed", "partial", "has_dxt", "dxt_truncated", "uses_hdf5", "uses_pnetcdf", "shared"}
 INT_SUFFIXES = ("_bytes_read", "_bytes_written", "_reads", "_writes", "_meta_ops", "_files", "_min", "_max",
                 "_ranks")
 INT_COLS = {"size", "mtime", "uid", "jobid", "nprocs", "files", "shared_files", "unique_files", "bytes",
@@ -111,7 +111,7 @@ def _process(keys: list, store: str, part: str, diagnose: bool, files: bool) -> 
             continue
         t1 = time.perf_counter()
         try:
-            row = {"size": size, "mtime": mtime, **job_features(raw, path)}
+            row = {"size": size, "mtime": mtime, **job_features(raw, path), "diagnosed": diagnose}
         except Exception as exc:  # noqa: BLE001
             errors.append({"path": path, "size": size, "mtime": mtime,
                            "reason": f"features failed ({type(exc).__name__}: {exc})"})
@@ -128,13 +128,13 @@ def _process(keys: list, store: str, part: str, diagnose: bool, files: bool) -> 
         timing["diagnosis"] += t3 - t2
     t0 = time.perf_counter()
     if jobs:
-        fleet_store.write_part(typed_frame(jobs, diagnose), store, "jobs", part)
+        fleet_store.write_part(typed_frame(jobs), store, "jobs", part)
     if errors:
         fleet_store.write_part(pl.DataFrame(errors, schema={"path": pl.String, "size": pl.Int64,
                                                             "mtime": pl.Int64, "reason": pl.String}),
                                store, "errors", part)
     if file_table:
-        fleet_store.write_part(typed_frame(file_table, False), store, "files", part)
+        fleet_store.write_part(typed_frame(file_table), store, "files", part)
     timing["parquet"] = time.perf_counter() - t0
     return {"logs": len(keys), "jobs": len(jobs), "errors": len(errors), "timing": timing}
 
@@ -161,7 +161,7 @@ def diagnosis_columns(log) -> dict:
             "headline_title": top.title if top else None, "diagnosis_error": None}
 
 
-def column_dtype(name: str, diagnose: bool = True):
+def column_dtype(name: str):
     if name in STRING_COLS or name.startswith("insight_") or name == "file":
         return pl.String
     if name in BOOL_COLS:
@@ -171,10 +171,10 @@ def column_dtype(name: str, diagnose: bool = True):
     return pl.Float64
 
 
-def typed_frame(rows: list, diagnose: bool) -> pl.DataFrame:
+def typed_frame(rows: list) -> pl.DataFrame:
     """Rows -> a frame with the same types in every part, whatever values a batch happens to hold."""
     names = list(dict.fromkeys(k for r in rows for k in r))
-    return pl.DataFrame(rows, schema={n: column_dtype(n, diagnose) for n in names}, strict=False)
+    return pl.DataFrame(rows, schema={n: column_dtype(n) for n in names}, strict=False)
 
 
 # --- the whole build --------------------------------------------------------------------------------
@@ -199,13 +199,20 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
     `progress(done_logs, total_logs)` is called as batches finish. Returns a summary."""
     began = time.perf_counter()
     new, skipped = plan(paths, store)
-    fleet_store.prepare(store)
-    workers = workers or cores()
-    size = batch or batch_size(len(new), workers or 1)
-    build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    batches = [new[i:i + size] for i in range(0, len(new), size)]
-    args = [(b, str(store), f"part-{build_id}-{k:05d}", diagnose, files) for k, b in enumerate(batches)]
-    results = run_tasks(args, scheduler, workers, progress, len(new)) if args else []
+    where = str(fleet_store.prepare(store).resolve())  # absolute: workers elsewhere have another cwd
+    client = _client(scheduler) if new else None
+    try:
+        if client is not None:  # size the batches for the cluster's threads, not this machine's cores
+            workers = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()) or 1
+        workers = workers or cores()
+        size = batch or batch_size(len(new), workers)
+        build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        batches = [new[i:i + size] for i in range(0, len(new), size)]
+        args = [(b, where, f"part-{build_id}-{k:05d}", diagnose, files) for k, b in enumerate(batches)]
+        results = run_tasks(args, client or scheduler, workers, progress, len(new)) if args else []
+    finally:
+        if client is not None and isinstance(scheduler, str):
+            client.close()
     timing = {k: sum(r["timing"][k] for r in results) for k in TIMING}
     return {"store": str(store), "found": len(new) + skipped, "skipped": skipped, "read": len(new),
             "added": sum(r["jobs"] for r in results), "errors": sum(r["errors"] for r in results),
@@ -230,8 +237,6 @@ def run_tasks(args: list, scheduler, workers, progress, total: int) -> list:
             done += results[-1]["logs"]
             if progress:
                 progress(done, total)
-        if isinstance(scheduler, str):
-            client.close()
         return results
     from dask.callbacks import Callback
 
@@ -250,8 +255,12 @@ def run_tasks(args: list, scheduler, workers, progress, total: int) -> list:
         return list(dask.compute(*tasks, scheduler=kind, **opts))
 
 
+LOCAL_SCHEDULERS = ("processes", "threads", "sync", "synchronous")
+
+
 def _client(scheduler):
-    if scheduler is None or scheduler in ("processes", "threads", "sync", "synchronous"):
+    """A `distributed.Client` for a scheduler address or a Client; None for Dask's local schedulers."""
+    if scheduler is None or (isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS):
         return None
     if isinstance(scheduler, str):
         from distributed import Client
