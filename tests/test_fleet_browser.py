@@ -109,3 +109,14 @@ def test_selection_pages_reach_every_job(browser, fleet_page, tmp_path):
     assert p.page.is_disabled("#sel-next") and not p.page.is_disabled("#sel-prev")
     assert p.errors == []
     p.close()
+
+
+def test_page_of_a_store_built_without_diagnosis(browser, tmp_path, logs_dir):
+    build([logs_dir / "public/darshan-logs/release_logs"], tmp_path / "store", diagnose=False, scheduler="sync")
+    write_fleet_report(tmp_path / "store", tmp_path / "plain.html")
+    p = LoadedPage(browser, tmp_path / "plain.html")
+    assert p.page.locator("#pc-color option").all_inner_texts() == ["application", "peer group"]
+    assert p.page.locator("#insights-table tbody tr").count() == 0
+    assert p.state()["selected"] == fleet_store.read(tmp_path / "store", "jobs").height > 0
+    assert p.errors == []
+    p.close()
