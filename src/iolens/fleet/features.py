@@ -14,6 +14,7 @@ from ..analysis.diagnosis import Thresholds
 from ..analysis.diagnosis.context import SIZE_BINS
 from ..analysis.diagnosis.requests import small_bins
 from ..analysis.layers import LAYERS
+from ..model import Log
 from ..reader.counter_names import COUNTER_NAMES
 from ..reader.lustre import COMPONENT_FIELDS
 
@@ -67,13 +68,13 @@ def app_name(exe: str) -> str:
 
 def job_features(raw, path: str) -> dict:
     """Identity and I/O features of one job, from a `RawLog`."""
-    j, h = raw.job, raw.header
-    run_time = (j.end_time - j.start_time) if h.version >= "3.41" else float(j.end_time_sec - j.start_time_sec + 1)
+    job = Log(raw).job  # a plain dict (no table is built): the same job facts as `iolens info`
+    run_time = float(job["run_time"])
     row = {
-        "path": path, "exe": j.exe, "app": app_name(j.exe), "uid": int(j.uid), "jobid": int(j.jobid),
-        "nprocs": int(j.nprocs), "start_time": float(j.start_time), "end_time": float(j.end_time),
-        "run_time": float(run_time), "log_version": h.version, "lib_version": j.metadata.get("lib_ver", ""),
-        "partial": any(m.partial for m in raw.modules),
+        "path": path, "exe": job["exe"], "app": app_name(job["exe"]), "uid": int(job["uid"]),
+        "jobid": int(job["jobid"]), "nprocs": int(job["nprocs"]), "start_time": float(job["start_time"]),
+        "end_time": float(job["end_time"]), "run_time": run_time, "log_version": job["log_version"],
+        "lib_version": job["lib_version"], "partial": job["partial"],
     }
     mods = {name: _Module(name, recs) for name, recs in raw.counters.items()}
     slowest = {}
@@ -124,8 +125,8 @@ def _slowest_rank_time(m: _Module, times: np.ndarray, slowest_col: str) -> float
 
 
 def _job_io(row: dict, slowest: dict) -> None:
-    """The job's I/O time as the diagnosis counts it: the larger of POSIX and MPI-IO (MPI-IO includes its
-    POSIX calls) plus STDIO; bytes at the file-system layers; the share of the run spent in I/O."""
+    """The job's I/O time: the slowest rank's at the larger of POSIX and MPI-IO (MPI-IO time includes its
+    POSIX calls) plus STDIO's; bytes at the file-system layers; the share of the run spent in I/O."""
     best = max(slowest.get("POSIX", 0.0), slowest.get("MPI-IO", 0.0))
     io_time = best + slowest.get("STDIO", 0.0)
     moved = sum(row[f"{p}_bytes_{d}"] for p in ("posix", "stdio") for d in ("read", "written"))
