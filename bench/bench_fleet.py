@@ -111,7 +111,7 @@ def main():
         print(f"{label}: {s['wall']:7.1f} s  {rate:7.0f} logs/s  = {rate / (n / js):5.1f}x job_stats"
               f"  | per log (ms of worker time): {stages}; {s['parts']} parts, {s['errors']} errors")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"largest child process resident memory: {peak:.0f} MiB")
+    print(f"largest child process of the run (PyDarshan included) resident memory: {peak:.0f} MiB")
 
 
 if __name__ == "__main__":
