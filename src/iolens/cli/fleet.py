@@ -1,0 +1,100 @@
+"""`iolens fleet build PATHS... -o STORE` and `iolens fleet report STORE -o fleet.html`."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from .common import emit_json, json_option
+
+
+@click.group("fleet")
+def command():
+    """Many logs: a Parquet store of every job (build), and one page over them (report)."""
+
+
+@command.command("build")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("-o", "--output", "store", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The store directory (created; a second build adds only new logs).")
+@click.option("--files", "with_files", is_flag=True, help="Also write the files table (one row per job x file).")
+@click.option("--no-diagnose", is_flag=True, help="Features only: no insight columns (much faster).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="A running Dask scheduler (tcp://host:8786) [default: Dask's local process scheduler].")
+@click.option("-j", "--workers", type=click.IntRange(min=1), help="Local processes [default: every core].")
+@click.option("--batch", type=click.IntRange(min=1), help="Logs per task and per Parquet part [default: auto, ≤ 500].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@json_option
+def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, quiet, as_json):
+    """Read every Darshan log under PATHS (directories, globs, or .txt/.list files of paths) into STORE.
+
+    Logs are read in parallel on Dask. Logs that cannot be read become rows of the errors table.
+    """
+    from ..fleet.build import build
+
+    show = not quiet and not as_json and sys.stderr.isatty()
+    with _bar(show) as progress:
+        summary = build(paths, store, diagnose=not no_diagnose, files=with_files, scheduler=scheduler,
+                        workers=workers, batch=batch, progress=progress)
+    if as_json:
+        emit_json(summary)
+        return
+    rate = summary["read"] / summary["seconds"] if summary["seconds"] > 0 else 0.0
+    click.echo(f"{summary['store']}: {summary['added']:,} jobs added, {summary['errors']:,} errors, "
+               f"{summary['skipped']:,} logs already in the store ({summary['found']:,} found); "
+               f"{summary['seconds']:.1f} s, {rate:,.0f} logs/s")
+
+
+class _bar:
+    """A rich progress bar with logs/s on a terminal; a no-op callback otherwise."""
+
+    def __init__(self, show: bool):
+        self.show = show
+        self.bar = None
+
+    def __enter__(self):
+        if not self.show:
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, \
+            TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("reading logs"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
+                            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), transient=True)
+        self.bar.__enter__()
+        task = None
+        began = time.perf_counter()
+
+        def update(done, total):
+            nonlocal task
+            if task is None:
+                task = self.bar.add_task("logs", total=total, rate="")
+            rate = done / max(time.perf_counter() - began, 1e-9)
+            self.bar.update(task, completed=done, rate=f"{rate:,.0f} logs/s")
+        return update
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+
+@command.command("report")
+@click.argument("store", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("fleet.html"),
+              show_default=True, help="Where to write the page.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
+def report_command(store, output, open_browser):
+    """Write one offline page over the jobs in STORE: parallel coordinates, applications, insights,
+    peer groups, top jobs."""
+    from ..fleet.store import check_store
+    from ..views.html.fleet import write_fleet_report
+
+    info = write_fleet_report(check_store(store), output)
+    click.echo(str(output))
+    if sys.stderr.isatty():
+        click.echo(f"{info['jobs']:,} jobs, {info['bytes'] / 2**20:.1f} MiB", err=True)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(output.resolve().as_uri())

@@ -1,0 +1,1 @@
+"""Fleet: many Darshan logs -> one Parquet store (`build`) -> one offline page (`report`)."""

@@ -1,0 +1,115 @@
+"""The fleet page: one offline HTML file over a store's jobs (`iolens fleet report`).
+
+Every job is embedded (columns, not rows of objects) so the tables and brushing count all of them; the
+parallel-coordinates plot draws at most `DRAW_MAX` lines (a fixed random sample), the rest are counted.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from ... import __version__
+from ...analysis import fleet as analysis
+from ...fleet import store as fleet_store
+from .encode import script_json
+from .page import _static, _views_dir
+
+DRAW_MAX = 20_000
+AXES = (("nprocs", "processes", "count", True), ("run_time", "run time", "s", True),
+        ("io_time", "I/O time", "s", True), ("io_share", "I/O share", "pct", False),
+        ("bytes", "bytes", "B", True), ("bandwidth", "bandwidth", "B/s", True),
+        ("small_share", "small requests", "pct", False), ("meta_share", "metadata share", "pct", False),
+        ("files", "files", "count", True), ("busy_io_time", "busy I/O time", "s", True))
+SEVERITY_CODE = {"info": 1, "warning": 2, "critical": 3}
+SCRIPTS = ("util.js", "fleet.js")
+STYLES = ("report.css", "fleet.css")
+
+
+def report_links(log_paths: list) -> list:
+    """The `iolens report` page written next to each log (`<log name>.html`), or None. One directory
+    listing per directory: a stat per job would cost seconds for 100,000 jobs."""
+    listing = {}
+    out = []
+    for path in log_paths:
+        folder, name = os.path.split(path)
+        if folder not in listing:
+            try:
+                listing[folder] = {n for n in os.listdir(folder) if n.endswith(".html")}
+            except OSError:
+                listing[folder] = set()
+        stem = name[: -len(".darshan")] if name.endswith(".darshan") else name
+        page = stem + ".html"
+        out.append(Path(folder, page).as_uri() if page in listing[folder] else None)
+    return out
+
+
+def _numbers(s: pl.Series) -> list:
+    return [None if v is None or not np.isfinite(v) else round(float(v), 6) for v in s.cast(pl.Float64).to_list()]
+
+
+def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
+    jobs = analysis.with_derived(jobs.sort("path"))
+    labels = analysis.peer_groups(jobs)
+    jobs = jobs.with_columns(pl.Series("group", labels))
+    apps = jobs["app"].value_counts(sort=True)["app"].to_list()
+    app_index = {a: i for i, a in enumerate(apps)}
+    codes = [c[len("insight_"):] for c in analysis.insight_columns(jobs)]
+    severities = {c: "".join(str(SEVERITY_CODE.get(s, 0)) for s in jobs[f"insight_{c}"].to_list()) for c in codes}
+    severities = {c: s for c, s in severities.items() if s.strip("0")}
+    headline = jobs["headline"].to_list() if "headline" in jobs.columns else [None] * jobs.height
+    draw = np.arange(jobs.height)
+    if jobs.height > DRAW_MAX:
+        draw = np.sort(np.random.default_rng(0).choice(jobs.height, DRAW_MAX, replace=False))
+    top = analysis.top_jobs(jobs)
+    top_links = report_links(top["path"].to_list())
+    return {
+        "tool": {"name": "iolens", "version": __version__,
+                 "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
+        "totals": {**analysis.fleet_totals(jobs), "errors": errors.height},
+        "axes": [{"key": k, "label": label, "unit": unit, "log": log} for k, label, unit, log in AXES],
+        "jobs": {
+            "path": jobs["path"].to_list(),
+            "jobid": jobs["jobid"].to_list(),
+            "app": [app_index[a] for a in jobs["app"].to_list()],
+            "group": [int(g) for g in labels],
+            "headline": headline,
+            "report": report_links(jobs["path"].to_list()),
+            **{k: _numbers(jobs[k]) for k, *_ in AXES},
+        },
+        "apps": apps,
+        "severities": severities,
+        "draw": draw.tolist(),
+        "applications": analysis.applications(jobs),
+        "insights": analysis.insights_across(jobs),
+        "groups": analysis.group_summaries(jobs, labels),
+        "top": [{"path": r["path"], "app": r["app"], "jobid": r["jobid"], "nprocs": r["nprocs"],
+                 "io_time": r["io_time"], "io_core_seconds": r["io_core_seconds"], "run_time": r["run_time"],
+                 "headline": r.get("headline"), "headline_severity": r.get("headline_severity"),
+                 "headline_title": r.get("headline_title"), "report": link}
+                for r, link in zip(top.iter_rows(named=True), top_links)],
+        "errors": errors.sort("path").head(500).select("path", "reason").to_dicts() if errors.height else [],
+    }
+
+
+def render_fleet(meta: dict) -> str:
+    env = Environment(loader=FileSystemLoader(str(_views_dir() / "templates")),
+                      autoescape=select_autoescape(["html", "j2"]), keep_trailing_newline=True)
+    return env.get_template("fleet.html.j2").render(
+        title=f"iolens fleet: {meta['totals']['jobs']:,} jobs", meta_json=script_json(meta),
+        css=_static(STYLES), js=_static(SCRIPTS))
+
+
+def write_fleet_report(store, path) -> dict:
+    jobs = fleet_store.read(store, "jobs")
+    if jobs.is_empty():
+        from ...errors import LogError
+        raise LogError("the store holds no readable job (see its errors table)", str(store))
+    errors = fleet_store.read(store, "errors")
+    html = render_fleet(fleet_payload(jobs, errors))
+    Path(path).write_text(html, encoding="utf-8")
+    return {"path": str(path), "jobs": jobs.height, "bytes": len(html.encode("utf-8"))}
