@@ -218,3 +218,63 @@ def test_cli_writes_the_page_with_labels_and_a_sweep_chart(tmp_path):
     html = page.read_text()
     assert 'id="sweep-card"' in html and html.count('class="run-timeline"') == 3
     assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html  # nothing fetched
+
+
+# --- one headline number (the diagnosis' key_metric) and one access-pattern classifier -------------
+
+def test_every_code_gets_a_key_line_when_present_on_both_sides():
+    """compare takes the number from `Insight.key_metric`; every code, CONFLICT and CHECK_FAILED included,
+    reads 'CODE: before → after what', never 'not flagged' or a bare metric name."""
+    from iolens.analysis.compare import insight_diff
+    from iolens.analysis.diagnosis.insight import CODES, KEY_METRICS, Evidence, Insight
+
+    def one(code, value):
+        names = KEY_METRICS[code]
+        metrics = {names[0]: value} if names else {}
+        return Insight(code, "warning", f"{code} title", "", Evidence(files=["/f"], metrics=metrics))
+
+    for code in CODES:
+        diff = insight_diff([one(code, 3)], [one(code, 2)], {}, {})
+        assert [r["code"] for r in diff["still"]] == [code] and not diff["resolved"] and not diff["new"]
+        row = diff["still"][0]
+        assert row["before"] is not None and row["after"] is not None, code
+        assert row["what"] and row["what"] != row["metric"], code  # a label people read
+        assert row["summary"].startswith(f"{code}: ") and " → " in row["summary"], code
+        assert "not flagged" not in row["summary"], code
+        assert row["metric"] == (KEY_METRICS[code][0] if KEY_METRICS[code] else "checks_failed")
+
+
+def test_the_side_without_the_insight_is_measured_where_the_counters_can():
+    """random_small_reads → healthy_large_sequential (generated2/README.md): the random reads are gone, and
+    the healthy run's number is Darshan's non-sequential reads there (PyDarshan as the oracle), not
+    'not flagged'."""
+    g2 = LOGS / "generated2"
+    r = iolens.compare(g2 / "random_small_reads.darshan", g2 / "healthy_large_sequential.darshan")
+    resolved = {i["code"]: i for i in r["insights"][1]["resolved"]}
+    assert {"RANDOM_ACCESS", "SMALL_IO"} <= set(resolved)
+    posix = darshan.DarshanReport(str(g2 / "healthy_large_sequential.darshan"),
+                                  read_all=True).records["POSIX"].to_df()["counters"]
+    nonseq = int((posix["POSIX_READS"] - posix["POSIX_SEQ_READS"]).clip(lower=0).sum())
+    random = resolved["RANDOM_ACCESS"]
+    assert random["metric"] == "random_reads" and random["after"] == nonseq
+    assert random["before"] >= 0.5 * 180_000  # README: 6 × 30,000 reads at random offsets
+    assert f"→ {nonseq:,} random reads" in random["summary"]
+    small = resolved["SMALL_IO"]
+    assert small["metric"] == "small_requests" and small["before"] == 180_000 and small["after"] == 0
+
+
+def test_access_pattern_rows_use_the_diagnosis_classifier():
+    from iolens.analysis.access import PATTERNS
+
+    g2 = LOGS / "generated2"
+    r = iolens.compare(g2 / "healthy_large_sequential.darshan", g2 / "random_small_reads.darshan")
+    rows = [c for c in r["config"] if c["key"].startswith("patterns:")]
+    assert [c["values"] for c in rows] == [["consecutive", "random"]]  # each rank's own 32 MiB vs random
+    assert rows[0]["changed"] == [False, True]
+    # the pairs: every file's pattern is one of the classifier's names; aligned 4 MiB writes of each
+    # rank's own block stay consecutive, as the 64 KiB ones were
+    for a, b in (("small_indep", "small_coll"), ("shifted", "aligned")):
+        rows = [c for c in pair(a, b)["config"] if "patterns:" in c["key"]]
+        assert rows and all(v in PATTERNS for c in rows for v in c["values"])
+    shifted = next(c for c in pair("shifted", "aligned")["config"] if c["key"].startswith("patterns:"))
+    assert shifted["values"] == ["consecutive", "consecutive"] and not any(shifted["changed"])
