@@ -5,7 +5,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .units import human_bytes, human_count, human_rate, human_seconds
+from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim"}
 NAME_WIDTH = 24
@@ -23,7 +23,7 @@ def runs_per_table(width: int) -> int:
 
 def render_compare(result: dict, console: Console) -> None:
     for warning in result["warnings"]:
-        console.print(Text(f"note: {warning}", style="bold yellow"))
+        console.print(_hanging("", Text(warning, style="bold yellow"), Text("note:", style="bold yellow")))
     runs = result["runs"]
     per = runs_per_table(console.width)
     # the baseline stays the first column of every table; the others are wrapped
@@ -44,7 +44,7 @@ def render_compare(result: dict, console: Console) -> None:
 def _cell(value, ratio, fmt) -> Text:
     text = Text(fmt(value))
     if ratio is not None:
-        text.append(f" ({ratio:.2f}×)", style="dim")
+        text.append(f" ({human_ratio(ratio)})", style="dim")
     return text
 
 
@@ -59,7 +59,7 @@ def _runs_table(runs: list, idx: list) -> Table:
         table.add_row(name, *[_cell(get(r), (r["ratio"].get(ratio_key) if ratio_key and not r["verdict"]["verdict"]
                                              == "baseline" else None), fmt) for r in sel])
 
-    table.add_row("verdict", *[Text(r["verdict"]["verdict"] + (f" {r['verdict']['factor']:.2f}×"
+    table.add_row("verdict", *[Text(r["verdict"]["verdict"] + (f" {human_ratio(r['verdict']['factor'])}"
                                                                 if r["verdict"].get("factor") else ""),
                                     style=VERDICT_STYLE[r["verdict"]["verdict"]]) for r in sel])
     row("run time", human_seconds, lambda r: r["run_time"], "run_time")
@@ -112,7 +112,19 @@ def _render_config(result: dict, console: Console) -> None:
         for run, value, diff in zip(runs, c["values"], c["changed"]):
             console.print(Text(f"    {run['label']}: {fmt_config(value)}", style="bold" if diff else ""))
     if same:
-        console.print(Text("  unchanged: " + ", ".join(same), style="dim"))
+        console.print(_hanging("  ", Text("unchanged: " + ", ".join(same), style="dim")))
+
+
+def _hanging(indent: str, text: Text, tag: Text | None = None) -> Table:
+    """`indent` [tag] text, the text's wrapped lines aligned under its first one."""
+    grid = Table.grid(padding=(0, 1) if tag is not None else 0)
+    if indent:
+        grid.add_column(width=len(indent) - (1 if tag is not None else 0), no_wrap=True)
+    if tag is not None:
+        grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(*([""] if indent else []), *([tag] if tag is not None else []), text)
+    return grid
 
 
 def _render_insights(result: dict, console: Console) -> None:
@@ -126,6 +138,7 @@ def _render_insights(result: dict, console: Console) -> None:
             console.print(Text("    no insight before or after"))
         for status, style in (("resolved", "green"), ("new", "red"), ("still", "yellow")):
             for item in diff[status]:
-                line = Text(f"    {status:<8} ", style=style)
-                line.append(item["summary"] + (f"  [{item['file']}]" if item["file"] else ""))
-                console.print(line)
+                line = Text(item["summary"])
+                if item["file"]:
+                    line.append(f"  [{item['file']}]", style="dim")
+                console.print(_hanging("    ", line, Text(f"{status:<8}", style=style)))
