@@ -175,6 +175,11 @@ def test_json_has_the_documented_keys():
             "verdict", "counts"} == set(run)
     assert run["ratio"]["io_time"] == pytest.approx(run["io_time"] / data["runs"][0]["io_time"])
     assert set(data["insights"][1]) == {"resolved", "new", "still"}
+    item = data["insights"][1]["resolved"][0]
+    assert set(item) == {"code", "file", "title", "severity", "metric", "what", "unit", "before", "after",
+                         "summary", "time_window", "ranks"}
+    assert {"small_writes", "independent_mpiio_writes", "misaligned_requests", "small_requests",
+            "random_reads", "fsyncs"} <= set(run["counts"])
     # the same structure from Python
     assert iolens.compare(PAIRS / "small_indep.darshan", PAIRS / "small_coll.darshan")["runs"][1]["verdict"] \
         == run["verdict"]
