@@ -97,6 +97,8 @@ def test_same_configuration_twice_is_no_real_change_despite_1_3x():
     # e.dat and f.dat: the one data file of each run, matched as the same file
     assert [m["names"] for m in r["files"]["matched"]] == [["/tmp/ioscratch/p/e.dat", "/tmp/ioscratch/p/f.dat"]]
     assert r["files"]["unmatched"] == []
+    # one count of files in both tables: the data file, not the standard streams
+    assert [run["files"] for run in r["runs"]] == rows["files"]["values"] == [1, 1]
 
 
 def test_repeated_baseline_runs_set_the_noise_band_from_their_spread():

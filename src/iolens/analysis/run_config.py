@@ -10,7 +10,7 @@ import polars as pl
 from ..model import Log
 from .diagnosis.context import STD_STREAMS
 from .access import file_patterns
-from .runs import collective_share
+from .runs import collective_share, data_files
 from .summary import dxt_summary
 
 # run-specific parts of a path: numbers (job ids, ranks, dates, steps); two runs' files match when their
@@ -131,7 +131,7 @@ def run_config(log: Log) -> dict:
         "darshan": job["lib_version"] or f"log format {job['log_version']}",
         "dxt": _dxt_state(log),
         "collective_share": None if share is None else round(share, 4),
-        "files": int(log.files.filter(~pl.col("name").is_in(STD_STREAMS)).height),
+        "files": data_files(log),
         "patterns": patterns["posix"],
         "mpiio_patterns": patterns["mpiio"],
         "lustre": lustre_layouts(log),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Log
-from .diagnosis.context import SIZE_BINS
+from .diagnosis.context import SIZE_BINS, STD_STREAMS
 from .diagnosis.requests import small_bins
 from .diagnosis.thresholds import Thresholds
 from .layers import LAYERS, recorded
@@ -35,7 +35,7 @@ def run_metrics(log: Log) -> dict:
         "writes": int(base["writes"]) if base else 0,
         "meta_time": float(sum(s["meta_time"] for s in layers.values() if s["layer"] in ("POSIX", "STDIO"))),
         "bandwidth": moved / io_time if io_time > 0 else None,
-        "files": int(summary["files"]),
+        "files": data_files(log),
         "ranks": int(log.job["nprocs"]),
         "request_sizes": sizes,
     }
@@ -81,6 +81,11 @@ def _unrequested_read_bytes(log: Log):
     read = p.group_by("file_id").agg(recorded("POSIX_BYTES_READ").sum().alias("read"))
     j = asked.join(read, on="file_id")
     return int(j.select((pl.col("read") - pl.col("asked")).clip(lower_bound=0).sum()).item() or 0)
+
+
+def data_files(log: Log) -> int:
+    """Files the run touched, the standard streams not counted (as everywhere in a comparison)."""
+    return int(log.files.filter(~pl.col("name").is_in(list(STD_STREAMS))).height)
 
 
 def _byte_layer(layers: dict):
