@@ -285,3 +285,19 @@ def test_access_pattern_rows_use_the_diagnosis_classifier():
         assert rows and all(v in PATTERNS for c in rows for v in c["values"])
     shifted = next(c for c in pair("shifted", "aligned")["config"] if c["key"].startswith("patterns:"))
     assert shifted["values"] == ["consecutive", "consecutive"] and not any(shifted["changed"])
+
+
+def test_a_files_read_and_write_insights_of_one_code_are_kept_apart():
+    """RANDOM_ACCESS is reported once per operation kind: random reads resolved while random writes stay
+    must read as two rows, not one."""
+    from iolens.analysis.compare import insight_diff
+    from iolens.analysis.diagnosis.insight import Evidence, Insight
+
+    def random(op, n):
+        return Insight("RANDOM_ACCESS", "warning", f"random {op}s", "",
+                       Evidence(files=["/d"], metrics={f"random_{op}s": n, "random_share": 1.0}))
+
+    diff = insight_diff([random("read", 900), random("write", 500)], [random("write", 400)],
+                        {}, {"random_reads": 3})
+    assert [(r["metric"], r["before"], r["after"]) for r in diff["resolved"]] == [("random_reads", 900, 3)]
+    assert [(r["metric"], r["before"], r["after"]) for r in diff["still"]] == [("random_writes", 500, 400)]

@@ -184,13 +184,21 @@ CODE_LABELS = {
 CHECKS_FAILED = ("checks_failed", ("checks that failed", "count", "checks_failed"))
 
 
+# codes the diagnosis reports once per operation kind: the metric naming the kind keeps a file's read and
+# write insights apart
+PER_KIND = {"RANDOM_ACCESS": ("random_reads", "random_writes"),
+            "NO_COLLECTIVE_IO": ("independent_reads", "independent_writes"),
+            "COLLECTIVE_IO": ("collective_reads", "collective_writes")}
+
+
 def _keys(insights: list, file_key: dict) -> dict:
-    """(code, file) -> insight; an insight naming several files stands for each of them; files are named by
-    the key they are matched under across runs."""
+    """(code, file, kind) -> insight; an insight naming several files stands for each of them; files are
+    named by the key they are matched under across runs; kind is '' but for the codes of PER_KIND."""
     out = {}
     for ins in insights:
+        kind = next((k for k in PER_KIND.get(ins.code, ()) if k in ins.evidence.metrics), "")
         for f in ins.evidence.files or [""]:
-            out.setdefault((ins.code, file_key.get(f, f)), ins)
+            out.setdefault((ins.code, file_key.get(f, f), kind), ins)
     return out
 
 
@@ -207,7 +215,7 @@ def insight_diff(before: list, after: list, before_metrics: dict, after_metrics:
 
 
 def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
-    code, file = key
+    code, file = key[:2]
     shown = ins_a or ins_b
     # one metric for both sides: the baseline's headline, else the other run's
     metric = next((i.key_metric for i in (ins_b, ins_a) if i is not None and i.key_metric), None)
