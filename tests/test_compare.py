@@ -278,6 +278,10 @@ def test_access_pattern_rows_use_the_diagnosis_classifier():
     rows = [c for c in r["config"] if c["key"].startswith("patterns:")]
     assert [c["values"] for c in rows] == [["consecutive", "random"]]  # each rank's own 32 MiB vs random
     assert rows[0]["changed"] == [False, True]
+    # small_indep: 1-4 KiB records of 2 ranks interleaved (pairs/README.md); no dominant stride, yet the
+    # ranks' records alternate: rank-interleaved, not "sequential"
+    indep = next(c for c in pair("small_indep", "small_coll")["config"] if c["key"].startswith("patterns:"))
+    assert indep["values"][0] == "rank-interleaved"
     # the pairs: every file's pattern is one of the classifier's names; aligned 4 MiB writes of each
     # rank's own block stay consecutive, as the 64 KiB ones were
     for a, b in (("small_indep", "small_coll"), ("shifted", "aligned")):
