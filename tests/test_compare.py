@@ -305,3 +305,27 @@ def test_a_files_read_and_write_insights_of_one_code_are_kept_apart():
                         {}, {"random_reads": 3})
     assert [(r["metric"], r["before"], r["after"]) for r in diff["resolved"]] == [("random_reads", 900, 3)]
     assert [(r["metric"], r["before"], r["after"]) for r in diff["still"]] == [("random_writes", 500, 400)]
+
+
+def test_recorder_traces_compare_and_unknown_counters_are_not_measured_as_zero():
+    """Recorder traces (../shared/logs/recorder) read like Darshan logs; alignment and sequentiality are
+    counters Recorder cannot know (-1), so the run-level measures built on them are null, never 0 or 'all'."""
+    rec = LOGS / "recorder"
+    r = iolens_cli("compare", "--json", rec / "seqwrite_mpiio", rec / "small_records")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    counts = data["runs"][1]["counts"]
+    assert counts["misaligned_requests"] is None and counts["random_writes"] is None
+    assert counts["small_requests"] == data["runs"][1]["writes"] > 0  # every write of small_records is small
+    assert "SMALL_IO" in {i["code"] for i in data["insights"][1]["new"]}
+
+
+def test_an_insight_naming_several_files_is_one_row():
+    from iolens.analysis.compare import insight_diff
+    from iolens.analysis.diagnosis.insight import Evidence, Insight
+
+    stdio = Insight("STDIO_HEAVY", "warning", "stdio", "",
+                    Evidence(files=["/a", "/b", "/c"], metrics={"stdio_bytes_share": 0.9}))
+    diff = insight_diff([], [stdio], {}, {"stdio_bytes_share": None})
+    assert [(r["file"], r["summary"]) for r in diff["new"]] == [("/a", "STDIO_HEAVY: not flagged → 90% of the "
+                                                                       "bytes through stdio")]

@@ -14,6 +14,7 @@ baseline is their median and the factor is widened to the spread they show (larg
 """
 from __future__ import annotations
 
+import os
 import statistics
 
 from ..model import Log, read
@@ -39,7 +40,8 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
         raise ValueError(f"baseline_runs must be between 1 and {len(logs) - 1}")
     loaded = []
     for i, log in enumerate(logs):
-        loaded.append(log if isinstance(log, Log) else read(log))
+        # a path is read; a Log or a RecorderTrace (the same interface) is used as it is
+        loaded.append(read(log) if isinstance(log, (str, os.PathLike)) else log)
         if progress:
             progress((i + 1) / len(logs))
     labels = list(labels or [])
@@ -207,9 +209,13 @@ def insight_diff(before: list, after: list, before_metrics: dict, after_metrics:
     """Insights resolved, new and still there, matched by code and file, each with its key number."""
     b, a = _keys(before, before_files or {}), _keys(after, after_files or {})
     out = {"resolved": [], "new": [], "still": []}
+    seen = set()
     for key in list(b) + [k for k in a if k not in b]:
         status = "still" if key in b and key in a else "resolved" if key in b else "new"
         ins_b, ins_a = b.get(key), a.get(key)
+        if (id(ins_b), id(ins_a)) in seen:
+            continue  # the same insight(s) under another of their files: one row, under the first file
+        seen.add((id(ins_b), id(ins_a)))
         out[status].append(_insight_row(key, ins_b, ins_a, before_metrics, after_metrics))
     return out
 

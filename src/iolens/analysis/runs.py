@@ -50,25 +50,41 @@ def key_measures(log: Log) -> dict:
     indep_writes = _counter_sum(log, "MPI-IO", "MPIIO_INDEP_WRITES")
     posix_bytes = _counter_sum(log, "POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
     stdio_bytes = _counter_sum(log, "STDIO", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN")
+    small_reads = _counter_sum(log, "POSIX", *(f"POSIX_SIZE_READ_{b}" for b in small))
     out = {
+        # kept as they were (0 without the module)
         "small_writes": small_writes,
         "independent_mpiio_writes": indep_writes,
-        "misaligned_requests": _counter_sum(log, "POSIX", "POSIX_FILE_NOT_ALIGNED"),
-        "small_requests": small_writes + _counter_sum(log, "POSIX", *(f"POSIX_SIZE_READ_{b}" for b in small)),
-        "independent_writes": indep_writes,
-        "independent_reads": _counter_sum(log, "MPI-IO", "MPIIO_INDEP_READS"),
-        "collective_writes": _counter_sum(log, "MPI-IO", "MPIIO_COLL_WRITES"),
-        "collective_reads": _counter_sum(log, "MPI-IO", "MPIIO_COLL_READS"),
-        "fsyncs": _counter_sum(log, "POSIX", "POSIX_FSYNCS", "POSIX_FDSYNCS"),
-        "stdio_bytes_share": stdio_bytes / (stdio_bytes + posix_bytes) if stdio_bytes + posix_bytes else 0.0,
+        # None where the log has no such module or does not record the counter
+        "misaligned_requests": _if_recorded(log, "POSIX", ("POSIX_FILE_NOT_ALIGNED",),
+                                            _counter_sum(log, "POSIX", "POSIX_FILE_NOT_ALIGNED")),
+        "small_requests": _if_recorded(log, "POSIX", (), small_writes + small_reads),
+        "independent_writes": _if_recorded(log, "MPI-IO", (), indep_writes),
+        "independent_reads": _if_recorded(log, "MPI-IO", (), _counter_sum(log, "MPI-IO", "MPIIO_INDEP_READS")),
+        "collective_writes": _if_recorded(log, "MPI-IO", (), _counter_sum(log, "MPI-IO", "MPIIO_COLL_WRITES")),
+        "collective_reads": _if_recorded(log, "MPI-IO", (), _counter_sum(log, "MPI-IO", "MPIIO_COLL_READS")),
+        "fsyncs": _if_recorded(log, "POSIX", (), _counter_sum(log, "POSIX", "POSIX_FSYNCS", "POSIX_FDSYNCS")),
+        "stdio_bytes_share": stdio_bytes / (stdio_bytes + posix_bytes) if stdio_bytes + posix_bytes else None,
     }
     # Darshan's non-sequential requests: those starting before the end of the rank's previous one
     for op, OPS in (("read", "READS"), ("write", "WRITES")):
-        out[f"random_{op}s"] = _counter_diff(log, "POSIX", f"POSIX_{OPS}", f"POSIX_SEQ_{OPS}")
-    unrequested = _unrequested_read_bytes(log)
-    if unrequested is not None:
-        out["unrequested_read_bytes"] = unrequested
+        out[f"random_{op}s"] = _if_recorded(log, "POSIX", (f"POSIX_SEQ_{OPS}",),
+                                            _counter_diff(log, "POSIX", f"POSIX_{OPS}", f"POSIX_SEQ_{OPS}"))
+    out["unrequested_read_bytes"] = _unrequested_read_bytes(log)
     return out
+
+
+def _if_recorded(log: Log, module: str, cols: tuple, value):
+    """`value`, or None where the log has no `module` records or does not record these counters (-1:
+    up-converted old modules, Recorder traces, which cannot know alignment or sequentiality)."""
+    df = log.counters.get(module)
+    if df is None or df.is_empty():
+        return None
+    if any(c not in df.columns for c in cols):
+        return None
+    if cols and df.select(pl.any_horizontal([pl.col(c) < 0 for c in cols]).any()).item():
+        return None
+    return value
 
 
 def _unrequested_read_bytes(log: Log):

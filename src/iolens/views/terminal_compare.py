@@ -9,6 +9,7 @@ from .units import human_bytes, human_count, human_rate, human_ratio, human_seco
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim"}
 NAME_WIDTH = 24
+UNMATCHED_SHOWN = 10  # per run: a list of thousands of files would hide the rest of the comparison
 RUN_WIDTH = 20  # "736.4 MiB/s (4.14×)"
 SIZE_BIN_LABELS = {"0_100": "≤100 B", "100_1K": "100 B–1 KiB", "1K_10K": "1–10 KiB", "10K_100K": "10–100 KiB",
                    "100K_1M": "100 KiB–1 MiB", "1M_4M": "1–4 MiB", "4M_10M": "4–10 MiB",
@@ -36,9 +37,14 @@ def render_compare(result: dict, console: Console) -> None:
     _render_insights(result, console)
     unmatched = result["files"]["unmatched"]
     if unmatched:
-        console.print(Text("Files in one run only", style="bold"))
-        for u in unmatched:
-            console.print(Text(f"  {runs[u['run']]['label']}: {u['name']}"))
+        console.print(Text(f"Files in one run only ({len(unmatched):,})", style="bold"))
+        for i, run in enumerate(runs):
+            names = [u["name"] for u in unmatched if u["run"] == i]
+            for name in names[:UNMATCHED_SHOWN]:
+                console.print(_hanging("  ", Text(f"{run['label']}: {name}")))
+            if len(names) > UNMATCHED_SHOWN:
+                console.print(Text(f"  {run['label']}: … and {len(names) - UNMATCHED_SHOWN:,} more (--json lists all)",
+                                   style="dim"))
 
 
 def _cell(value, ratio, fmt) -> Text:
