@@ -329,3 +329,16 @@ def test_an_insight_naming_several_files_is_one_row():
     diff = insight_diff([], [stdio], {}, {"stdio_bytes_share": None})
     assert [(r["file"], r["summary"]) for r in diff["new"]] == [("/a", "STDIO_HEAVY: not flagged → 90% of the "
                                                                        "bytes through stdio")]
+
+
+def test_an_insight_present_on_both_sides_never_reads_not_flagged():
+    """COLLECTIVE_IO headed by measured aggregators in one run and estimated ones in the other (no DXT)."""
+    from iolens.analysis.compare import insight_diff
+    from iolens.analysis.diagnosis.insight import Evidence, Insight
+
+    def coll(metric, n):
+        return Insight("COLLECTIVE_IO", "info", "cb", "", Evidence(files=["/f"], metrics={metric: n}))
+
+    row, = insight_diff([coll("aggregators", 8)], [coll("estimated_aggregators", 4)], {}, {})["still"]
+    assert (row["metric"], row["before"], row["after"]) == ("aggregators", 8, 4)
+    assert "not flagged" not in row["summary"]

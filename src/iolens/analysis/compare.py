@@ -236,9 +236,12 @@ def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
             return 1
         if ins is not None and metric in ins.evidence.metrics:
             return ins.evidence.metrics[metric]
-        if ins is None and run_metric:
-            return 0 if run_metric == CHECKS_FAILED[0] else run_metrics.get(run_metric)
-        return None
+        measured = (0 if run_metric == CHECKS_FAILED[0] else run_metrics.get(run_metric)) if run_metric else None
+        if ins is not None and measured is None:
+            # the insight is there, headed by another of its code's metrics (aggregators measured or
+            # estimated): its own headline, never "not flagged"
+            return ins.evidence.metrics.get(ins.key_metric)
+        return measured
 
     before, after = value(ins_b, before_metrics), value(ins_a, after_metrics)
     return {"code": code, "file": file, "title": shown.title,
