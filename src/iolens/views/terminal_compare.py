@@ -43,8 +43,8 @@ def render_compare(result: dict, console: Console) -> None:
             for name in names[:UNMATCHED_SHOWN]:
                 console.print(_hanging("  ", Text(f"{run['label']}: {name}")))
             if len(names) > UNMATCHED_SHOWN:
-                console.print(Text(f"  {run['label']}: … and {len(names) - UNMATCHED_SHOWN:,} more (--json lists all)",
-                                   style="dim"))
+                more = len(names) - UNMATCHED_SHOWN
+                console.print(Text(f"  {run['label']}: … and {more:,} more (--json lists all)", style="dim"))
 
 
 def _cell(value, ratio, fmt) -> Text:
