@@ -97,6 +97,8 @@ def test_same_configuration_twice_is_no_real_change_despite_1_3x():
     # e.dat and f.dat: the one data file of each run, matched as the same file
     assert [m["names"] for m in r["files"]["matched"]] == [["/tmp/ioscratch/p/e.dat", "/tmp/ioscratch/p/f.dat"]]
     assert r["files"]["unmatched"] == []
+    # one count of files in both tables: the data file, not the standard streams
+    assert [run["files"] for run in r["runs"]] == rows["files"]["values"] == [1, 1]
 
 
 def test_repeated_baseline_runs_set_the_noise_band_from_their_spread():
@@ -175,6 +177,11 @@ def test_json_has_the_documented_keys():
             "verdict", "counts"} == set(run)
     assert run["ratio"]["io_time"] == pytest.approx(run["io_time"] / data["runs"][0]["io_time"])
     assert set(data["insights"][1]) == {"resolved", "new", "still"}
+    item = data["insights"][1]["resolved"][0]
+    assert set(item) == {"code", "file", "title", "severity", "metric", "what", "unit", "before", "after",
+                         "summary", "time_window", "ranks"}
+    assert {"small_writes", "independent_mpiio_writes", "misaligned_requests", "small_requests",
+            "random_reads", "fsyncs"} <= set(run["counts"])
     # the same structure from Python
     assert iolens.compare(PAIRS / "small_indep.darshan", PAIRS / "small_coll.darshan")["runs"][1]["verdict"] \
         == run["verdict"]
@@ -218,3 +225,120 @@ def test_cli_writes_the_page_with_labels_and_a_sweep_chart(tmp_path):
     html = page.read_text()
     assert 'id="sweep-card"' in html and html.count('class="run-timeline"') == 3
     assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html  # nothing fetched
+
+
+# --- one headline number (the diagnosis' key_metric) and one access-pattern classifier -------------
+
+def test_every_code_gets_a_key_line_when_present_on_both_sides():
+    """compare takes the number from `Insight.key_metric`; every code, CONFLICT and CHECK_FAILED included,
+    reads 'CODE: before → after what', never 'not flagged' or a bare metric name."""
+    from iolens.analysis.compare import insight_diff
+    from iolens.analysis.diagnosis.insight import CODES, KEY_METRICS, Evidence, Insight
+
+    def one(code, value):
+        names = KEY_METRICS[code]
+        metrics = {names[0]: value} if names else {}
+        return Insight(code, "warning", f"{code} title", "", Evidence(files=["/f"], metrics=metrics))
+
+    for code in CODES:
+        diff = insight_diff([one(code, 3)], [one(code, 2)], {}, {})
+        assert [r["code"] for r in diff["still"]] == [code] and not diff["resolved"] and not diff["new"]
+        row = diff["still"][0]
+        assert row["before"] is not None and row["after"] is not None, code
+        assert row["what"] and row["what"] != row["metric"], code  # a label people read
+        assert row["summary"].startswith(f"{code}: ") and " → " in row["summary"], code
+        assert "not flagged" not in row["summary"], code
+        assert row["metric"] == (KEY_METRICS[code][0] if KEY_METRICS[code] else "checks_failed")
+
+
+def test_the_side_without_the_insight_is_measured_where_the_counters_can():
+    """random_small_reads → healthy_large_sequential (generated2/README.md): the random reads are gone, and
+    the healthy run's number is Darshan's non-sequential reads there (PyDarshan as the oracle), not
+    'not flagged'."""
+    g2 = LOGS / "generated2"
+    r = iolens.compare(g2 / "random_small_reads.darshan", g2 / "healthy_large_sequential.darshan")
+    resolved = {i["code"]: i for i in r["insights"][1]["resolved"]}
+    assert {"RANDOM_ACCESS", "SMALL_IO"} <= set(resolved)
+    posix = darshan.DarshanReport(str(g2 / "healthy_large_sequential.darshan"),
+                                  read_all=True).records["POSIX"].to_df()["counters"]
+    nonseq = int((posix["POSIX_READS"] - posix["POSIX_SEQ_READS"]).clip(lower=0).sum())
+    random = resolved["RANDOM_ACCESS"]
+    assert random["metric"] == "random_reads" and random["after"] == nonseq
+    assert random["before"] >= 0.5 * 180_000  # README: 6 × 30,000 reads at random offsets
+    assert f"→ {nonseq:,} random reads" in random["summary"]
+    small = resolved["SMALL_IO"]
+    assert small["metric"] == "small_requests" and small["before"] == 180_000 and small["after"] == 0
+
+
+def test_access_pattern_rows_use_the_diagnosis_classifier():
+    from iolens.analysis.access import PATTERNS
+
+    g2 = LOGS / "generated2"
+    r = iolens.compare(g2 / "healthy_large_sequential.darshan", g2 / "random_small_reads.darshan")
+    rows = [c for c in r["config"] if c["key"].startswith("patterns:")]
+    assert [c["values"] for c in rows] == [["consecutive", "random"]]  # each rank's own 32 MiB vs random
+    assert rows[0]["changed"] == [False, True]
+    # small_indep: 1-4 KiB records of 2 ranks interleaved (pairs/README.md); no dominant stride, yet the
+    # ranks' records alternate: rank-interleaved, not "sequential"
+    indep = next(c for c in pair("small_indep", "small_coll")["config"] if c["key"].startswith("patterns:"))
+    assert indep["values"][0] == "rank-interleaved"
+    # the pairs: every file's pattern is one of the classifier's names; aligned 4 MiB writes of each
+    # rank's own block stay consecutive, as the 64 KiB ones were
+    for a, b in (("small_indep", "small_coll"), ("shifted", "aligned")):
+        rows = [c for c in pair(a, b)["config"] if "patterns:" in c["key"]]
+        assert rows and all(v in PATTERNS for c in rows for v in c["values"])
+    shifted = next(c for c in pair("shifted", "aligned")["config"] if c["key"].startswith("patterns:"))
+    assert shifted["values"] == ["consecutive", "consecutive"] and not any(shifted["changed"])
+
+
+def test_a_files_read_and_write_insights_of_one_code_are_kept_apart():
+    """RANDOM_ACCESS is reported once per operation kind: random reads resolved while random writes stay
+    must read as two rows, not one."""
+    from iolens.analysis.compare import insight_diff
+    from iolens.analysis.diagnosis.insight import Evidence, Insight
+
+    def random(op, n):
+        return Insight("RANDOM_ACCESS", "warning", f"random {op}s", "",
+                       Evidence(files=["/d"], metrics={f"random_{op}s": n, "random_share": 1.0}))
+
+    diff = insight_diff([random("read", 900), random("write", 500)], [random("write", 400)],
+                        {}, {"random_reads": 3})
+    assert [(r["metric"], r["before"], r["after"]) for r in diff["resolved"]] == [("random_reads", 900, 3)]
+    assert [(r["metric"], r["before"], r["after"]) for r in diff["still"]] == [("random_writes", 500, 400)]
+
+
+def test_recorder_traces_compare_and_unknown_counters_are_not_measured_as_zero():
+    """Recorder traces (../shared/logs/recorder) read like Darshan logs; alignment and sequentiality are
+    counters Recorder cannot know (-1), so the run-level measures built on them are null, never 0 or 'all'."""
+    rec = LOGS / "recorder"
+    r = iolens_cli("compare", "--json", rec / "seqwrite_mpiio", rec / "small_records")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    counts = data["runs"][1]["counts"]
+    assert counts["misaligned_requests"] is None and counts["random_writes"] is None
+    assert counts["small_requests"] == data["runs"][1]["writes"] > 0  # every write of small_records is small
+    assert "SMALL_IO" in {i["code"] for i in data["insights"][1]["new"]}
+
+
+def test_an_insight_naming_several_files_is_one_row():
+    from iolens.analysis.compare import insight_diff
+    from iolens.analysis.diagnosis.insight import Evidence, Insight
+
+    stdio = Insight("STDIO_HEAVY", "warning", "stdio", "",
+                    Evidence(files=["/a", "/b", "/c"], metrics={"stdio_bytes_share": 0.9}))
+    diff = insight_diff([], [stdio], {}, {"stdio_bytes_share": None})
+    assert [(r["file"], r["summary"]) for r in diff["new"]] == [("/a", "STDIO_HEAVY: not flagged → 90% of the "
+                                                                       "bytes through stdio")]
+
+
+def test_an_insight_present_on_both_sides_never_reads_not_flagged():
+    """COLLECTIVE_IO headed by measured aggregators in one run and estimated ones in the other (no DXT)."""
+    from iolens.analysis.compare import insight_diff
+    from iolens.analysis.diagnosis.insight import Evidence, Insight
+
+    def coll(metric, n):
+        return Insight("COLLECTIVE_IO", "info", "cb", "", Evidence(files=["/f"], metrics={metric: n}))
+
+    row, = insight_diff([coll("aggregators", 8)], [coll("estimated_aggregators", 4)], {}, {})["still"]
+    assert (row["metric"], row["before"], row["after"]) == ("aggregators", 8, 4)
+    assert "not flagged" not in row["summary"]

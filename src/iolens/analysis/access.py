@@ -15,9 +15,9 @@ The pattern of a file at one layer, from these shares (`classify`):
 | pattern | rule |
 |---|---|
 | `consecutive` | at least 80% of the transitions are consecutive (or one request per rank) |
-| `rank-interleaved` | mostly forward, a dominant stride (≥ 50% of the non-consecutive transitions), and the ranks' byte ranges overlap (the sum of the ranks' spans is ≥ 1.5× the file's span): the ranks' blocks alternate |
+| `rank-interleaved` | mostly forward and the ranks' byte ranges overlap (the sum of the ranks' spans is ≥ 1.5× the file's span): the ranks' blocks alternate (with a dominant stride or blocks of varying size) |
 | `strided` | mostly forward with a dominant stride |
-| `sequential` | mostly forward (≥ 80%), gaps with no dominant stride |
+| `sequential` | mostly forward (≥ 80%), gaps with no dominant stride, the ranks' ranges apart |
 | `random` | otherwise: backward jumps (≥ 20%) and no dominant stride |
 
 From counters only (no DXT), Darshan's POSIX_CONSEC_*, POSIX_SEQ_* and POSIX_STRIDE1_COUNT give the same
@@ -100,7 +100,9 @@ def classify() -> pl.Expr:
     has_stride = (pl.col("dominant_stride_share") >= STRIDE_SHARE) & pl.col("dominant_stride_bytes").is_not_null()
     interleaved = (pl.col("ranks") > 1) & (pl.col("rank_overlap") >= INTERLEAVED_OVERLAP)
     return (pl.when(pl.col("consecutive_share") >= CONSECUTIVE_SHARE).then(pl.lit("consecutive"))
-            .when((forward >= FORWARD_SHARE) & has_stride & interleaved).then(pl.lit("rank-interleaved"))
+            # the ranks' blocks alternate: interleaved whether or not the blocks have one size (records of
+            # 1-4 KiB from 2 ranks have no dominant stride, yet are not "sequential")
+            .when((forward >= FORWARD_SHARE) & interleaved).then(pl.lit("rank-interleaved"))
             .when((forward >= FORWARD_SHARE) & has_stride).then(pl.lit("strided"))
             .when(forward >= FORWARD_SHARE).then(pl.lit("sequential"))
             .when(has_stride & (pl.col("backward_share") < BACKWARD_SHARE)).then(pl.lit("strided"))

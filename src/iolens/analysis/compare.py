@@ -14,12 +14,14 @@ baseline is their median and the factor is widened to the spread they show (larg
 """
 from __future__ import annotations
 
+import os
 import statistics
 
 from ..model import Log, read
 from .diagnosis import diagnose
 from .run_config import config_diff, file_keys, match_files, run_config
-from .runs import run_metrics
+from .runs import key_measures, run_metrics
+from .diagnosis.units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 
 SCHEMA_VERSION = 1
 NOISE_RATIO = 1.5  # short runs of one configuration differ by up to ~1.3× (../shared/logs/pairs repeat_*)
@@ -38,7 +40,8 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
         raise ValueError(f"baseline_runs must be between 1 and {len(logs) - 1}")
     loaded = []
     for i, log in enumerate(logs):
-        loaded.append(log if isinstance(log, Log) else read(log))
+        # a path is read; a Log or a RecorderTrace (the same interface) is used as it is
+        loaded.append(read(log) if isinstance(log, (str, os.PathLike)) else log)
         if progress:
             progress((i + 1) / len(logs))
     labels = list(labels or [])
@@ -69,10 +72,8 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
 
 
 def _run(log: Log, label: str) -> dict:
-    m = run_metrics(log)
-    keyed = {k: m.pop(k) for k in ("small_writes", "independent_mpiio_writes", "misaligned_requests")}
-    return {"label": label, "path": log.path, "exe": log.job["exe"], **m,
-            "counts": keyed, "config": run_config(log),
+    return {"label": label, "path": log.path, "exe": log.job["exe"], **run_metrics(log),
+            "counts": key_measures(log), "config": run_config(log),
             "file_names": log.files["name"].to_list(), "insights": diagnose(log)}
 
 
@@ -139,28 +140,67 @@ def _warnings(runs: list, configs: list) -> list:
 
 # --- the diagnosis, before and after ------------------------------------------------------------
 
-# code -> (evidence metric, what it counts, run metric that measures the same when the insight is absent)
+# The headline number of each insight is the diagnosis' (`Insight.key_metric`); compare adds only what the
+# diagnosis cannot know: key metric -> (how people say it, its unit, the run-level measure of the same
+# quantity in `runs.key_measures` — used on the side where the insight is absent — or None: "not flagged").
 KEY_METRICS = {
-    "SMALL_IO": ("small_writes", "small writes at POSIX", "small_writes"),
-    "NO_COLLECTIVE_IO": ("independent_writes", "independent MPI-IO writes", "independent_mpiio_writes"),
-    "MISALIGNED_IO": ("misaligned_requests", "misaligned requests", "misaligned_requests"),
-    "SERIALIZED_IO": ("serial_share", "share of the I/O window with one rank writing alone", None),
-    "REDUNDANT_WRITES": ("ratio", "times each byte of the file is written", None),
-    "REDUNDANT_READS": ("ratio", "times each byte of the file is read", None),
-    "RANK_IMBALANCE": ("max_over_mean", "busiest rank / mean rank", None),
-    "STRAGGLER": ("stragglers", "straggler ranks", None),
-    "COLLECTIVE_IO": ("aggregators", "aggregators", None),
-    "RANDOM_ACCESS": ("random_share", "share of random requests", None),
+    "read_coverage": ("of the reads kept in the trace", "share", None),
+    "write_coverage": ("of the writes kept in the trace", "share", None),
+    "records": ("records lost", "count", None),
+    "small_requests": ("small requests at POSIX", "count", "small_requests"),
+    "misaligned_requests": ("misaligned requests", "count", "misaligned_requests"),
+    "random_reads": ("random reads at POSIX", "count", "random_reads"),
+    "random_writes": ("random writes at POSIX", "count", "random_writes"),
+    "max_over_mean": ("busiest / mean", "ratio", None),
+    "heaviest_rank_share": ("of the bytes on the heaviest rank", "share", None),
+    "max_delay_s": ("last rank's delay", "seconds", None),
+    "serial_share": ("of the I/O window with one rank alone", "share", None),
+    "independent_writes": ("independent MPI-IO writes", "count", "independent_writes"),
+    "independent_reads": ("independent MPI-IO reads", "count", "independent_reads"),
+    "aggregators": ("aggregator ranks", "count", None),
+    "estimated_aggregators": ("aggregator ranks (estimated)", "count", None),
+    "collective_writes": ("collective MPI-IO writes", "count", "collective_writes"),
+    "collective_reads": ("collective MPI-IO reads", "count", "collective_reads"),
+    "unrequested_read_bytes": ("read but never requested", "bytes", "unrequested_read_bytes"),
+    "metadata_time_share": ("of the time in metadata", "share", None),
+    "small_metadata_writes": ("small metadata writes", "count", None),
+    "largest_file_bytes": ("largest file on too few stripes", "bytes", None),
+    "slowdown": ("slower per byte on the slow OST", "ratio", None),
+    "tiny_files": ("tiny files", "count", None),
+    "excess_bytes": ("beyond the files' extent", "bytes", None),
+    "fsyncs": ("fsync calls", "count", "fsyncs"),
+    "stdio_bytes_share": ("of the bytes through stdio", "share", "stdio_bytes_share"),
+    "stdio_time_share": ("of the I/O time in stdio", "share", None),
+    "pairs": ("conflicting operation pairs", "count", None),
 }
+# where two codes share a metric name, what it counts for each
+CODE_LABELS = {
+    ("REDUNDANT_WRITES", "excess_bytes"): "written beyond the files' extent",
+    ("REDUNDANT_READS", "excess_bytes"): "read beyond the files' extent",
+    ("RANK_IMBALANCE", "max_over_mean"): "busiest rank / mean",
+    ("OST_IMBALANCE", "max_over_mean"): "busiest OST / mean",
+    ("HDF5_METADATA", "metadata_time_share"): "of the HDF5 time in metadata",
+    ("METADATA_HEAVY", "metadata_time_share"): "of the I/O time in metadata",
+}
+# CHECK_FAILED has no metric (key_metric None): its number is how many checks failed, 0 where none did
+CHECKS_FAILED = ("checks_failed", ("checks that failed", "count", "checks_failed"))
+
+
+# codes the diagnosis reports once per operation kind: the metric naming the kind keeps a file's read and
+# write insights apart
+PER_KIND = {"RANDOM_ACCESS": ("random_reads", "random_writes"),
+            "NO_COLLECTIVE_IO": ("independent_reads", "independent_writes"),
+            "COLLECTIVE_IO": ("collective_reads", "collective_writes")}
 
 
 def _keys(insights: list, file_key: dict) -> dict:
-    """(code, file) -> insight; an insight naming several files stands for each of them; files are named by
-    the key they are matched under across runs."""
+    """(code, file, kind) -> insight; an insight naming several files stands for each of them; files are
+    named by the key they are matched under across runs; kind is '' but for the codes of PER_KIND."""
     out = {}
     for ins in insights:
+        kind = next((k for k in PER_KIND.get(ins.code, ()) if k in ins.evidence.metrics), "")
         for f in ins.evidence.files or [""]:
-            out.setdefault((ins.code, file_key.get(f, f)), ins)
+            out.setdefault((ins.code, file_key.get(f, f), kind), ins)
     return out
 
 
@@ -169,54 +209,78 @@ def insight_diff(before: list, after: list, before_metrics: dict, after_metrics:
     """Insights resolved, new and still there, matched by code and file, each with its key number."""
     b, a = _keys(before, before_files or {}), _keys(after, after_files or {})
     out = {"resolved": [], "new": [], "still": []}
+    seen = set()
     for key in list(b) + [k for k in a if k not in b]:
         status = "still" if key in b and key in a else "resolved" if key in b else "new"
         ins_b, ins_a = b.get(key), a.get(key)
+        if (id(ins_b), id(ins_a)) in seen:
+            continue  # the same insight(s) under another of their files: one row, under the first file
+        seen.add((id(ins_b), id(ins_a)))
         out[status].append(_insight_row(key, ins_b, ins_a, before_metrics, after_metrics))
     return out
 
 
 def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
-    code, file = key
+    code, file = key[:2]
     shown = ins_a or ins_b
-    row = {"code": code, "file": file, "title": shown.title,
-           "severity": [ins_b.severity if ins_b else None, ins_a.severity if ins_a else None],
-           "metric": None, "what": "", "before": None, "after": None, "summary": f"{code}: {shown.title}",
-           "time_window": [i.evidence.to_dict()["time_window"] if i else None for i in (ins_b, ins_a)],
-           "ranks": [list(i.evidence.ranks[:8]) if i else [] for i in (ins_b, ins_a)]}
-    metric, what, run_metric = KEY_METRICS.get(code, (None, None, None))
-    if metric is None:  # no number known to stand for this insight: its title says what it is
-        return row
+    # one metric for both sides: the baseline's headline, else the other run's
+    metric = next((i.key_metric for i in (ins_b, ins_a) if i is not None and i.key_metric), None)
+    if metric is None and code == "CHECK_FAILED":
+        metric = CHECKS_FAILED[0]
+    what, unit, run_metric = CHECKS_FAILED[1] if metric == CHECKS_FAILED[0] else \
+        KEY_METRICS.get(metric, (metric or "", "count", None))
+    what = CODE_LABELS.get((code, metric), what)
 
     def value(ins, run_metrics):
+        if ins is not None and metric == CHECKS_FAILED[0]:
+            return 1
         if ins is not None and metric in ins.evidence.metrics:
             return ins.evidence.metrics[metric]
-        return run_metrics.get(run_metric) if run_metric else None
+        measured = (0 if run_metric == CHECKS_FAILED[0] else run_metrics.get(run_metric)) if run_metric else None
+        if ins is not None and measured is None:
+            # the insight is there, headed by another of its code's metrics (aggregators measured or
+            # estimated): its own headline, never "not flagged"
+            return ins.evidence.metrics.get(ins.key_metric)
+        return measured
 
     before, after = value(ins_b, before_metrics), value(ins_a, after_metrics)
-    row.update(metric=metric, what=what, before=before, after=after,
-               summary=key_line(code, what, before, after, ins_a if code == "COLLECTIVE_IO" else None))
-    return row
+    return {"code": code, "file": file, "title": shown.title,
+            "severity": [ins_b.severity if ins_b else None, ins_a.severity if ins_a else None],
+            "metric": metric, "what": what, "unit": unit, "before": before, "after": after,
+            "summary": key_line(code, what, before, after, unit,
+                                ins_a if code == "COLLECTIVE_IO" else None),
+            "time_window": [i.evidence.to_dict()["time_window"] if i else None for i in (ins_b, ins_a)],
+            "ranks": [list(i.evidence.ranks[:8]) if i else [] for i in (ins_b, ins_a)]}
 
 
-def key_line(code, what, before, after, collective=None) -> str:
-    """'SMALL_IO: 60,000 → 0 small writes at POSIX'; a number an insight alone carries, absent from the
-    other run, reads 'not flagged'."""
-    def fmt(v):
-        if v is None:
-            return "not flagged"
-        if "share" in what:
-            return f"{v:.0%}"
-        if isinstance(v, float) and not v.is_integer():
-            return f"{v:.3g}"
-        return f"{int(v):,}"
+def fmt_key_value(value, unit: str) -> str:
+    """A key number as people read it: 60,000 · 42% · 1.5 GiB · 7.6 s · 4.2×; None (no insight and no
+    run-level measure) reads 'not flagged'."""
+    if value is None:
+        return "not flagged"
+    if unit == "share":
+        return fmt_pct(value)
+    if unit == "bytes":
+        return fmt_bytes(value)
+    if unit == "seconds":
+        return fmt_time(value)
+    if unit == "ratio":
+        return f"{value:.2f}×"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.3g}"
+    return fmt_count(value)
 
+
+def key_line(code, what, before, after, unit="count", collective=None) -> str:
+    """'SMALL_IO: 60,000 → 0 small requests at POSIX'; a side with neither the insight nor a run-level
+    measure reads 'not flagged'."""
     if collective is not None:
         m = collective.evidence.metrics
         if "posix_requests" in m and "aggregators" in m:
-            size = m.get("posix_median_request_bytes", 0) / (1 << 20)
-            return (f"{code}: collective buffering now writes {int(m['posix_requests']):,} × {size:.3g} MiB "
+            size = fmt_bytes(m.get("posix_median_request_bytes", 0))
+            return (f"{code}: collective buffering now writes {int(m['posix_requests']):,} × {size} "
                     f"from {int(m['aggregators'])} aggregator(s)")
-    if before is not None and after is not None and not isinstance(before, str):
-        return f"{code}: {fmt(before)} → {fmt(after)} {what}".rstrip()
-    return f"{code}: {what}: {fmt(before)} → {fmt(after)}"
+    b, a = fmt_key_value(before, unit), fmt_key_value(after, unit)
+    if after is None:  # the number goes with the side that has it
+        return f"{code}: {b} {what} → {a}"
+    return f"{code}: {b} → {a} {what}".rstrip()

@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 
 from ..model import Log
+from .access import file_patterns
 from .diagnosis.context import STD_STREAMS
-from .layers import recorded
-from .runs import collective_share
+from .runs import collective_share, data_files
 from .summary import dxt_summary
 
 # run-specific parts of a path: numbers (job ids, ranks, dates, steps); two runs' files match when their
@@ -78,26 +78,15 @@ def file_keys(files: dict) -> list:
     return keys
 
 
-def file_patterns(log: Log) -> dict:
-    """name -> 'sequential' | 'strided' | 'random' from the POSIX counters.
-
-    The one place that says how a file was accessed, kept small so it can become
-    `analysis.access.file_patterns` when that exists. Darshan counts a request 'consecutive' when it starts
-    where the rank's previous one ended and 'sequential' when it starts at or past it."""
-    df = log.counters.get("POSIX")
-    if df is None or df.is_empty():
-        return {}
-    names = dict(zip(log.files["file_id"].to_list(), log.files["name"].to_list()))
-    per_file = df.group_by("file_id").agg(
-        (recorded("POSIX_READS") + recorded("POSIX_WRITES")).sum().alias("ops"),
-        (recorded("POSIX_CONSEC_READS") + recorded("POSIX_CONSEC_WRITES")).sum().alias("consec"),
-        (recorded("POSIX_SEQ_READS") + recorded("POSIX_SEQ_WRITES")).sum().alias("seq"))
-    out = {}
-    for fid, ops, consec, seq in per_file.iter_rows():
-        name = names.get(fid)
-        if not ops or name is None or name in STD_STREAMS:
-            continue
-        out[name] = ("sequential" if consec >= 0.8 * ops else "strided" if seq >= 0.8 * ops else "random")
+def patterns_by_layer(log: Log) -> dict:
+    """{'posix': {name: pattern}, 'mpiio': {name: pattern}}: each file's access pattern as the diagnosis
+    classifies it (`analysis.access.file_patterns`: consecutive, sequential, strided, rank-interleaved,
+    random), at the file system (POSIX) and, where traced, at the MPI-IO layer."""
+    out = {"posix": {}, "mpiio": {}}
+    table = file_patterns(log).filter(~pl.col("name").is_in(list(STD_STREAMS)) & (pl.col("requests") > 0))
+    for name, layer, pattern in table.select("name", "layer", "pattern").iter_rows():
+        if name is not None and layer in out:
+            out[layer][name] = pattern
     return out
 
 
@@ -132,6 +121,7 @@ def run_config(log: Log) -> dict:
     job = log.job
     side = read_sidecar(log.path)
     share = collective_share(log)
+    patterns = patterns_by_layer(log)
     return {
         "nprocs": int(job["nprocs"]),
         "exe": job["exe"],
@@ -141,8 +131,9 @@ def run_config(log: Log) -> dict:
         "darshan": job["lib_version"] or f"log format {job['log_version']}",
         "dxt": _dxt_state(log),
         "collective_share": None if share is None else round(share, 4),
-        "files": int(log.files.filter(~pl.col("name").is_in(STD_STREAMS)).height),
-        "patterns": file_patterns(log),
+        "files": data_files(log),
+        "patterns": patterns["posix"],
+        "mpiio_patterns": patterns["mpiio"],
         "lustre": lustre_layouts(log),
     }
 
@@ -161,8 +152,12 @@ def config_diff(configs: list, files: dict) -> list:
         rows.append(_row(key, label, [c[key] for c in configs]))
     for match in files["matched"]:
         names = match["names"]
-        for what, field in (("access pattern", "patterns"), ("Lustre layout", "lustre")):
+        for what, field in (("access pattern", "patterns"), ("MPI-IO access pattern", "mpiio_patterns"),
+                            ("Lustre layout", "lustre")):
             values = [c[field].get(n) if n else None for c, n in zip(configs, names)]
+            if field == "mpiio_patterns" and all(v == c["patterns"].get(n) for v, c, n in zip(values, configs, names)
+                                                 if v is not None):
+                continue  # MPI-IO sees what the file system sees: one row says it
             if any(v is not None for v in values):
                 rows.append(_row(f"{field}:{match['key']}", f"{what} of {match['key']}", values))
     return rows

@@ -4,11 +4,13 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Log
-from .diagnosis.context import SIZE_BINS
+from .diagnosis.context import SIZE_BINS, STD_STREAMS
+from .diagnosis.requests import small_bins
+from .diagnosis.thresholds import Thresholds
 from .layers import LAYERS, recorded
 from .summary import job_summary
 
-SMALL_REQUEST_BYTES = 100 * 1024  # as the diagnosis' SMALL_IO (its default small_request_bytes)
+SMALL_REQUEST_BYTES = int(Thresholds().small_request_bytes)  # as the diagnosis' SMALL_IO
 
 
 def run_metrics(log: Log) -> dict:
@@ -33,14 +35,73 @@ def run_metrics(log: Log) -> dict:
         "writes": int(base["writes"]) if base else 0,
         "meta_time": float(sum(s["meta_time"] for s in layers.values() if s["layer"] in ("POSIX", "STDIO"))),
         "bandwidth": moved / io_time if io_time > 0 else None,
-        "files": int(summary["files"]),
+        "files": data_files(log),
         "ranks": int(log.job["nprocs"]),
         "request_sizes": sizes,
-        "small_writes": _counter_sum(log, "POSIX", *(f"POSIX_SIZE_WRITE_{suffix}" for suffix, _, hi in SIZE_BINS
-                                                     if hi <= SMALL_REQUEST_BYTES)),
-        "independent_mpiio_writes": _counter_sum(log, "MPI-IO", "MPIIO_INDEP_WRITES"),
-        "misaligned_requests": _counter_sum(log, "POSIX", "POSIX_FILE_NOT_ALIGNED"),
     }
+
+
+def key_measures(log: Log) -> dict:
+    """The run-level measure of the diagnosis' headline numbers (`Insight.key_metric`), from the counters,
+    so that a comparison shows "60,000 → 0" where an insight is gone rather than "not flagged".
+    Keys are the key metrics' names; small_writes and independent_mpiio_writes are kept for the JSON."""
+    small = small_bins(SMALL_REQUEST_BYTES)
+    small_writes = _counter_sum(log, "POSIX", *(f"POSIX_SIZE_WRITE_{b}" for b in small))
+    indep_writes = _counter_sum(log, "MPI-IO", "MPIIO_INDEP_WRITES")
+    posix_bytes = _counter_sum(log, "POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
+    stdio_bytes = _counter_sum(log, "STDIO", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN")
+    small_reads = _counter_sum(log, "POSIX", *(f"POSIX_SIZE_READ_{b}" for b in small))
+    out = {
+        # kept as they were (0 without the module)
+        "small_writes": small_writes,
+        "independent_mpiio_writes": indep_writes,
+        # None where the log has no such module or does not record the counter
+        "misaligned_requests": _if_recorded(log, "POSIX", ("POSIX_FILE_NOT_ALIGNED",),
+                                            _counter_sum(log, "POSIX", "POSIX_FILE_NOT_ALIGNED")),
+        "small_requests": _if_recorded(log, "POSIX", (), small_writes + small_reads),
+        "independent_writes": _if_recorded(log, "MPI-IO", (), indep_writes),
+        "independent_reads": _if_recorded(log, "MPI-IO", (), _counter_sum(log, "MPI-IO", "MPIIO_INDEP_READS")),
+        "collective_writes": _if_recorded(log, "MPI-IO", (), _counter_sum(log, "MPI-IO", "MPIIO_COLL_WRITES")),
+        "collective_reads": _if_recorded(log, "MPI-IO", (), _counter_sum(log, "MPI-IO", "MPIIO_COLL_READS")),
+        "fsyncs": _if_recorded(log, "POSIX", (), _counter_sum(log, "POSIX", "POSIX_FSYNCS", "POSIX_FDSYNCS")),
+        "stdio_bytes_share": stdio_bytes / (stdio_bytes + posix_bytes) if stdio_bytes + posix_bytes else None,
+    }
+    # Darshan's non-sequential requests: those starting before the end of the rank's previous one
+    for op, OPS in (("read", "READS"), ("write", "WRITES")):
+        out[f"random_{op}s"] = _if_recorded(log, "POSIX", (f"POSIX_SEQ_{OPS}",),
+                                            _counter_diff(log, "POSIX", f"POSIX_{OPS}", f"POSIX_SEQ_{OPS}"))
+    out["unrequested_read_bytes"] = _unrequested_read_bytes(log)
+    return out
+
+
+def _if_recorded(log: Log, module: str, cols: tuple, value):
+    """`value`, or None where the log has no `module` records or does not record these counters (-1:
+    up-converted old modules, Recorder traces, which cannot know alignment or sequentiality)."""
+    df = log.counters.get(module)
+    if df is None or df.is_empty():
+        return None
+    if any(c not in df.columns for c in cols):
+        return None
+    if cols and df.select(pl.any_horizontal([pl.col(c) < 0 for c in cols]).any()).item():
+        return None
+    return value
+
+
+def _unrequested_read_bytes(log: Log):
+    """Bytes the file system read that MPI-IO never asked for (data sieving), summed over the files
+    accessed through MPI-IO; None without MPI-IO."""
+    m, p = log.counters.get("MPI-IO"), log.counters.get("POSIX")
+    if m is None or m.is_empty() or p is None or p.is_empty():
+        return None
+    asked = m.group_by("file_id").agg(recorded("MPIIO_BYTES_READ").sum().alias("asked"))
+    read = p.group_by("file_id").agg(recorded("POSIX_BYTES_READ").sum().alias("read"))
+    j = asked.join(read, on="file_id")
+    return int(j.select((pl.col("read") - pl.col("asked")).clip(lower_bound=0).sum()).item() or 0)
+
+
+def data_files(log: Log) -> int:
+    """Files the run touched, the standard streams not counted (as everywhere in a comparison)."""
+    return int(log.files.filter(~pl.col("name").is_in(list(STD_STREAMS))).height)
 
 
 def _byte_layer(layers: dict):
@@ -68,6 +129,14 @@ def _counter_sum(log: Log, module: str, *cols) -> int:
     if not cols or df.is_empty():
         return 0
     return int(df.select(pl.sum_horizontal([recorded(c) for c in cols]).sum()).item() or 0)
+
+
+def _counter_diff(log: Log, module: str, total: str, part: str) -> int:
+    """Sum over records of max(0, total - part)."""
+    df = log.counters.get(module)
+    if df is None or df.is_empty() or total not in df.columns or part not in df.columns:
+        return 0
+    return int(df.select((recorded(total) - recorded(part)).clip(lower_bound=0).sum()).item() or 0)
 
 
 def collective_share(log: Log):

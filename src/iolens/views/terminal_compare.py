@@ -5,10 +5,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .units import human_bytes, human_count, human_rate, human_seconds
+from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim"}
 NAME_WIDTH = 24
+UNMATCHED_SHOWN = 10  # per run: a list of thousands of files would hide the rest of the comparison
 RUN_WIDTH = 20  # "736.4 MiB/s (4.14×)"
 SIZE_BIN_LABELS = {"0_100": "≤100 B", "100_1K": "100 B–1 KiB", "1K_10K": "1–10 KiB", "10K_100K": "10–100 KiB",
                    "100K_1M": "100 KiB–1 MiB", "1M_4M": "1–4 MiB", "4M_10M": "4–10 MiB",
@@ -23,7 +24,7 @@ def runs_per_table(width: int) -> int:
 
 def render_compare(result: dict, console: Console) -> None:
     for warning in result["warnings"]:
-        console.print(Text(f"note: {warning}", style="bold yellow"))
+        console.print(_hanging("", Text(warning, style="bold yellow"), Text("note:", style="bold yellow")))
     runs = result["runs"]
     per = runs_per_table(console.width)
     # the baseline stays the first column of every table; the others are wrapped
@@ -36,15 +37,20 @@ def render_compare(result: dict, console: Console) -> None:
     _render_insights(result, console)
     unmatched = result["files"]["unmatched"]
     if unmatched:
-        console.print(Text("Files in one run only", style="bold"))
-        for u in unmatched:
-            console.print(Text(f"  {runs[u['run']]['label']}: {u['name']}"))
+        console.print(Text(f"Files in one run only ({len(unmatched):,})", style="bold"))
+        for i, run in enumerate(runs):
+            names = [u["name"] for u in unmatched if u["run"] == i]
+            for name in names[:UNMATCHED_SHOWN]:
+                console.print(_hanging("  ", Text(f"{run['label']}: {name}")))
+            if len(names) > UNMATCHED_SHOWN:
+                more = len(names) - UNMATCHED_SHOWN
+                console.print(Text(f"  {run['label']}: … and {more:,} more (--json lists all)", style="dim"))
 
 
 def _cell(value, ratio, fmt) -> Text:
     text = Text(fmt(value))
     if ratio is not None:
-        text.append(f" ({ratio:.2f}×)", style="dim")
+        text.append(f" ({human_ratio(ratio)})", style="dim")
     return text
 
 
@@ -59,7 +65,7 @@ def _runs_table(runs: list, idx: list) -> Table:
         table.add_row(name, *[_cell(get(r), (r["ratio"].get(ratio_key) if ratio_key and not r["verdict"]["verdict"]
                                              == "baseline" else None), fmt) for r in sel])
 
-    table.add_row("verdict", *[Text(r["verdict"]["verdict"] + (f" {r['verdict']['factor']:.2f}×"
+    table.add_row("verdict", *[Text(r["verdict"]["verdict"] + (f" {human_ratio(r['verdict']['factor'])}"
                                                                 if r["verdict"].get("factor") else ""),
                                     style=VERDICT_STYLE[r["verdict"]["verdict"]]) for r in sel])
     row("run time", human_seconds, lambda r: r["run_time"], "run_time")
@@ -112,7 +118,19 @@ def _render_config(result: dict, console: Console) -> None:
         for run, value, diff in zip(runs, c["values"], c["changed"]):
             console.print(Text(f"    {run['label']}: {fmt_config(value)}", style="bold" if diff else ""))
     if same:
-        console.print(Text("  unchanged: " + ", ".join(same), style="dim"))
+        console.print(_hanging("  ", Text("unchanged: " + ", ".join(same), style="dim")))
+
+
+def _hanging(indent: str, text: Text, tag: Text | None = None) -> Table:
+    """`indent` [tag] text, the text's wrapped lines aligned under its first one."""
+    grid = Table.grid(padding=(0, 1) if tag is not None else 0)
+    if indent:
+        grid.add_column(width=len(indent) - (1 if tag is not None else 0), no_wrap=True)
+    if tag is not None:
+        grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(*([""] if indent else []), *([tag] if tag is not None else []), text)
+    return grid
 
 
 def _render_insights(result: dict, console: Console) -> None:
@@ -126,6 +144,7 @@ def _render_insights(result: dict, console: Console) -> None:
             console.print(Text("    no insight before or after"))
         for status, style in (("resolved", "green"), ("new", "red"), ("still", "yellow")):
             for item in diff[status]:
-                line = Text(f"    {status:<8} ", style=style)
-                line.append(item["summary"] + (f"  [{item['file']}]" if item["file"] else ""))
-                console.print(line)
+                line = Text(item["summary"])
+                if item["file"]:
+                    line.append(f"  [{item['file']}]", style="dim")
+                console.print(_hanging("    ", line, Text(f"{status:<8}", style=style)))

@@ -34,6 +34,15 @@ def human_seconds(s) -> str:
     return f"{s / 3600:.1f} h"
 
 
+def human_ratio(x) -> str:
+    """A ratio against a baseline: 1.00×, 0.45×; tiny and huge ones keep their size (0.0005×, 2,000×)."""
+    if x is None:
+        return ""
+    if x and abs(x) < 0.1:
+        return f"{x:.2g}×"
+    return f"{x:,.0f}×" if abs(x) >= 100 else f"{x:.2f}×"
+
+
 def human_count(n) -> str:
     return "-" if n is None else f"{int(n):,}"
 

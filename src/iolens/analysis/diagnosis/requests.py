@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..access import classify_segments
+from ..access import STRIDE_SHARE, classify_segments
 from . import recommendations as rec
 from .context import MAX_RANKS, SIZE_BINS, clip
 from .costmodel import project
@@ -149,8 +149,9 @@ def check_small(ctx) -> list:
         summary += f"; they take {fmt_pct(time_share)} of the traced POSIX I/O time"
     summary += "."
     if pattern:
+        stride = pattern.get("dominant_stride_bytes")
         summary += " " + PATTERN_SENTENCES[pattern["pattern"]].format(
-            stride=f" (stride {fmt_bytes(pattern['dominant_stride_bytes'])})" if pattern.get("dominant_stride_bytes") else "")
+            stride=f" (stride {fmt_bytes(stride)})" if stride else "", strided="strided, " if stride else "")
     if partial:
         summary += " The trace is truncated: the time share, ranks and sizes are from the traced part only."
     metrics["small_requests"] = sum(totals[f"small_{op}s"] for op in flagged)
@@ -212,7 +213,7 @@ PATTERN_SENTENCES = {
     "strided": "Each rank's requests go forward through the file with a regular gap{stride}: a strided pattern, "
                "not random access.",
     "rank-interleaved": "Each rank's requests go forward through the file with gaps{stride} that the other ranks "
-                        "fill: a strided, rank-interleaved pattern, not random access — the kind collective "
+                        "fill: a {strided}rank-interleaved pattern, not random access — the kind collective "
                         "buffering turns into large contiguous requests.",
     "random": "The requests jump backwards and forwards with no dominant stride: random access, which defeats "
               "read-ahead and write-behind (see RANDOM_ACCESS).",
@@ -231,7 +232,8 @@ def access_pattern(per: pl.DataFrame):
     shares = per.select(*[(pl.col(c) * w).sum() / total for c in ("consecutive_share", "forward_gap_share",
                                                                      "backward_share")]).row(0)
     top = per.sort("requests", descending=True).row(0, named=True)
-    stride = top["dominant_stride_bytes"] if top["pattern"] in ("strided", "rank-interleaved") else None
+    dominant = (top["dominant_stride_share"] or 0) >= STRIDE_SHARE
+    stride = top["dominant_stride_bytes"] if top["pattern"] in ("strided", "rank-interleaved") and dominant else None
     return {"pattern": top["pattern"], "consecutive_share": shares[0], "strided_share": shares[1],
             "backward_share": shares[2], "dominant_stride_bytes": stride}
 

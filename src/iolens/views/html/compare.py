@@ -13,7 +13,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ... import __version__
 from ..terminal_compare import SIZE_BIN_LABELS, fmt_config
-from ..units import human_bytes, human_count, human_rate, human_seconds
+from ..units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 from .encode import script_json
 from .filters import Filters
 from .page import DEFAULT_MAX_OPS, _payload, _static, _views_dir
@@ -86,7 +86,7 @@ def render_compare_page(result: dict, metas: list, chunks: list) -> str:
     env = Environment(loader=FileSystemLoader(str(_views_dir() / "templates")),
                       autoescape=select_autoescape(["html", "j2"]), keep_trailing_newline=True)
     env.filters.update(seconds=human_seconds, bytes=human_bytes, count=human_count, rate=human_rate,
-                       ratio=lambda v: "" if v is None else f"{v:.2f}×", config=fmt_config)
+                       ratio=human_ratio, config=fmt_config)
     page_meta = {"tool": {"name": "iolens", "version": __version__,
                           "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
                  "runs": metas}
