@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,17 @@ def test_piped_tables_have_no_trailing_spaces(logs_dir):
         out = run(command, log).stdout
         assert out.count("\n") >= 4 and "┃" in out
         assert [line for line in out.splitlines() if line.endswith(" ")] == [], command
+
+
+def test_piped_output_fits_the_width_columns_asks_for(logs_dir):
+    """`COLUMNS=80 iolens info LOG | less`: the tables fit 80 columns and the layer names are whole."""
+    log = logs_dir / "public/darshan-logs/release_logs/mpi-io-test-x86_64-3.4.7.darshan"
+    pairs = logs_dir / "pairs"
+    for args in (("info", log), ("compare", pairs / "small_indep.darshan", pairs / "small_coll.darshan")):
+        proc = subprocess.run([IOLENS, *map(str, args)], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "COLUMNS": "80"})
+        assert proc.returncode == 0, proc.stderr
+        wide = [line for line in proc.stdout.splitlines() if len(line) > 80]
+        assert wide == [], args[0]
+        if args[0] == "info":
+            assert "POSIX" in proc.stdout and "PO…" not in proc.stdout

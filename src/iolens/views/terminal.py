@@ -1,8 +1,10 @@
 """Terminal rendering (rich) of the job summary and the file table."""
 from __future__ import annotations
 
-import polars as pl
+import os
 import sys
+
+import polars as pl
 
 from rich.console import Console
 from rich.table import Table
@@ -12,9 +14,19 @@ from .units import human_bytes, human_count, human_rate, human_seconds, timestam
 
 
 def make_console() -> Console:
-    """A terminal's own width, or a wide page when piped (lines then need not fit a screen), written
-    without the spaces rich pads table rows with up to that width."""
-    return Console() if sys.stdout.isatty() else Console(width=160, file=_TrimmedLines(sys.stdout))
+    """A terminal's own width, or when piped a wide page (lines then need not fit a screen) unless COLUMNS
+    asks for a width, written without the spaces rich pads table rows with up to that width."""
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=_piped_width(), file=_TrimmedLines(sys.stdout))
+
+
+def _piped_width(default: int = 160) -> int:
+    try:
+        width = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return default
+    return width if width >= 40 else default
 
 
 class _TrimmedLines:
