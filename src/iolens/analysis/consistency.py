@@ -131,3 +131,49 @@ def classify_pairs(calls: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
                                                          "access_start").iter_rows()]
     return pairs.with_columns([pl.Series(f"synchronised_{m}", [r[m] for r in rows], dtype=pl.Boolean)
                                for m in MODELS])
+
+
+MAX_CLASSIFIED = 200_000  # pairs classified per trace (≈ tens of µs each); the rest stay null: not classified
+WRITE_AFTER_READ = "write-after-read"
+
+
+def model_columns() -> list:
+    return [f"synchronised_{m}" for m in MODELS]
+
+
+def classify_conflicts(calls: pl.DataFrame, segments: pl.DataFrame, pairs: pl.DataFrame, names: dict,
+                       limit: int = MAX_CLASSIFIED) -> pl.DataFrame:
+    """`pairs` (analysis/conflicts.find_conflicts on `segments`) with one column synchronised_<model> per
+    model. The access that started first plays the writer's part (a write-after-write's first write, a
+    read-after-write's write). A write-after-read is synchronised under every model when the read happens
+    before the write: a read that returned before the write was issued cannot see it, whatever the model
+    makes visible when. Pairs past the first `limit` are left null (not classified). `names`: file_id ->
+    path as the calls name it."""
+    if pairs.is_empty():
+        return pairs.with_columns([pl.lit(None, dtype=pl.Boolean).alias(c) for c in model_columns()])
+    index = SyncIndex(calls)
+    ends, starts = segments["end"].to_numpy(), segments["start"].to_numpy()
+    head = pairs.head(limit)
+    verdicts = {m: [] for m in MODELS}
+    for file_id, kind, first, second, first_rank, second_rank in head.select(
+            "file_id", "kind", "first", "second", "first_rank", "second_rank").iter_rows():
+        write_end, access_start = float(ends[first]), float(starts[second])
+        if kind == WRITE_AFTER_READ:
+            ordered = index.happens_before(first_rank, write_end, second_rank, access_start)
+            verdict = dict.fromkeys(MODELS, ordered)
+        else:
+            verdict = index.synchronised(names.get(file_id, ""), first_rank, write_end, second_rank, access_start)
+        for m in MODELS:
+            verdicts[m].append(verdict[m])
+    missing = [None] * (pairs.height - head.height)
+    return pairs.with_columns([pl.Series(f"synchronised_{m}", verdicts[m] + missing, dtype=pl.Boolean)
+                               for m in MODELS])
+
+
+def governing_models(calls: pl.DataFrame) -> dict:
+    """path -> the consistency model a program may rely on for that file: "MPI-IO" when it was opened
+    through MPI-IO (MPI-IO's semantics are what the MPI standard promises, and all ROMIO assumes of the file
+    system), "POSIX" for files only accessed through POSIX or stdio calls."""
+    paths = calls.filter(pl.col("path").is_not_null()).group_by("path").agg(
+        (pl.col("layer") == "MPI-IO").any().alias("mpiio"))
+    return {p: ("MPI-IO" if m else "POSIX") for p, m in paths.iter_rows()}
