@@ -64,6 +64,7 @@ class SyncIndex:
             self.comms.setdefault(rank, set()).add(comm)
         file_calls = calls.filter(pl.col("func").is_in(list(COMMITS | OPENS)) & pl.col("path").is_not_null())
         self.file_calls = {}
+        self._picked = {}
         for (rank, path), part in file_calls.sort("rank", "seq").group_by("rank", "path"):
             self.file_calls[(rank, path)] = _Calls(np.array(part["func"].to_list(), dtype=object),
                                                    part["start"].to_numpy(), part["end"].to_numpy())
@@ -82,11 +83,15 @@ class SyncIndex:
         return False
 
     def _on(self, rank: int, path: str, funcs: frozenset) -> tuple:
-        c = self.file_calls.get((rank, path))
-        if c is None:
-            return np.zeros(0), np.zeros(0)
-        pick = np.fromiter((f in funcs for f in c.func), dtype=bool, count=len(c.func))
-        return c.start[pick], c.end[pick]
+        key = (rank, path, funcs)  # many pairs ask for the same rank's calls on the same file
+        if key not in self._picked:
+            c = self.file_calls.get((rank, path))
+            if c is None:
+                self._picked[key] = np.zeros(0), np.zeros(0)
+            else:
+                pick = np.fromiter((f in funcs for f in c.func), dtype=bool, count=len(c.func))
+                self._picked[key] = c.start[pick], c.end[pick]
+        return self._picked[key]
 
     def _handover(self, path, writer, write_end, after_funcs, other, access_start, before_funcs) -> bool:
         """Some `after_funcs` call of the writer (after its write) happens before some `before_funcs` call
@@ -133,7 +138,7 @@ def classify_pairs(calls: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
                                for m in MODELS])
 
 
-MAX_CLASSIFIED = 200_000  # pairs classified per trace (≈ tens of µs each); the rest stay null: not classified
+MAX_CLASSIFIED = 100_000  # pairs classified per trace (≈ 30 µs each: 3 s at most); the rest: null
 WRITE_AFTER_READ = "write-after-read"
 
 
