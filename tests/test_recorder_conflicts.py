@@ -156,3 +156,20 @@ def test_unknown_hosts_get_the_cross_host_skew():
                         "hostname": ["", ""]})
     assert find_conflicts(seg)["concurrent"].to_list() == [True]
     assert find_conflicts(seg.with_columns(hostname=pl.lit("node1")))["concurrent"].to_list() == [False]
+
+
+def test_pairs_past_the_classification_budget_say_so(header, monkeypatch):
+    """Past MAX_CLASSIFIED pairs, the rest are not classified: an info insight, partial, that says why;
+    the classified ones keep their verdicts."""
+    from iolens.analysis import consistency
+
+    folder, writers, read = header
+    monkeypatch.setattr(consistency, "MAX_CLASSIFIED", 2)
+    found = conflict_insights([i.to_dict() for i in diagnose(iolens.read(folder), strict=True)
+                               if "not classified" in i.title or i.severity == "warning"])
+    total = len(list(combinations(writers, 2))) + 1
+    assert found["warning"]["evidence"]["metrics"]["pairs"] == 2  # the header's pairs come first (offset 0)
+    rest = found["info"]
+    assert rest["partial"] and "first 2 pairs" in rest["summary"]
+    assert rest["evidence"]["metrics"]["pairs"] == total - 2
+    assert all(rest["evidence"]["metrics"][f"synchronised_{m}"] == 0 for m in ("POSIX", "commit", "session"))

@@ -147,18 +147,18 @@ def model_columns() -> list:
 
 
 def classify_conflicts(calls: pl.DataFrame, segments: pl.DataFrame, pairs: pl.DataFrame, names: dict,
-                       limit: int = MAX_CLASSIFIED) -> pl.DataFrame:
+                       limit: int | None = None) -> pl.DataFrame:
     """`pairs` (analysis/conflicts.find_conflicts on `segments`) with one column synchronised_<model> per
     model. The access that started first plays the writer's part (a write-after-write's first write, a
     read-after-write's write). A write-after-read is synchronised under every model when the read happens
     before the write: a read that returned before the write was issued cannot see it, whatever the model
-    makes visible when. Pairs past the first `limit` are left null (not classified). `names`: file_id ->
-    path as the calls name it."""
+    makes visible when. Pairs past the first `limit` (default MAX_CLASSIFIED) are left null (not classified).
+    `names`: file_id -> path as the calls name it."""
     if pairs.is_empty():
         return pairs.with_columns([pl.lit(None, dtype=pl.Boolean).alias(c) for c in model_columns()])
     index = SyncIndex(calls)
     ends, starts = segments["end"].to_numpy(), segments["start"].to_numpy()
-    head = pairs.head(limit)
+    head = pairs.head(MAX_CLASSIFIED if limit is None else limit)
     verdicts = {m: [] for m in MODELS}
     for file_id, kind, first, second, first_rank, second_rank in head.select(
             "file_id", "kind", "first", "second", "first_rank", "second_rank").iter_rows():

@@ -12,7 +12,8 @@ from __future__ import annotations
 import polars as pl
 
 from ..conflicts import conflict_ranges
-from ..consistency import MAX_CLASSIFIED, MODELS, governing_models, model_columns
+from .. import consistency
+from ..consistency import MODELS, governing_models, model_columns
 from .conflicts import BENIGN, MAX_FILE_INSIGHTS, PARTIAL, _mpiio_call, facts, synchronise
 from .context import MAX_RANKS
 from .insight import Evidence, Insight
@@ -93,8 +94,9 @@ def _insight(ctx, ranges: pl.DataFrame, file_ids: list, verdict, posix, mpiio, p
     else:
         title = f"Ranks touch the same bytes of {where} (not classified per model)"
         summary = (f"{kinds} pair(s) of operations from different ranks on overlapping bytes of {where} "
-                   f"({window}){at_once}: {spans}. iolens classifies the first {MAX_CLASSIFIED:,} pairs of a "
-                   f"trace per consistency model; these came after them.{call} {BENIGN}")
+                   f"({window}){at_once}: {spans}. iolens classifies the first "
+                   f"{consistency.MAX_CLASSIFIED:,} pairs of a trace per consistency model; these came after "
+                   f"them.{call} {BENIGN}")
     if partial:
         summary += PARTIAL
     metrics = {**f["metrics"], "concurrent": concurrent,
