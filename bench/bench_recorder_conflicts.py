@@ -52,8 +52,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_trace(Path(tmp) / "t", LOGS / "recorder" / "shared_header",
                              [rank_calls(r, args.iterations) for r in range(args.ranks)])
-        trace = iolens.read(folder)
         t0 = time.perf_counter()
+        trace = iolens.read(folder)
         calls, segments = trace.calls, trace.segments
         t_read = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -67,7 +67,7 @@ def main() -> None:
         t_check = time.perf_counter() - t0
     classified = pairs.filter(pl.col("synchronised_POSIX").is_not_null()).height
     print(f"load {os.getloadavg()[0]:.1f}; {args.ranks} ranks, {calls.height:,} calls, {segments.height:,} segments")
-    print(f"decode (calls + segments)        {t_read:7.2f} s")
+    print(f"read (calls + segments)          {t_read:7.2f} s")
     print(f"sweep alone                      {t_sweep:7.2f} s   {bare.height:,} pairs")
     print(f"sweep + per-model classification {t_all:7.2f} s   {classified:,} pairs classified "
           f"({(t_all - t_sweep) / max(classified, 1) * 1e6:.0f} µs each)")
