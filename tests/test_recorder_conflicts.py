@@ -173,3 +173,17 @@ def test_pairs_past_the_classification_budget_say_so(header, monkeypatch):
     assert rest["partial"] and "first 2 pairs" in rest["summary"]
     assert rest["evidence"]["metrics"]["pairs"] == total - 2
     assert all(rest["evidence"]["metrics"][f"synchronised_{m}"] == 0 for m in ("POSIX", "commit", "session"))
+
+
+def test_trace_export_names_the_verdict(header, tmp_path):
+    """`export --format chrome-json`: the conflict slices of a Recorder trace say which models hold."""
+    folder, writers, (writer, reader, read_at, read_len) = header
+    out = tmp_path / "t.json"
+    subprocess.run([IOLENS, "export", str(folder), "--format", "chrome-json", "-o", str(out)], check=True,
+                   capture_output=True)
+    events = json.loads(out.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    names = {(e["args"]["offset"], e["name"]) for e in events if e.get("cat") == "conflict"}
+    assert (read_at, "read-after-write (ordered; synchronised under POSIX, commit, MPI-IO)") in names
+    assert {n for o, n in names if o == 0} <= {f"write-after-write ({t}; unsynchronised)"
+                                               for t in ("ordered", "concurrent")}
