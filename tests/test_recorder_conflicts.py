@@ -187,3 +187,12 @@ def test_trace_export_names_the_verdict(header, tmp_path):
     assert (read_at, "read-after-write (ordered; synchronised under POSIX, commit, MPI-IO)") in names
     assert {n for o, n in names if o == 0} <= {f"write-after-write ({t}; unsynchronised)"
                                                for t in ("ordered", "concurrent")}
+
+
+@pytest.mark.parametrize("name", ["seqwrite_mpiio", "small_records"])
+def test_traces_without_shared_bytes_stay_quiet(logs_dir, name):
+    """Each rank writes its own region (README of ../shared/logs/recorder): no CONFLICT at any severity."""
+    folder = logs_dir / "recorder" / name
+    io = [(r, off, off + n) for r, f, off, n in dump_io(folder)]
+    assert not any(a[0] != b[0] and a[1] < b[2] and b[1] < a[2] for a in io for b in io)  # the dump agrees
+    assert [i for i in diagnose(iolens.read(folder), strict=True) if i.code == "CONFLICT"] == []
