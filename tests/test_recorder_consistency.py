@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 import iolens
+from iolens.analysis.conflicts import find_conflicts
 from iolens.analysis.consistency import MODELS, SyncIndex, classify_pairs, synchronised
 from recordertools import write_trace
 
@@ -19,18 +20,12 @@ FILE = "/tmp/rec-shared/h.dat"
 
 def overlapping_pairs(segments: pl.DataFrame) -> list:
     """(first, second) segment rows of different ranks on the same file whose bytes overlap, at least one a
-    write, the first the one that ended first (small traces: every pair is compared)."""
-    rows = list(segments.iter_rows(named=True))
+    write (iolens' conflict sweep): the write first, then the other access."""
+    rows = segments.rows(named=True)
     out = []
-    for i, a in enumerate(rows):
-        for b in rows[i + 1:]:
-            if (a["rank"] != b["rank"] and a["file_id"] == b["file_id"] and "write" in (a["op"], b["op"])
-                    and a["offset"] < b["offset"] + b["length"] and b["offset"] < a["offset"] + a["length"]):
-                first, second = (a, b) if a["end"] <= b["end"] else (b, a)
-                if first["op"] == "write":
-                    out.append((first, second))
-                elif second["op"] == "write":
-                    out.append((second, first))  # a write then another rank's read of it: ordered as the write
+    for first, second, kind in find_conflicts(segments).select("first", "second", "kind").iter_rows():
+        a, b = rows[first], rows[second]
+        out.append((b, a) if kind == "write-after-read" else (a, b))
     return out
 
 

@@ -56,6 +56,26 @@ def find_conflicts_bounded(segments: pl.DataFrame, skew: float = CROSS_HOST_SKEW
     return pl.concat(parts).sort("file_id", "offset", "first"), complete
 
 
+def log_conflicts(log, segments: pl.DataFrame | None = None,
+                  max_candidates: int | None = MAX_CANDIDATES) -> tuple:
+    """(posix, pairs, complete) for a Darshan log or a Recorder trace: the one place the sweep is fed, used
+    by the diagnosis, export and the trace writers. `segments` (default: the log's, possibly filtered) are
+    narrowed to the POSIX ones, which are contiguous byte ranges (an MPI-IO request through a file view is
+    not); pairs' `first`/`second` are rows of `posix`. Recorder's segments go in unchanged: same columns and
+    units (seconds from the start of the run); their empty host names are handled in `_rank_hosts`. With
+    every call known (a Recorder trace's `calls`), each pair also gets synchronised_<model> columns
+    (analysis/consistency.py)."""
+    seg = log.segments if segments is None else segments
+    posix = seg.filter(pl.col("module") == "DXT_POSIX")
+    pairs, complete = find_conflicts_bounded(posix, max_candidates=max_candidates)
+    calls = getattr(log, "calls", None)
+    if calls is not None:
+        from .consistency import classify_conflicts
+        names = dict(log.files.select("file_id", "name").iter_rows())
+        pairs = classify_conflicts(calls, posix, pairs, names)
+    return posix, pairs, complete
+
+
 def _operations(segments: pl.DataFrame) -> pl.DataFrame:
     return (segments.lazy().with_row_index("row")
             .filter((pl.col("offset") >= 0) & (pl.col("length") > 0))
@@ -65,11 +85,15 @@ def _operations(segments: pl.DataFrame) -> pl.DataFrame:
 
 
 def _rank_hosts(segments: pl.DataFrame):
-    """(ranks, host code of each): a rank runs on one host, so hosts are looked up per rank, for pairs only."""
+    """(ranks, host code of each): a rank runs on one host, so hosts are looked up per rank, for pairs only.
+    An empty host name (Recorder records none) is an unknown host: each such rank counts as on a host of its
+    own, so the cross-host skew applies between them (their clocks may differ)."""
     if "hostname" not in segments.columns or segments.is_empty():
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     hosts = (segments.lazy().group_by("rank").agg(pl.col("hostname").first().cast(pl.String))
-             .with_columns(pl.col("hostname").rank("dense").cast(pl.Int64)).sort("rank").collect())
+             .with_columns(pl.when(pl.col("hostname").fill_null("") == "")
+                           .then(pl.format("\0unknown host of rank {}", "rank")).otherwise("hostname")
+                           .rank("dense").cast(pl.Int64).alias("hostname")).sort("rank").collect())
     return hosts["rank"].to_numpy(), hosts["hostname"].to_numpy()
 
 
@@ -171,12 +195,15 @@ RANGE_SCHEMA = {"file_id": pl.UInt64, "kind": pl.Enum(KINDS), "concurrent": pl.B
                 "end": pl.Float64, "first": pl.Int64, "second": pl.Int64}
 
 
-def conflict_ranges(pairs: pl.DataFrame) -> pl.DataFrame:
-    """The pairs merged into byte ranges per (file, kind, timing): how many pairs, which ranks, when, and
-    one example pair (`first`, `second` row numbers) to point at."""
+def conflict_ranges(pairs: pl.DataFrame, by: tuple = ()) -> pl.DataFrame:
+    """The pairs merged into byte ranges per (file, kind, timing[, the `by` columns of `pairs`, e.g. the
+    synchronised_<model> verdicts of a Recorder trace]): how many pairs, which ranks, when, and one example
+    pair (`first`, `second` row numbers) to point at. The `by` columns follow `concurrent`."""
+    group = ["file_id", "kind", "concurrent", *by]
     if pairs.is_empty():
-        return pl.DataFrame(schema=RANGE_SCHEMA)
-    group = ["file_id", "kind", "concurrent"]
+        schema = dict(RANGE_SCHEMA)
+        extra = {c: pairs.schema[c] for c in by}
+        return pl.DataFrame(schema={**dict(list(schema.items())[:3]), **extra, **dict(list(schema.items())[3:])})
     ranges = (pairs.sort(*group, "offset")
               .with_columns(pl.col("end_offset").cum_max().shift(1).over(group).alias("_reach"))
               .with_columns((pl.col("_reach").is_null() | (pl.col("offset") > pl.col("_reach")))
@@ -188,4 +215,5 @@ def conflict_ranges(pairs: pl.DataFrame) -> pl.DataFrame:
             .agg(pl.col("offset").min(), pl.col("end_offset").max(), pl.len().alias("pairs"),
                  pl.col("start").min(), pl.col("end").max(), pl.col("first").first(), pl.col("second").first())
             .join(ranks, on="_range", how="left", maintain_order="left")
-            .rename({"rank": "ranks"}).cast({"pairs": pl.UInt32}).select(list(RANGE_SCHEMA)))
+            .rename({"rank": "ranks"}).cast({"pairs": pl.UInt32})
+            .select(*group, *[c for c in RANGE_SCHEMA if c not in group]))

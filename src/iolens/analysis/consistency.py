@@ -64,6 +64,7 @@ class SyncIndex:
             self.comms.setdefault(rank, set()).add(comm)
         file_calls = calls.filter(pl.col("func").is_in(list(COMMITS | OPENS)) & pl.col("path").is_not_null())
         self.file_calls = {}
+        self._picked = {}
         for (rank, path), part in file_calls.sort("rank", "seq").group_by("rank", "path"):
             self.file_calls[(rank, path)] = _Calls(np.array(part["func"].to_list(), dtype=object),
                                                    part["start"].to_numpy(), part["end"].to_numpy())
@@ -82,11 +83,15 @@ class SyncIndex:
         return False
 
     def _on(self, rank: int, path: str, funcs: frozenset) -> tuple:
-        c = self.file_calls.get((rank, path))
-        if c is None:
-            return np.zeros(0), np.zeros(0)
-        pick = np.fromiter((f in funcs for f in c.func), dtype=bool, count=len(c.func))
-        return c.start[pick], c.end[pick]
+        key = (rank, path, funcs)  # many pairs ask for the same rank's calls on the same file
+        if key not in self._picked:
+            c = self.file_calls.get((rank, path))
+            if c is None:
+                self._picked[key] = np.zeros(0), np.zeros(0)
+            else:
+                pick = np.fromiter((f in funcs for f in c.func), dtype=bool, count=len(c.func))
+                self._picked[key] = c.start[pick], c.end[pick]
+        return self._picked[key]
 
     def _handover(self, path, writer, write_end, after_funcs, other, access_start, before_funcs) -> bool:
         """Some `after_funcs` call of the writer (after its write) happens before some `before_funcs` call
@@ -131,3 +136,49 @@ def classify_pairs(calls: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
                                                          "access_start").iter_rows()]
     return pairs.with_columns([pl.Series(f"synchronised_{m}", [r[m] for r in rows], dtype=pl.Boolean)
                                for m in MODELS])
+
+
+MAX_CLASSIFIED = 100_000  # pairs classified per trace (≈ 30 µs each: 3 s at most); the rest: null
+WRITE_AFTER_READ = "write-after-read"
+
+
+def model_columns() -> list:
+    return [f"synchronised_{m}" for m in MODELS]
+
+
+def classify_conflicts(calls: pl.DataFrame, segments: pl.DataFrame, pairs: pl.DataFrame, names: dict,
+                       limit: int | None = None) -> pl.DataFrame:
+    """`pairs` (analysis/conflicts.find_conflicts on `segments`) with one column synchronised_<model> per
+    model. The access that started first plays the writer's part (a write-after-write's first write, a
+    read-after-write's write). A write-after-read is synchronised under every model when the read happens
+    before the write: a read that returned before the write was issued cannot see it, whatever the model
+    makes visible when. Pairs past the first `limit` (default MAX_CLASSIFIED) are left null (not classified).
+    `names`: file_id -> path as the calls name it."""
+    if pairs.is_empty():
+        return pairs.with_columns([pl.lit(None, dtype=pl.Boolean).alias(c) for c in model_columns()])
+    index = SyncIndex(calls)
+    ends, starts = segments["end"].to_numpy(), segments["start"].to_numpy()
+    head = pairs.head(MAX_CLASSIFIED if limit is None else limit)
+    verdicts = {m: [] for m in MODELS}
+    for file_id, kind, first, second, first_rank, second_rank in head.select(
+            "file_id", "kind", "first", "second", "first_rank", "second_rank").iter_rows():
+        write_end, access_start = float(ends[first]), float(starts[second])
+        if kind == WRITE_AFTER_READ:
+            ordered = index.happens_before(first_rank, write_end, second_rank, access_start)
+            verdict = dict.fromkeys(MODELS, ordered)
+        else:
+            verdict = index.synchronised(names.get(file_id, ""), first_rank, write_end, second_rank, access_start)
+        for m in MODELS:
+            verdicts[m].append(verdict[m])
+    missing = [None] * (pairs.height - head.height)
+    return pairs.with_columns([pl.Series(f"synchronised_{m}", verdicts[m] + missing, dtype=pl.Boolean)
+                               for m in MODELS])
+
+
+def governing_models(calls: pl.DataFrame) -> dict:
+    """path -> the consistency model a program may rely on for that file: "MPI-IO" when it was opened
+    through MPI-IO (MPI-IO's semantics are what the MPI standard promises, and all ROMIO assumes of the file
+    system), "POSIX" for files only accessed through POSIX or stdio calls."""
+    paths = calls.filter(pl.col("path").is_not_null()).group_by("path").agg(
+        (pl.col("layer") == "MPI-IO").any().alias("mpiio"))
+    return {p: ("MPI-IO" if m else "POSIX") for p, m in paths.iter_rows()}

@@ -6,20 +6,24 @@ from pathlib import Path
 
 import polars as pl
 
-from ..analysis.conflicts import conflict_ranges, find_conflicts_bounded
+from ..analysis.conflicts import conflict_ranges, log_conflicts
+from ..analysis.consistency import model_columns
 from ..model import Log
 from .html.filters import Filters, apply_filters
 
 
 def conflicts_table(log: Log, segments: pl.DataFrame) -> pl.DataFrame:
     """Cross-rank conflicts on the POSIX segments, merged into byte ranges (see analysis/conflicts.py; a
-    lower bound past MAX_CANDIDATES overlapping pairs)."""
-    ranges = conflict_ranges(find_conflicts_bounded(segments.filter(pl.col("module") == "DXT_POSIX"))[0])
+    lower bound past MAX_CANDIDATES overlapping pairs). A Recorder trace's table has one more column per
+    consistency model, synchronised_<model> (null: not classified), and its ranges are split by them."""
+    pairs = log_conflicts(log, segments)[1]
+    models = [c for c in model_columns() if c in pairs.columns]
+    ranges = conflict_ranges(pairs, by=tuple(models))
     names = log.files.select("file_id", pl.col("name").alias("file"))
     return (ranges.join(names, on="file_id", how="left")
             .select("file_id", "file", "kind", pl.when("concurrent").then(pl.lit("concurrent"))
                     .otherwise(pl.lit("ordered")).alias("timing"), "offset", "end_offset", "pairs", "ranks",
-                    "start", "end"))
+                    "start", "end", *models))
 
 
 def tables(log: Log, filters: Filters = Filters()) -> dict:

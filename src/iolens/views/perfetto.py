@@ -133,13 +133,27 @@ def conflict_slices(table: pl.DataFrame) -> pl.DataFrame:
     c = (table.sort("pairs", descending=True).head(MAX_CONFLICT_SLICES)
          .with_columns((pl.col("start") * 1e9).round().cast(pl.Int64).clip(lower_bound=0).alias("start_ns"),
                        (pl.col("end") * 1e9).round().cast(pl.Int64).clip(lower_bound=0).alias("end_ns"),
-                       pl.format("{} ({})", "kind", "timing").alias("name"),
+                       pl.format("{} ({})", "kind", _timing(table)).alias("name"),
                        pl.col("ranks").cast(pl.List(pl.String)).list.join(" ").alias("ranks"),
                        pl.lit(0).alias("rank"), pl.lit("").alias("module"))
          .with_columns(pl.max_horizontal("start_ns", "end_ns").alias("end_ns"))
          .sort("start_ns", "end_ns"))
     c = c.with_columns(pl.Series("lane", assign_lanes(c)))
     return c.select("lane", "name", "start_ns", "end_ns", "file", "offset", "end_offset", "pairs", "ranks")
+
+
+def _timing(table: pl.DataFrame) -> pl.Expr:
+    """'ordered', or for a Recorder trace's table 'ordered; synchronised under POSIX, commit' (the models
+    whose synchronised_<model> column is true), 'ordered; unsynchronised', 'ordered; not classified'."""
+    models = [c for c in table.columns if c.startswith("synchronised_")]
+    if not models:
+        return pl.col("timing")
+    under = pl.concat_str([pl.when(pl.col(c)).then(pl.lit(c.removeprefix("synchronised_"))) for c in models],
+                          separator=", ", ignore_nulls=True)
+    verdict = (pl.when(pl.col(models[0]).is_null()).then(pl.lit("not classified"))
+               .when(under == "").then(pl.lit("unsynchronised"))
+               .otherwise(pl.lit("synchronised under ") + under))
+    return pl.format("{}; {}", "timing", verdict)
 
 
 def estimate_bytes(n_ops: int, fmt: str) -> int:

@@ -27,13 +27,15 @@ def check(ctx) -> list:
     seg = ctx.log.segments if ctx.log.has_dxt else None
     if seg is None or seg.is_empty():
         return []
-    posix = seg.filter(pl.col("module") == "DXT_POSIX")
-    pairs, complete = sweep.find_conflicts_bounded(posix, max_candidates=sweep.MAX_CANDIDATES)
+    posix, pairs, complete = sweep.log_conflicts(ctx.log, seg, max_candidates=sweep.MAX_CANDIDATES)
     if pairs.is_empty():
         return []
-    ranges = conflict_ranges(pairs)
     mpiio = seg.filter(pl.col("module") == "DXT_MPIIO")
     partial = ctx.trace_truncated("DXT_POSIX") or not complete
+    if "synchronised_POSIX" in pairs.columns:  # a Recorder trace: every call known, classified per model
+        from .consistency_conflicts import model_insights
+        return model_insights(ctx, pairs, posix, mpiio, partial)
+    ranges = conflict_ranges(pairs)
     out = []
     for concurrent in (True, False):
         part = ranges.filter(pl.col("concurrent") == concurrent)
@@ -54,18 +56,11 @@ def check(ctx) -> list:
 
 def _insight(ctx, ranges: pl.DataFrame, file_ids: list, concurrent: bool, posix, mpiio, partial) -> Insight:
     """partial: the trace is truncated or the sweep stopped early: the counts are lower bounds."""
-    counts = {k: int(v) for k, v in ranges.group_by("kind").agg(pl.col("pairs").sum()).iter_rows()}
-    kinds = ", ".join(f"{n:,} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-    ranks = sorted({r for rs in ranges["ranks"].to_list() for r in rs})
-    t0, t1 = float(ranges["start"].min()), float(ranges["end"].max())
-    nbytes = int((ranges["end_offset"] - ranges["offset"]).sum())
-    where = _file_phrase(ctx, file_ids)
-    shown = ranges.sort("pairs", descending=True).head(MAX_RANGES_SHOWN)
-    spans = "; ".join(f"bytes {o:,}–{e:,} ({k}, ranks {_ranks(rs)})" for o, e, k, rs in
-                      shown.select("offset", "end_offset", "kind", "ranks").iter_rows())
-    more = f" and {ranges.height - shown.height} more ranges" if ranges.height > shown.height else ""
-    call = _mpiio_call(posix, mpiio, shown.row(0, named=True))
-    window = f"{t0:.6g}–{t1:.6g} s"
+    f = facts(ctx, ranges, file_ids)
+    counts, kinds, ranks, t0, t1, where, window = (f[k] for k in ("counts", "kinds", "ranks", "t0", "t1",
+                                                                  "where", "window"))
+    spans, more = f["spans"](), f["more"]
+    call = _mpiio_call(posix, mpiio, f["shown"].row(0, named=True))
     if concurrent:
         verb = "write the same bytes" if "write-after-write" in counts else "read and write the same bytes"
         title = f"Ranks {verb} of {where} at the same time"
@@ -78,21 +73,53 @@ def _insight(ctx, ranges: pl.DataFrame, file_ids: list, concurrent: bool, posix,
                    f"finishing before the other started ({window}): {spans}{more}. This is correct only if the "
                    f"program synchronised in between (close/open, or sync and a barrier), which the trace cannot "
                    f"show: not verified.{call} {BENIGN}")
-    metrics = {"pairs": int(ranges["pairs"].sum()), "ranges": ranges.height, "bytes": nbytes,
-               **{k.replace("-", "_"): n for k, n in counts.items()}}
-    recs = [Recommendation(
-        "Order the conflicting accesses explicitly" if concurrent else "Check that these accesses are synchronised",
-        "Let one rank write shared bytes (e.g. the header), or separate the writers and the later readers with "
-        "MPI_File_sync + MPI_Barrier + MPI_File_sync (MPI-IO) or close/barrier/open (POSIX); with MPI-IO, "
-        "MPI_File_set_atomicity(fh, 1) makes overlapping accesses atomic at a cost.",
-        "MPI_File_sync(fh);\nMPI_Barrier(comm);\nMPI_File_sync(fh);", "c")]
+    metrics = f["metrics"]
+    recs = [synchronise(
+        "Order the conflicting accesses explicitly" if concurrent else "Check that these accesses are synchronised")]
     if partial:
-        summary += (" The counts are lower bounds: the trace is truncated, or so many operations overlap that "
-                    f"iolens stopped after {sweep.MAX_CANDIDATES:,} overlapping pairs.")
+        summary += PARTIAL
     return Insight("CONFLICT", "warning" if concurrent else "info", title, summary,
                    Evidence(ranks=ranks[:MAX_RANKS], files=ctx.names_of(file_ids), time_window=(t0, t1),
                             metrics=metrics),
                    recs, source="dxt", partial=partial, demotable=False, score=float(metrics["pairs"]))
+
+
+PARTIAL = (" The counts are lower bounds: the trace is truncated, or so many operations overlap that "
+           f"iolens stopped after {sweep.MAX_CANDIDATES:,} overlapping pairs.")
+
+
+def synchronise(title: str) -> Recommendation:
+    return Recommendation(
+        title,
+        "Let one rank write shared bytes (e.g. the header), or separate the writers and the later readers with "
+        "MPI_File_sync + MPI_Barrier + MPI_File_sync (MPI-IO) or close/barrier/open (POSIX); with MPI-IO, "
+        "MPI_File_set_atomicity(fh, 1) makes overlapping accesses atomic at a cost.",
+        "MPI_File_sync(fh);\nMPI_Barrier(comm);\nMPI_File_sync(fh);", "c")
+
+
+def facts(ctx, ranges: pl.DataFrame, file_ids: list) -> dict:
+    """What every CONFLICT insight says of its ranges: pair counts per kind, ranks, time window, the files,
+    the largest ranges (`spans(note)`: each with `note(row)` appended), and the common metrics."""
+    counts = {k: int(v) for k, v in ranges.group_by("kind").agg(pl.col("pairs").sum()).iter_rows()}
+    t0, t1 = float(ranges["start"].min()), float(ranges["end"].max())
+    shown = ranges.sort("pairs", descending=True).head(MAX_RANGES_SHOWN)
+
+    def spans(note=lambda row: "") -> str:
+        return "; ".join(f"bytes {r['offset']:,}–{r['end_offset']:,} ({r['kind']}, ranks {_ranks(r['ranks'])}"
+                         f"{note(r)})" for r in shown.iter_rows(named=True))
+
+    return {
+        "counts": counts,
+        "kinds": ", ".join(f"{n:,} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])),
+        "ranks": sorted({r for rs in ranges["ranks"].to_list() for r in rs}),
+        "t0": t0, "t1": t1, "window": f"{t0:.6g}–{t1:.6g} s",
+        "where": _file_phrase(ctx, file_ids),
+        "shown": shown, "spans": spans,
+        "more": f" and {ranges.height - shown.height} more ranges" if ranges.height > shown.height else "",
+        "metrics": {"pairs": int(ranges["pairs"].sum()), "ranges": ranges.height,
+                    "bytes": int((ranges["end_offset"] - ranges["offset"]).sum()),
+                    **{k.replace("-", "_"): n for k, n in counts.items()}},
+    }
 
 
 def _file_phrase(ctx, file_ids: list) -> str:
