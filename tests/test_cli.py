@@ -164,10 +164,12 @@ def test_piped_tables_have_no_trailing_spaces(logs_dir):
 
 
 def test_piped_output_fits_the_width_columns_asks_for(logs_dir):
-    """`COLUMNS=80 iolens info LOG | less`: the tables fit 80 columns and the layer names are whole."""
+    """`COLUMNS=80 iolens info LOG | less`: the tables fit 80 columns; layer and file names stay (other columns
+    give way)."""
     log = logs_dir / "public/darshan-logs/release_logs/mpi-io-test-x86_64-3.4.7.darshan"
     pairs = logs_dir / "pairs"
-    for args in (("info", log), ("compare", pairs / "small_indep.darshan", pairs / "small_coll.darshan")):
+    for args in (("info", log), ("files", log),
+                 ("compare", pairs / "small_indep.darshan", pairs / "small_coll.darshan")):
         proc = subprocess.run([IOLENS, *map(str, args)], capture_output=True, text=True, timeout=120,
                               env={**os.environ, "COLUMNS": "80"})
         assert proc.returncode == 0, proc.stderr
@@ -175,3 +177,5 @@ def test_piped_output_fits_the_width_columns_asks_for(logs_dir):
         assert wide == [], args[0]
         if args[0] == "info":
             assert "POSIX" in proc.stdout and "PO…" not in proc.stdout
+        if args[0] == "files":  # the file column stays, its tail naming the file
+            assert "mpi-io-test.tmp.dat" in proc.stdout

@@ -174,32 +174,48 @@ def shorten_path(name: str, width: int) -> str:
     return name if len(name) <= width else "…" + name[-(width - 1):]
 
 
+# columns of the file table left out first when a terminal is too narrow for all of them and a readable name
+FILE_COLUMNS_DROP_ORDER = ("stripe_count", "stripe_size", "fs_type", "segments", "ranks", "reads", "writes",
+                           "layers", "bytes_read")
+MIN_NAME_WIDTH = 24
+
+
 def render_files(df: pl.DataFrame, console: Console) -> None:
-    table = Table(show_edge=False, padding=(0, 1))
     cols = [c for c in FILE_COLUMNS if c in df.columns and not df[c].is_null().all()]
     cols = [c for c in cols if c != "name"] + ["name"]  # the name folds last; numbers never wrap
-    name_width = max(24, console.width - 11 * (len(cols) - 1))
-    for col in cols:
+    rows = [[_file_cell(col, row[col]) for col in cols] for row in df.iter_rows(named=True)]
+    # the name is the row's identity: other columns give way until it has room (its tail names the file)
+    headers = ["name"] + [c for c in cols if c != "name"]
+    cells = [[r[-1]] + r[:-1] for r in rows]
+    cells_for_fit = [["x" * MIN_NAME_WIDTH] + [str(c) for c in r[1:]] for r in cells] or [["x" * MIN_NAME_WIDTH]]
+    keep = {headers[i] for i in fit_columns(headers, cells_for_fit, console.width, FILE_COLUMNS_DROP_ORDER)}
+    shown = [c for c in cols if c in keep]
+    others = sum(max([len(FILE_COLUMNS[c])] + [len(str(r[cols.index(c)])) for r in rows]) + 3
+                 for c in shown if c != "name")
+    name_width = max(MIN_NAME_WIDTH, console.width - others - 2)
+    table = Table(show_edge=False, padding=(0, 1))
+    for col in shown:
         table.add_column(FILE_COLUMNS[col], justify="left" if col in ("name", "fs_type", "layers") else "right",
                          no_wrap=col != "name", overflow="fold" if col == "name" else "ellipsis")
-    for row in df.iter_rows(named=True):
-        cells = []
-        for col in cols:
-            v = row[col]
-            if col.startswith("bytes"):
-                cells.append(human_bytes(v))
-            elif col == "name":
-                cells.append(Text(shorten_path(v or "", name_width)))
-            elif v is None:
-                cells.append("-")
-            elif isinstance(v, (int, float)) and col != "stripe_size":
-                cells.append(human_count(v))
-            elif col == "stripe_size":
-                cells.append(human_bytes(v))
-            else:
-                cells.append(Text(str(v)))
-        table.add_row(*cells)
+    for row in rows:
+        table.add_row(*(Text(shorten_path(v, name_width)) if col == "name" else v
+                        for col, v in zip(cols, row) if col in keep))
+    dropped = [FILE_COLUMNS[c] for c in cols if c not in keep]
+    if dropped:
+        table.caption = f"not shown at this width: {', '.join(dropped)}"
     console.print(table)
+
+
+def _file_cell(col: str, v):
+    if col == "name":
+        return v or ""
+    if col.startswith("bytes") or (col == "stripe_size" and v is not None):
+        return human_bytes(v)
+    if v is None:
+        return "-"
+    if isinstance(v, (int, float)):
+        return human_count(v)
+    return str(v)
 
 
 FILE_COLUMNS = {
