@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Dump `iolens diagnose --json` of every shared log to a folder, and time `diagnose(log)` per log.
+
+A guard for speed work on the diagnosis: run it on the unchanged code as the reference, then after each change,
+and diff the folders. The JSON is what `iolens diagnose --json LOG` prints (same dict, same `json.dumps`
+arguments), computed in-process so that the whole corpus takes seconds, not a process start per log.
+
+    /work/venv/bin/python bench/diagnose_snapshot.py /tmp/diag-ref                 # reference, before a change
+    /work/venv/bin/python bench/diagnose_snapshot.py /tmp/diag-new --diff /tmp/diag-ref
+    /work/venv/bin/python bench/diagnose_snapshot.py /tmp/diag-new --skip-large --repeat 5   # per-log timing
+
+Logs: every `*.darshan` under --logs (public/, generated/, generated2/, pairs/) and every Recorder trace folder
+under recorder/. Prints the per-log diagnosis time (best of --repeat, read excluded) over the small logs
+(< 2 MiB, as in the fleet corpus) and the slowest logs.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_LOGS = Path(os.environ.get("IOLENS_LOGS") or next(
+    (p for p in (REPO.parent / "shared" / "logs", REPO.parent.parent / "shared" / "logs") if p.is_dir()),
+    REPO.parent / "shared" / "logs"))  # from /work/main or from a worktree under /work/wt
+SMALL_BYTES = 2 << 20
+
+
+def shared_logs(root: Path) -> list:
+    logs = sorted(p for p in root.rglob("*.darshan") if p.is_file())
+    rec = root / "recorder"
+    if rec.is_dir():
+        logs += sorted(p for p in rec.iterdir() if (p / "recorder.mt").is_file())
+    return logs
+
+
+def snapshot_name(root: Path, path: Path) -> str:
+    return str(path.relative_to(root)).replace(os.sep, "__") + ".json"
+
+
+def diagnose_json(log, label: str) -> str:
+    """The text `iolens diagnose --json` prints for `log` (cli/diagnose.py + cli/common.emit_json)."""
+    from iolens.analysis.diagnosis import diagnose
+    from iolens.analysis.diagnosis.insight import SCHEMA_VERSION
+    from iolens.cli.common import _default
+
+    insights = [i.to_dict() for i in diagnose(log)]
+    return json.dumps({"log": label, "schema_version": SCHEMA_VERSION, "insights": insights}, indent=2,
+                      default=_default, allow_nan=False)
+
+
+def best_time(fn, repeat: int) -> float:
+    runs = []
+    for _ in range(repeat):
+        t = time.process_time()
+        fn()
+        runs.append(time.process_time() - t)
+    return min(runs)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path, help="folder for one JSON file per log")
+    ap.add_argument("--logs", type=Path, default=DEFAULT_LOGS)
+    ap.add_argument("--diff", type=Path, help="reference folder: print every difference, exit 1 if any")
+    ap.add_argument("--repeat", type=int, default=1, help="time diagnose(log) as the best of this many runs")
+    ap.add_argument("--skip-large", action="store_true", help="only logs under 2 MiB (and the Recorder traces)")
+    args = ap.parse_args(argv)
+
+    import iolens
+    from iolens.analysis.diagnosis import diagnose
+    from iolens.errors import LogError
+
+    warnings.simplefilter("ignore")
+    args.out.mkdir(parents=True, exist_ok=True)
+    small_ms, all_ms, differ, failed = [], [], [], []
+    for path in shared_logs(args.logs):
+        small = path.is_dir() or path.stat().st_size < SMALL_BYTES
+        if args.skip_large and not small:
+            continue
+        name = snapshot_name(args.logs, path)
+        try:
+            log = iolens.read(str(path))
+        except LogError as exc:  # logs the reader refuses (documented in the folders' READMEs)
+            text = json.dumps({"log": str(path.relative_to(args.logs)), "error": str(exc)})
+        else:
+            text = diagnose_json(log, str(path.relative_to(args.logs)))
+            ms = 1000 * best_time(lambda: diagnose(log), args.repeat)
+            all_ms.append((ms, name))
+            if small:
+                small_ms.append(ms)
+        (args.out / name).write_text(text + "\n")
+        if args.diff:
+            ref = args.diff / name
+            if not ref.exists():
+                failed.append(name)
+            elif ref.read_text() != text + "\n":
+                differ.append(name)
+                sys.stdout.writelines(difflib.unified_diff(ref.read_text().splitlines(True),
+                                                           (text + "\n").splitlines(True), str(ref), name, n=1))
+    print(f"{len(all_ms)} logs diagnosed; {len(small_ms)} small (< 2 MiB or Recorder): diagnose(log) CPU "
+          f"mean {statistics.mean(small_ms):.2f} ms, median {statistics.median(small_ms):.2f} ms, "
+          f"total {sum(small_ms) / 1000:.2f} s (best of {args.repeat}); load average {os.getloadavg()[0]:.1f}")
+    print("slowest: " + ", ".join(f"{n[:-5]} {ms:.0f} ms" for ms, n in sorted(all_ms, reverse=True)[:5]))
+    if args.diff:
+        print(f"differences from {args.diff}: {len(differ)} logs" + (f" ({', '.join(differ)})" if differ else "")
+              + (f"; missing from the reference: {', '.join(failed)}" if failed else ""))
+        return 1 if differ or failed else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
