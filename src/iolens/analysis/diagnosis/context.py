@@ -5,7 +5,7 @@ from functools import cached_property
 
 import polars as pl
 
-from ..summary import dxt_summary, layer_summary
+from ..summary import _slowest_rank_time, dxt_summary
 from ..layers import LAYER_BY_MODULE, recorded
 from .thresholds import Thresholds
 
@@ -113,19 +113,17 @@ class Context:
         return (float(s), float(e))
 
     @cached_property
-    def layers(self) -> dict:
-        out = {}
-        for module, layer in LAYER_BY_MODULE.items():
-            s = layer_summary(self.log, layer)
-            if s is not None:
-                out[module] = s
-        return out
+    def slowest_rank_io_times(self) -> dict:
+        """module -> the I/O time of its slowest rank (`summary.layer_summary`'s slowest_rank_io_time), for
+        the modules the log has among POSIX, MPI-IO and STDIO."""
+        return {m: _slowest_rank_time(self.log.counters[m], LAYER_BY_MODULE[m])
+                for m in ("POSIX", "MPI-IO", "STDIO") if self.log.counters.get(m) is not None}
 
     @cached_property
     def slowest_rank_io_time(self) -> float:
         """The I/O time of the slowest rank, at the layer where it is largest (MPI-IO includes POSIX)."""
-        times = [s["slowest_rank_io_time"] or 0.0 for m, s in self.layers.items() if m in ("POSIX", "MPI-IO", "STDIO")]
-        stdio = self.layers.get("STDIO", {}).get("slowest_rank_io_time") or 0.0
+        times = [t or 0.0 for t in self.slowest_rank_io_times.values()]
+        stdio = self.slowest_rank_io_times.get("STDIO") or 0.0
         best = max(times, default=0.0)
         # stdio is separate from POSIX/MPI-IO: add it to the larger of the two
         return float(best + (stdio if best != stdio else 0.0))
