@@ -132,7 +132,7 @@ def main(argv=None) -> int:
           f"total {sum(small_ms) / 1000:.2f} s (best of {args.repeat}); load average {os.getloadavg()[0]:.1f}")
     print("slowest: " + ", ".join(f"{n[:-5]} {ms:.0f} ms" for ms, n in sorted(all_ms, reverse=True)[:5]))
     if args.diff:
-        print(f"differences from {args.diff}: {len(differ)} logs" + (f" ({', '.join(differ)})" if differ else "")
+        print(f"differences from {args.diff}: {len(differ)} logs" + (f" ({', '.join(differ[:10])}{' ...' if len(differ) > 10 else ''})" if differ else "")
               + f"; {len(order_only)} more differ only in the order of tied ranks/files, {len(ties_cut)} only in which"
               " tied ranks/files made the evidence list" + (f" ({', '.join(ties_cut)})" if ties_cut else "")
               + (f"; missing from the reference: {', '.join(failed)}" if failed else ""))

@@ -48,15 +48,14 @@ def _slowest_rank_time(df: pl.DataFrame, layer: Layer) -> float:
     """
     t = pl.sum_horizontal([recorded(c) for c in (layer.read_time, layer.write_time,
                                                                    layer.meta_time)])
-    lf = df.lazy()
-    # one collect for both halves: on a log of a few dozen records each query's fixed cost is what counts
-    own, shared = pl.collect_all([
-        lf.filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t")).select(pl.col("t").max()),
-        lf.filter(pl.col("rank") < 0).select(
-            (recorded(layer.slowest_time) if layer.slowest_time in df.columns else pl.lit(0)).sum(), pl.len())])
-    own_max = own.item()
-    shared_t, shared_n = shared.row(0)
-    return float((own_max or 0.0) + ((shared_t or 0) if shared_n else 0))
+    rank = df["rank"].to_numpy()
+    # each half only when the log has such records: on a log of a few dozen records a query's fixed cost is
+    # what counts
+    own_max = (df.lazy().filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t"))
+               .select(pl.col("t").max()).collect().item() if (rank >= 0).any() else 0.0)
+    shared_t = (df.filter(pl.col("rank") < 0).select(recorded(layer.slowest_time).sum()).item()
+                if (rank < 0).any() else 0)
+    return float((own_max or 0.0) + (shared_t or 0))
 
 
 def dxt_summary(log: Log) -> list:

@@ -85,6 +85,12 @@ class Context:
 
     def ranks_on_file(self, module: str) -> pl.DataFrame:
         """file_id -> how many ranks opened it in `module` (a shared record counts as every rank)."""
+        cache = self.__dict__.setdefault("_ranks_on_file_cache", {})
+        if module not in cache:
+            cache[module] = self._ranks_on_file(module)
+        return cache[module]
+
+    def _ranks_on_file(self, module: str) -> pl.DataFrame:
         df = self.counters(module)
         if df is None:
             return pl.DataFrame(schema={"file_id": pl.UInt64, "nranks": pl.Int64})

@@ -27,10 +27,14 @@ def counter_stake(ctx, df: pl.DataFrame, est: pl.Expr) -> float:
     """The largest per-rank value of `est` (seconds) over counter records: a rank's own records plus an
     even share of the records of files shared by all ranks."""
     n = ctx.nprocs
-    df = df.with_columns(est.fill_nan(0.0).fill_null(0.0).alias("_est"))
-    own = df.filter(pl.col("rank") >= 0).group_by("rank").agg(pl.col("_est").sum())
-    shared = float(df.filter(pl.col("rank") < 0)["_est"].sum() or 0.0) / n
-    return float(own["_est"].max() or 0.0) + shared
+    rank = df["rank"].to_numpy()
+    lf = df.lazy().select("rank", est.fill_nan(0.0).fill_null(0.0).alias("_est"))
+    # each half only when there are such records (a query's fixed cost is most of it on small logs)
+    own = (lf.filter(pl.col("rank") >= 0).group_by("rank").agg(pl.col("_est").sum())
+           .select(pl.col("_est").max()).collect().item() if (rank >= 0).any() else None)
+    shared = (float(lf.filter(pl.col("rank") < 0).select(pl.col("_est").sum()).collect().item() or 0.0) / n
+              if (rank < 0).any() else 0.0)
+    return float(own or 0.0) + shared
 
 
 def dxt_stake(seg: pl.DataFrame) -> float:
