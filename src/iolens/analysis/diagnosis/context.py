@@ -105,6 +105,21 @@ class Context:
             return 0
         return int(sum(int(self.column(module, n).sum()) for n in names if n in self.log.counters[module].columns))
 
+    def file_groups(self, module: str) -> tuple:
+        """(file ids, sorted; index of each record's file in them): the per-file sums' grouping."""
+        cache = self.__dict__.setdefault("_file_groups", {})
+        if module not in cache:
+            cache[module] = np.unique(self.column(module, "file_id"), return_inverse=True)
+        return cache[module]
+
+    def per_file_total(self, module: str, *names: str) -> np.ndarray:
+        """Integer sum per file (in `file_groups` order) of counters `names`, clipped at 0."""
+        ids, inv = self.file_groups(module)
+        out = np.zeros(len(ids), dtype=np.int64)
+        for n in names:
+            np.add.at(out, inv, self.column(module, n))
+        return out
+
     def own_records(self, module: str) -> np.ndarray:
         """Mask of the records of one rank within 0..nprocs-1 (not shared, not out of range)."""
         rank = self.column(module, "rank")

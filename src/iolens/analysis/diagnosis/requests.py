@@ -1,6 +1,7 @@
 """SMALL_IO, MISALIGNED_IO, RANDOM_ACCESS: the shape of the requests that reach the file system (POSIX)."""
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from ..access import classify_segments
@@ -250,32 +251,34 @@ def access_pattern(per: pl.DataFrame):
 
 
 # --- MISALIGNED_IO -------------------------------------------------------------------------------
-def _alignments(ctx) -> pl.DataFrame:
-    """file_id -> alignment unit: the Lustre stripe size when known, else Darshan's POSIX_FILE_ALIGNMENT."""
+def _alignments(ctx) -> dict:
+    """file_id -> alignment unit (> 1 byte): the Lustre stripe size when known, else Darshan's
+    POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
+    out = {}
     df = ctx.counters("POSIX")
-    parts = []
     if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
-        parts.append(df.group_by("file_id").agg(pl.col("POSIX_FILE_ALIGNMENT").max().alias("align_fs")))
-    out = parts[0] if parts else pl.DataFrame(schema={"file_id": pl.UInt64, "align_fs": pl.Int64})
+        ids, inv = ctx.file_groups("POSIX")
+        fs = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(fs, inv, df["POSIX_FILE_ALIGNMENT"].to_numpy())
+        out = dict(zip(ids.tolist(), fs.tolist()))
     lus = ctx.log.lustre
     if not lus.is_empty():
-        stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(
-            pl.col("stripe_size").first().alias("align_lustre"))
-        out = out.join(stripes, on="file_id", how="full", coalesce=True)
-    else:
-        out = out.with_columns(pl.lit(None, dtype=pl.Int64).alias("align_lustre"))
-    return out.with_columns(pl.coalesce("align_lustre", "align_fs").alias("align")).filter(pl.col("align") > 1)
+        stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(pl.col("stripe_size").first())
+        out.update(zip(stripes["file_id"].to_list(), stripes["stripe_size"].to_list()))
+    return {f: a for f, a in out.items() if a is not None and a > 1}
 
 
 def check_misaligned(ctx) -> list:
     th = ctx.th
     align = _alignments(ctx)
-    if align.is_empty():
+    if not align:
         return []
     seg = ctx.seg_posix
     metrics, ranks, window, partial, source = {}, [], None, False, "counters"
     if not seg.is_empty():
-        s = seg.filter(pl.col("offset") >= 0).join(align.select("file_id", "align"), on="file_id", how="inner")
+        align = pl.DataFrame({"file_id": pl.Series(list(align), dtype=pl.UInt64),
+                              "align": pl.Series(list(align.values()), dtype=pl.Int64)})
+        s = seg.filter(pl.col("offset") >= 0).join(align, on="file_id", how="inner")
         total = s.height
         bad = s.filter((pl.col("length") >= pl.col("align")) & (pl.col("offset") % pl.col("align") != 0))
         count = bad.height
@@ -290,26 +293,28 @@ def check_misaligned(ctx) -> list:
         df = ctx.counters("POSIX")
         if df is None or "POSIX_FILE_NOT_ALIGNED" not in df.columns:
             return []
-        per = df.group_by("file_id").agg(
-            clip("POSIX_FILE_NOT_ALIGNED").sum().alias("not_aligned"),
-            (clip("POSIX_READS") + clip("POSIX_WRITES")).sum().alias("ops"),
-            pl.col("POSIX_FILE_ALIGNMENT").max().alias("align_fs"),
-            *[clip(f"POSIX_SIZE_{OP}_{b}").sum().alias(f"{OP}_{b}") for _, OP, _, _ in OPS
-              for b, _, _ in SIZE_BINS])
-        per = per.join(align.select("file_id", "align"), on="file_id", how="inner")
-        rows = []
-        for r in per.iter_rows(named=True):
-            below = sum(r[f"{OP}_{b}"] for _, OP, _, _ in OPS for b in possibly_below_bins(int(r["align"])))
-            rows.append({"file_id": r["file_id"], "n": max(0, r["not_aligned"] - below), "align": r["align"],
-                         "ops": r["ops"]})
-        per_file = pl.DataFrame(rows, schema={"file_id": pl.UInt64, "n": pl.Int64, "align": pl.Int64,
-                                              "ops": pl.Int64}).sort("n", descending=True)
-        total = int(per_file["ops"].sum() or 0)
-        count = int(per_file["n"].sum() or 0)
+        # per file, in integers (exact): requests not aligned, less those that may be shorter than the unit
+        ids, _ = ctx.file_groups("POSIX")
+        on = np.array([f in align for f in ids.tolist()], dtype=bool)
+        unit = np.array([align.get(f, 0) for f in ids.tolist()], dtype=np.int64)
+        not_aligned = ctx.per_file_total("POSIX", "POSIX_FILE_NOT_ALIGNED")
+        ops = ctx.per_file_total("POSIX", "POSIX_READS", "POSIX_WRITES")
+        below = np.zeros(len(ids), dtype=np.int64)
+        for b, lo, _ in SIZE_BINS:
+            below_unit = lo < unit  # bin b may hold requests shorter than the file's unit
+            if below_unit.any():
+                below += np.where(below_unit, ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for _, OP, _, _ in OPS)), 0)
+        n = np.maximum(0, not_aligned - below)
+        order = np.argsort(-n[on], kind="stable")
+        per_file = pl.DataFrame({"file_id": pl.Series(ids[on][order], dtype=pl.UInt64),
+                                 "n": pl.Series(n[on][order], dtype=pl.Int64),
+                                 "align": pl.Series(unit[on][order], dtype=pl.Int64)})
+        total = int(ops[on].sum())
+        count = int(n[on].sum())
         metrics["note_lower_bound"] = 1
         est = ((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")) * clip("POSIX_FILE_NOT_ALIGNED")
                / pl.max_horizontal(clip("POSIX_READS") + clip("POSIX_WRITES"), pl.lit(1)))
-        stake = counter_stake(ctx, df, est) * (count / max(int(per["not_aligned"].sum() or 0), 1))
+        stake = counter_stake(ctx, df, est) * (count / max(int(not_aligned[on].sum()), 1))
     # a count or a volume: 128 misaligned 4 MiB writes matter as much as thousands of small ones
     enough = count >= th.misaligned_min_ops or metrics.get("misaligned_bytes", 0) >= th.misaligned_min_bytes
     if not total or not count or not enough or count / total < th.misaligned_min_share:
