@@ -8,6 +8,7 @@ arguments), computed in-process so that the whole corpus takes seconds, not a pr
     /work/venv/bin/python bench/diagnose_snapshot.py /tmp/diag-ref                 # reference, before a change
     /work/venv/bin/python bench/diagnose_snapshot.py /tmp/diag-new --diff /tmp/diag-ref
     /work/venv/bin/python bench/diagnose_snapshot.py /tmp/diag-new --skip-large --repeat 5   # per-log timing
+    /work/venv/bin/python bench/diagnose_snapshot.py /tmp/diag-ref-s --sensitive    # every check reports
 
 Logs: every `*.darshan` under --logs (public/, generated/, generated2/, pairs/) and every Recorder trace folder
 under recorder/. Prints the per-log diagnosis time (best of --repeat, read excluded) over the small logs
@@ -30,6 +31,18 @@ DEFAULT_LOGS = Path(os.environ.get("IOLENS_LOGS") or next(
     (p for p in (REPO.parent / "shared" / "logs", REPO.parent.parent / "shared" / "logs") if p.is_dir()),
     REPO.parent / "shared" / "logs"))  # from /work/main or from a worktree under /work/wt
 SMALL_BYTES = 2 << 20
+# --sensitive: thresholds so low that nearly every check reports and builds its evidence, so that the
+# comparison covers the code paths that default thresholds leave quiet on these logs
+SENSITIVE = {"small_min_ops": 1, "small_min_share": 0.01, "misaligned_min_ops": 1, "misaligned_min_share": 0.01,
+             "misaligned_min_bytes": 1, "random_min_ops": 1, "random_min_share": 0.01, "imbalance_ratio": 1.1,
+             "imbalance_min_bytes": 1, "single_aggregator_min_ranks": 2, "straggler_min_delay": 0.001,
+             "straggler_min_delay_share": 0.01, "serialized_min_share": 0.2, "no_collective_min_ops": 1,
+             "no_collective_min_share": 0.01, "no_collective_min_ops_per_rank": 1, "sieving_min_share": 0.01,
+             "sieving_min_bytes": 1, "hdf5_meta_min_share": 0.01, "lustre_large_file_bytes": 1,
+             "ost_imbalance_ratio": 1.1, "ost_min_bytes": 1, "slow_ost_ratio": 1.1, "slow_ost_min_files": 1,
+             "metadata_min_share": 0.01, "tiny_files_min": 1, "tiny_files_min_share": 0.01, "redundant_ratio": 1.01,
+             "redundant_min_bytes": 1, "fsync_min_count": 1, "fsync_per_write": 0.001, "stdio_min_share": 0.01,
+             "stdio_min_bytes": 1, "min_stake_floor": 0.0, "min_runtime_share": 0.0, "min_io_time_share": 0.0}
 
 
 def shared_logs(root: Path) -> list:
@@ -44,13 +57,13 @@ def snapshot_name(root: Path, path: Path) -> str:
     return str(path.relative_to(root)).replace(os.sep, "__") + ".json"
 
 
-def diagnose_json(log, label: str) -> str:
+def diagnose_json(log, label: str, thresholds=None) -> str:
     """The text `iolens diagnose --json` prints for `log` (cli/diagnose.py + cli/common.emit_json)."""
     from iolens.analysis.diagnosis import diagnose
     from iolens.analysis.diagnosis.insight import SCHEMA_VERSION
     from iolens.cli.common import _default
 
-    insights = [i.to_dict() for i in diagnose(log)]
+    insights = [i.to_dict() for i in diagnose(log, thresholds)]
     return json.dumps({"log": label, "schema_version": SCHEMA_VERSION, "insights": insights}, indent=2,
                       default=_default, allow_nan=False)
 
@@ -86,6 +99,7 @@ def main(argv=None) -> int:
     ap.add_argument("--logs", type=Path, default=DEFAULT_LOGS)
     ap.add_argument("--diff", type=Path, help="reference folder: print every difference, exit 1 if any")
     ap.add_argument("--repeat", type=int, default=1, help="time diagnose(log) as the best of this many runs")
+    ap.add_argument("--sensitive", action="store_true", help="diagnose with near-zero thresholds (SENSITIVE)")
     ap.add_argument("--skip-large", action="store_true", help="only logs under 2 MiB (and the Recorder traces)")
     args = ap.parse_args(argv)
 
@@ -106,8 +120,9 @@ def main(argv=None) -> int:
         except LogError as exc:  # logs the reader refuses (documented in the folders' READMEs)
             text = json.dumps({"log": str(path.relative_to(args.logs)), "error": str(exc)})
         else:
-            text = diagnose_json(log, str(path.relative_to(args.logs)))
-            ms = 1000 * best_time(lambda: diagnose(log), args.repeat)
+            thresholds = SENSITIVE if args.sensitive else None
+            text = diagnose_json(log, str(path.relative_to(args.logs)), thresholds)
+            ms = 1000 * best_time(lambda: diagnose(log, thresholds), args.repeat)
             all_ms.append((ms, name))
             if small:
                 small_ms.append(ms)
