@@ -314,11 +314,14 @@ def check_misaligned(ctx) -> list:
         metrics["note_lower_bound"] = 1
         est = ((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")) * clip("POSIX_FILE_NOT_ALIGNED")
                / pl.max_horizontal(clip("POSIX_READS") + clip("POSIX_WRITES"), pl.lit(1)))
-        stake = counter_stake(ctx, df, est) * (count / max(int(not_aligned[on].sum()), 1))
+        share_counted = count / max(int(not_aligned[on].sum()), 1)
+        stake = None  # below, only for a finding
     # a count or a volume: 128 misaligned 4 MiB writes matter as much as thousands of small ones
     enough = count >= th.misaligned_min_ops or metrics.get("misaligned_bytes", 0) >= th.misaligned_min_bytes
     if not total or not count or not enough or count / total < th.misaligned_min_share:
         return []
+    if stake is None:
+        stake = counter_stake(ctx, df, est) * share_counted
     per_file = per_file.filter(pl.col("n") > 0)
     unit = int(per_file["align"][0])
     metrics["busiest_rank_misaligned_time_s"] = stake
@@ -390,18 +393,21 @@ def check_random(ctx) -> list:
             if table is None:
                 continue
             total = int(table[f"{op}s"].sum() or 0)
-            rnd = table.with_columns((pl.col(f"{op}s") - pl.col(f"seq_{op}s")).clip(lower_bound=0).alias("rnd"))
-            n_random = int(rnd["rnd"].sum() or 0)
+            rnd = np.maximum(table[f"{op}s"].to_numpy() - table[f"seq_{op}s"].to_numpy(), 0)
+            n_random = int(rnd.sum())
             below_large = int(table[f"below_large_{op}s"].sum() or 0)
             # without the trace the sizes of the random requests are unknown: require most requests to be small
             n_small_random = n_random if total and below_large / total >= 0.5 else 0
-            files = rnd.filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list()
             partial = False
+            files = stake = None  # the files and the cost: below, only for a finding
+        if not total or n_small_random < th.random_min_ops or n_small_random / total < th.random_min_share:
+            continue
+        if stake is None:
+            files = (table.select("file_id", pl.Series("rnd", rnd)).filter(pl.col("rnd") > 0)
+                     .sort("rnd", descending=True)["file_id"].to_list())
             stake = counter_stake(ctx, ctx.counters("POSIX"),
                                   clip(f"POSIX_F_{OP}_TIME") * (clip(f"POSIX_{OPS_}") - clip(f"POSIX_SEQ_{OPS_}")).clip(lower_bound=0)
                                   / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1)))
-        if not total or n_small_random < th.random_min_ops or n_small_random / total < th.random_min_share:
-            continue
         metrics.update({f"random_{op}s": n_small_random, f"{op}s": total, "random_share": n_small_random / total,
                         "nonsequential_requests": n_random})
         title = (f"Random {op}s: {fmt_count(n_small_random)} of {fmt_count(total)} POSIX {op}s "
