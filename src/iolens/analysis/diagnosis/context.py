@@ -120,6 +120,13 @@ class Context:
             np.add.at(out, inv, self.column(module, n))
         return out
 
+    def per_file_max(self, module: str, name: str) -> np.ndarray:
+        """Largest raw value (-1 kept) per file (in `file_groups` order) of counter `name`."""
+        ids, inv = self.file_groups(module)
+        out = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(out, inv, self.log.counters[module][name].to_numpy())
+        return out
+
     def own_records(self, module: str) -> np.ndarray:
         """Mask of the records of one rank within 0..nprocs-1 (not shared, not out of range)."""
         rank = self.column(module, "rank")

@@ -65,16 +65,21 @@ def check(ctx) -> list:
             table = _dxt_coverage(seg)
             source = "dxt"
         elif p is not None:
-            table = p.group_by("file_id").agg(clip(f"POSIX_BYTES_{B}").sum().alias("bytes"),
-                                              (pl.col(f"POSIX_MAX_BYTE_{B}").max() + 1).clip(lower_bound=0)
-                                              .alias("extent"))
+            # per file in integers: bytes moved, highest offset touched + 1
+            ids, _ = ctx.file_groups("POSIX")
+            moved_, extent_ = ctx.per_file_total("POSIX", f"POSIX_BYTES_{B}"), \
+                np.maximum(ctx.per_file_max("POSIX", f"POSIX_MAX_BYTE_{B}") + 1, 0)
+            keep = (extent_ > 0) & ~np.isin(ids, np.fromiter(ctx.std_ids, dtype=np.uint64))
+            if not (moved_[keep] / extent_[keep] >= th.redundant_ratio).any():
+                continue  # the usual case, decided without building a table
+            table = pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved_, "extent": extent_})
         else:
             continue
-        table = table.filter((pl.col("extent") > 0) & pl.col("file_id").is_in(
+        bad = (table.lazy().filter((pl.col("extent") > 0) & pl.col("file_id").is_in(
             pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()).not_())
-        table = table.with_columns((pl.col("bytes") / pl.col("extent")).alias("ratio"),
-                                   (pl.col("bytes") - pl.col("extent")).alias("excess"))
-        bad = table.filter(pl.col("ratio") >= th.redundant_ratio).sort("excess", descending=True)
+            .with_columns((pl.col("bytes") / pl.col("extent")).alias("ratio"),
+                          (pl.col("bytes") - pl.col("extent")).alias("excess"))
+            .filter(pl.col("ratio") >= th.redundant_ratio).sort("excess", descending=True).collect())
         if bad.is_empty():
             continue
         excess, moved, extent = int(bad["excess"].sum()), int(bad["bytes"].sum()), int(bad["extent"].sum())

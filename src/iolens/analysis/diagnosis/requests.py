@@ -257,10 +257,8 @@ def _alignments(ctx) -> dict:
     out = {}
     df = ctx.counters("POSIX")
     if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
-        ids, inv = ctx.file_groups("POSIX")
-        fs = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(fs, inv, df["POSIX_FILE_ALIGNMENT"].to_numpy())
-        out = dict(zip(ids.tolist(), fs.tolist()))
+        ids, _ = ctx.file_groups("POSIX")
+        out = dict(zip(ids.tolist(), ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT").tolist()))
     lus = ctx.log.lustre
     if not lus.is_empty():
         stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(pl.col("stripe_size").first())
