@@ -81,6 +81,13 @@ class Context:
             cache[key] = set(df[column].to_list()) if df is not None and column in df.columns else set()
         return cache[key]
 
+    def memo(self, key, compute):
+        """`compute()`, once per log for `key`: a table that several checks of a family share."""
+        cache = self.__dict__.setdefault("_memo", {})
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]
+
     # --- counters ------------------------------------------------------------------------------
     def counters(self, module: str):
         df = self.log.counters.get(module)

@@ -13,6 +13,10 @@ from .units import fmt_bytes, fmt_time
 
 
 def _layouts(ctx) -> pl.DataFrame:
+    return ctx.memo("lustre_layouts", lambda: _layouts_of(ctx))
+
+
+def _layouts_of(ctx) -> pl.DataFrame:
     lus = ctx.log.lustre
     if lus.is_empty():
         return lus
@@ -22,6 +26,10 @@ def _layouts(ctx) -> pl.DataFrame:
 
 def _file_sizes(ctx) -> pl.DataFrame:
     """file_id -> extent (highest byte + 1), bytes moved, ranks, from the POSIX counters."""
+    return ctx.memo("posix_file_sizes", lambda: _file_sizes_of(ctx))
+
+
+def _file_sizes_of(ctx) -> pl.DataFrame:
     p = ctx.counters("POSIX")
     if p is None:
         return pl.DataFrame(schema={"file_id": pl.UInt64, "extent": pl.Int64, "bytes": pl.Int64, "nranks": pl.Int64})

@@ -48,11 +48,8 @@ def dxt_stake(seg: pl.DataFrame) -> float:
 def _posix_file_table(ctx, bins_small, bins_below_large):
     """Per file at POSIX: records, shared, and per operation kind requests, sequential ones, small ones, ones
     possibly below the large size. SMALL_IO and RANDOM_ACCESS ask for the same bins: computed once a log."""
-    cache = ctx.__dict__.setdefault("_posix_file_tables", {})
-    key = (tuple(bins_small), tuple(bins_below_large))
-    if key not in cache:
-        cache[key] = _posix_file_table_of(ctx.counters("POSIX"), bins_small, bins_below_large)
-    return cache[key]
+    return ctx.memo(("posix_file_table", tuple(bins_small), tuple(bins_below_large)),
+                    lambda: _posix_file_table_of(ctx.counters("POSIX"), bins_small, bins_below_large))
 
 
 def _posix_file_table_of(df, bins_small, bins_below_large):
