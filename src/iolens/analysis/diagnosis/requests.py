@@ -49,21 +49,23 @@ def _posix_file_table(ctx, bins_small, bins_below_large):
     """Per file at POSIX: records, shared, and per operation kind requests, sequential ones, small ones, ones
     possibly below the large size. SMALL_IO and RANDOM_ACCESS ask for the same bins: computed once a log."""
     return ctx.memo(("posix_file_table", tuple(bins_small), tuple(bins_below_large)),
-                    lambda: _posix_file_table_of(ctx.counters("POSIX"), bins_small, bins_below_large))
+                    lambda: _posix_file_table_of(ctx, bins_small, bins_below_large))
 
 
-def _posix_file_table_of(df, bins_small, bins_below_large):
-    if df is None:
+def _posix_file_table_of(ctx, bins_small, bins_below_large):
+    if ctx.counters("POSIX") is None:
         return None
-    aggs = [pl.len().alias("records"), (pl.col("rank") < 0).any().alias("shared")]
-    for op, OP, OPS_, _ in OPS:
-        aggs.append(clip(f"POSIX_{OPS_}").sum().alias(f"{op}s"))
-        aggs.append(clip(f"POSIX_SEQ_{OPS_}").sum().alias(f"seq_{op}s"))
-        aggs.append(pl.sum_horizontal([clip(f"POSIX_SIZE_{OP}_{b}") for b in bins_small]).sum()
-                    .alias(f"small_{op}s") if bins_small else pl.lit(0).alias(f"small_{op}s"))
-        aggs.append(pl.sum_horizontal([clip(f"POSIX_SIZE_{OP}_{b}") for b in bins_below_large]).sum()
-                    .alias(f"below_large_{op}s"))
-    return df.group_by("file_id").agg(aggs)
+    ids, inv = ctx.file_groups("POSIX")
+    shared = np.zeros(len(ids), dtype=bool)
+    shared[inv[ctx.column("POSIX", "rank") < 0]] = True
+    cols = {"file_id": pl.Series(ids, dtype=pl.UInt64),
+            "records": pl.Series(np.bincount(inv, minlength=len(ids)), dtype=pl.UInt32), "shared": shared}
+    for op, OP, OPS_, _ in OPS:  # integer sums per file: exact in any order
+        cols[f"{op}s"] = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
+        cols[f"seq_{op}s"] = ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}")
+        cols[f"small_{op}s"] = ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in bins_small))
+        cols[f"below_large_{op}s"] = ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in bins_below_large))
+    return pl.DataFrame(cols)
 
 
 # --- SMALL_IO ------------------------------------------------------------------------------------
@@ -80,7 +82,9 @@ def check_small(ctx) -> list:
         table = seg.group_by("file_id").agg(
             *[(pl.col("op") == op).sum().alias(f"{op}s") for op, *_ in OPS],
             *[((pl.col("op") == op) & (pl.col("length") <= limit)).sum().alias(f"small_{op}s") for op, *_ in OPS])
-    table = table.filter(pl.col("file_id").is_in(pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()).not_())
+    std = np.isin(table["file_id"].to_numpy(), np.fromiter(ctx.std_ids, dtype=np.uint64))
+    if std.any():
+        table = table.filter(pl.Series(~std))
     totals = {k: int(table[k].sum() or 0) for k in ("writes", "reads", "small_writes", "small_reads")}
     flagged = []
     for op, *_ in OPS:
