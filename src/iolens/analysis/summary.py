@@ -1,6 +1,7 @@
 """Job summary: per-layer bytes, operations, time and bandwidth; DXT coverage and truncation."""
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from ..model import Log
@@ -46,16 +47,37 @@ def _slowest_rank_time(df: pl.DataFrame, layer: Layer) -> float:
 
     This is darshan-parser's 'agg_perf_by_slowest' estimate.
     """
-    t = pl.sum_horizontal([recorded(c) for c in (layer.read_time, layer.write_time,
-                                                                   layer.meta_time)])
     rank = df["rank"].to_numpy()
+    own_max = shared_t = 0
     # each half only when the log has such records: on a log of a few dozen records a query's fixed cost is
     # what counts
-    own_max = (df.lazy().filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t"))
-               .select(pl.col("t").max()).collect().item() if (rank >= 0).any() else 0.0)
-    shared_t = (df.filter(pl.col("rank") < 0).select(recorded(layer.slowest_time).sum()).item()
-                if (rank < 0).any() else 0)
+    if (rank >= 0).any():
+        t = None
+        if all(c in df.columns for c in (layer.read_time, layer.write_time, layer.meta_time)):
+            t = sum(np.maximum(df[c].to_numpy(), 0) for c in (layer.read_time, layer.write_time, layer.meta_time))
+        own_max = max_rank_sum(rank, t) if t is not None else None
+        if own_max is None:
+            t = pl.sum_horizontal([recorded(c) for c in (layer.read_time, layer.write_time, layer.meta_time)])
+            own_max = (df.lazy().filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t"))
+                       .select(pl.col("t").max()).collect().item())
+    if (rank < 0).any():
+        shared_t = df.filter(pl.col("rank") < 0).select(recorded(layer.slowest_time).sum()).item()
     return float((own_max or 0.0) + (shared_t or 0))
+
+
+def max_rank_sum(rank: np.ndarray, values: np.ndarray):
+    """The largest per-rank sum of `values` over the records of ranks >= 0 (None if there are none), in numpy
+    when no rank has more than two records: a sum of one or two floats is the same in any order, hence the
+    same as polars' group-by sum. None when a rank has more (the summation order matters: ask polars)."""
+    own = rank >= 0
+    if not own.any():
+        return None
+    _, inv, counts = np.unique(rank[own], return_inverse=True, return_counts=True)
+    if counts.max() > 2:
+        return None
+    sums = np.zeros(len(counts))
+    np.add.at(sums, inv, values[own])
+    return float(sums.max())
 
 
 def dxt_summary(log: Log) -> list:

@@ -6,7 +6,8 @@ import polars as pl
 
 from ..access import classify_segments
 from . import recommendations as rec
-from .context import MAX_RANKS, SIZE_BINS, clip
+from ..summary import max_rank_sum
+from .context import MAX_RANKS, SIZE_BINS, clip, float_sum
 from .costmodel import project
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
@@ -29,12 +30,14 @@ def counter_stake(ctx, df: pl.DataFrame, est: pl.Expr) -> float:
     even share of the records of files shared by all ranks."""
     n = ctx.nprocs
     rank = df["rank"].to_numpy()
-    lf = df.lazy().select("rank", est.fill_nan(0.0).fill_null(0.0).alias("_est"))
-    # each half only when there are such records (a query's fixed cost is most of it on small logs)
-    own = (lf.filter(pl.col("rank") >= 0).group_by("rank").agg(pl.col("_est").sum())
-           .select(pl.col("_est").max()).collect().item() if (rank >= 0).any() else None)
-    shared = (float(lf.filter(pl.col("rank") < 0).select(pl.col("_est").sum()).collect().item() or 0.0) / n
-              if (rank < 0).any() else 0.0)
+    values = df.select(est.fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
+    own = None
+    if (rank >= 0).any():
+        own = max_rank_sum(rank, values)
+        if own is None:  # ranks with several records: polars' own group-by sums
+            own = (pl.DataFrame({"rank": rank, "_est": values}).lazy().filter(pl.col("rank") >= 0)
+                   .group_by("rank").agg(pl.col("_est").sum()).select(pl.col("_est").max()).collect().item())
+    shared = float(float_sum(values[rank < 0]) or 0.0) / n if (rank < 0).any() else 0.0
     return float(own or 0.0) + shared
 
 
