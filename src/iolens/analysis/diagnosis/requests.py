@@ -384,13 +384,7 @@ def check_random(ctx) -> list:
             n_random = back.height
             n_small_random = small_back.height
             source = "dxt"
-            stake = dxt_stake(small_back)
-            if n_small_random:
-                ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
-                window = ctx.seg_window(small_back)
-                files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort("n", descending=True)["file_id"].to_list()
-            else:
-                files = []
+            files = stake = None  # the ranks, window, files and cost: below, only for a finding
         else:
             if table is None:
                 continue
@@ -404,7 +398,12 @@ def check_random(ctx) -> list:
             files = stake = None  # the files and the cost: below, only for a finding
         if not total or n_small_random < th.random_min_ops or n_small_random / total < th.random_min_share:
             continue
-        if stake is None:
+        if stake is None and source == "dxt":
+            stake = dxt_stake(small_back)
+            ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
+            window = ctx.seg_window(small_back)
+            files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort("n", descending=True)["file_id"].to_list()
+        elif stake is None:
             files = (table.select("file_id", pl.Series("rnd", rnd)).filter(pl.col("rnd") > 0)
                      .sort("rnd", descending=True)["file_id"].to_list())
             stake = counter_stake(ctx, ctx.counters("POSIX"),
