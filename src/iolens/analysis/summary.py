@@ -90,15 +90,17 @@ def dxt_summary(log: Log) -> list:
         info = log.module(module)
         if info is None:
             continue
-        mine = recs.filter(pl.col("module") == module)
-        traced_w = int(mine["write_count"].sum() or 0)
-        traced_r = int(mine["read_count"].sum() or 0)
+        # integer counts in numpy: the same totals as polars queries, without their fixed cost per query
+        mine = (recs["module"] == module).to_numpy()
+        traced_w = int(recs["write_count"].to_numpy()[mine].sum())
+        traced_r = int(recs["read_count"].to_numpy()[mine].sum())
         counters = log.counters.get(layer.module)
         counted_w = counted_r = None
         if counters is not None:
-            traced_files = mine["file_id"].unique().implode()
-            on_traced = counters.filter(pl.col("file_id").is_in(traced_files))
-            counted_w, counted_r = int(_sum(on_traced, layer.writes)), int(_sum(on_traced, layer.reads))
+            on_traced = np.isin(counters["file_id"].to_numpy(), recs["file_id"].to_numpy()[mine])
+            counted_w, counted_r = (sum(int(np.maximum(counters[c].to_numpy()[on_traced], 0).sum())
+                                        for c in cols if c in counters.columns)
+                                    for cols in (layer.writes, layer.reads))
         reasons = []
         if info.partial:
             reasons.append(f"Darshan ran out of {module} memory during the run (module flagged partial)")
@@ -110,7 +112,7 @@ def dxt_summary(log: Log) -> list:
                            f"{counted_w:,} on the same files")
         out.append({
             "module": module,
-            "records": mine.height,
+            "records": int(mine.sum()),
             "segments": traced_w + traced_r,
             "writes": traced_w,
             "reads": traced_r,
