@@ -58,8 +58,8 @@ def _slowest_rank_time(df: pl.DataFrame, layer: Layer) -> float:
         own_max = max_rank_sum(rank, t) if t is not None else None
         if own_max is None:
             t = pl.sum_horizontal([recorded(c) for c in (layer.read_time, layer.write_time, layer.meta_time)])
-            own_max = (df.lazy().filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t"))
-                       .select(pl.col("t").max()).collect().item())
+            own = df.filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t"))
+            own_max = own["t"].max()
     if (rank < 0).any():
         shared_t = df.filter(pl.col("rank") < 0).select(recorded(layer.slowest_time).sum()).item()
     return float((own_max or 0.0) + (shared_t or 0))

@@ -75,11 +75,11 @@ def check(ctx) -> list:
             table = pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved_, "extent": extent_})
         else:
             continue
-        bad = (table.lazy().filter((pl.col("extent") > 0) & pl.col("file_id").is_in(
+        table = table.filter((pl.col("extent") > 0) & pl.col("file_id").is_in(
             pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()).not_())
-            .with_columns((pl.col("bytes") / pl.col("extent")).alias("ratio"),
-                          (pl.col("bytes") - pl.col("extent")).alias("excess"))
-            .filter(pl.col("ratio") >= th.redundant_ratio).sort("excess", descending=True).collect())
+        table = table.with_columns((pl.col("bytes") / pl.col("extent")).alias("ratio"),
+                                   (pl.col("bytes") - pl.col("extent")).alias("excess"))
+        bad = table.filter(pl.col("ratio") >= th.redundant_ratio).sort("excess", descending=True)
         if bad.is_empty():
             continue
         excess, moved, extent = int(bad["excess"].sum()), int(bad["bytes"].sum()), int(bad["extent"].sum())

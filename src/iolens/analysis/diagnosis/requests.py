@@ -35,8 +35,8 @@ def counter_stake(ctx, df: pl.DataFrame, est: pl.Expr) -> float:
     if (rank >= 0).any():
         own = max_rank_sum(rank, values)
         if own is None:  # ranks with several records: polars' own group-by sums
-            own = (pl.DataFrame({"rank": rank, "_est": values}).lazy().filter(pl.col("rank") >= 0)
-                   .group_by("rank").agg(pl.col("_est").sum()).select(pl.col("_est").max()).collect().item())
+            own = (pl.DataFrame({"rank": rank, "_est": values}).filter(pl.col("rank") >= 0)
+                   .group_by("rank").agg(pl.col("_est").sum())["_est"].max())
     shared = float(float_sum(values[rank < 0]) or 0.0) / n if (rank < 0).any() else 0.0
     return float(own or 0.0) + shared
 
