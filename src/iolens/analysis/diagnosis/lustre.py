@@ -40,10 +40,20 @@ def _file_sizes_of(ctx) -> pl.DataFrame:
     ).join(ctx.ranks_on_file("POSIX"), on="file_id", how="left")
 
 
+def _any_file_reaches(ctx, size) -> bool:
+    """Does the POSIX extent (highest byte + 1, as `_file_sizes`) of any file reach `size`? In integers,
+    without the per-file table: most logs have no file that large."""
+    if ctx.counters("POSIX") is None:
+        return False
+    top = max(ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_WRITTEN").max(initial=-1),
+              ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_READ").max(initial=-1))
+    return top + 1 >= size
+
+
 def check_striping(ctx) -> list:
     th = ctx.th
     lay = _layouts(ctx)
-    if lay.is_empty():
+    if lay.is_empty() or not _any_file_reaches(ctx, th.lustre_large_file_bytes):
         return []
     j = lay.join(_file_sizes(ctx), on="file_id", how="inner")
     mpi_ranks = ctx.ranks_on_file("MPI-IO").rename({"nranks": "mpi_nranks"})

@@ -266,8 +266,8 @@ def _meanwhile(ctx, metrics: dict) -> str:
 def _aggregator_bottleneck(ctx) -> list:
     """Collectively accessed shared files whose file-system I/O all goes through (nearly) one rank."""
     mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
-    if mpi is None or posix is None:
-        return []
+    if mpi is None or posix is None or not ctx.total("MPI-IO", "MPIIO_COLL_WRITES", "MPIIO_COLL_READS"):
+        return []  # no collective request at all (integer total): nothing below can match
     th = ctx.th
     coll = mpi.group_by("file_id").agg((clip("MPIIO_COLL_WRITES") + clip("MPIIO_COLL_READS")).sum().alias("coll"),
                                        clip("MPIIO_COLL_OPENS").sum().alias("coll_opens"))
