@@ -124,7 +124,11 @@ class Context:
         ids, inv = self.file_groups(module)
         out = np.zeros(len(ids), dtype=np.int64)
         for n in names:
-            np.add.at(out, inv, self.column(module, n))
+            values = self.column(module, n)
+            if values.sum() < (1 << 53):  # float64 weights hold every partial sum exactly: bincount is exact
+                out += np.bincount(inv, weights=values, minlength=len(ids)).astype(np.int64)
+            else:
+                np.add.at(out, inv, values)
         return out
 
     def per_file_max(self, module: str, name: str) -> np.ndarray:

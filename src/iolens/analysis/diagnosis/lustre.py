@@ -133,6 +133,8 @@ def check_ost_imbalance(ctx) -> list:
             for ost, fid, b in e.iter_rows():
                 per_ost[int(ost)] += b
                 files_on[int(ost)].append((b, fid))
+    if source == "counters" and ctx.total("POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN") < 0.99 * th.ost_min_bytes:
+        return []  # the OSTs' bytes below add up to the files' bytes: the total cannot reach ost_min_bytes
     if source == "counters":
         j = lay.join(_file_sizes(ctx), on="file_id", how="inner").filter(pl.col("bytes") > 0)
         for fid, size, count, osts, extent, nbytes in j.select(
@@ -187,6 +189,11 @@ def check_slow_ost(ctx) -> list:
     lay = _layouts(ctx)
     p = ctx.counters("POSIX")
     if lay.is_empty() or p is None:
+        return []
+    # at least 4 OSTs each with a record of >= 1 MiB taking time: count such records first (same arithmetic)
+    b = ctx.column("POSIX", "POSIX_BYTES_READ") + ctx.column("POSIX", "POSIX_BYTES_WRITTEN")
+    t = ctx.column("POSIX", "POSIX_F_READ_TIME") + ctx.column("POSIX", "POSIX_F_WRITE_TIME")
+    if int(((b >= (1 << 20)) & (t > 0)).sum()) < 4:
         return []
     single = lay.filter(pl.col("stripe_count") == 1).select("file_id", pl.col("osts").list.first().alias("ost"))
     rec_ = (p.with_columns((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).alias("b"),

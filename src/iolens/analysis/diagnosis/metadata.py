@@ -69,7 +69,7 @@ def check(ctx) -> list:
                            rec.metadata_fixes(False), source="counters", partial=False, score=share))
     # many tiny files
     p = ctx.counters("POSIX")
-    if p is not None:
+    if p is not None and len(ctx.file_groups("POSIX")[0]) >= th.tiny_files_min:  # else too few files anyway
         f = p.group_by("file_id").agg(
             (pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max() + 1)
             .clip(lower_bound=0).alias("extent"),
