@@ -48,26 +48,16 @@ def dxt_stake(seg: pl.DataFrame) -> float:
     return float(seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"))["t"].max() or 0.0)
 
 
-def _posix_file_table(ctx, bins_small, bins_below_large):
-    """Per file at POSIX: records, shared, and per operation kind requests, sequential ones, small ones, ones
-    possibly below the large size. SMALL_IO and RANDOM_ACCESS ask for the same bins: computed once a log."""
-    return ctx.memo(("posix_file_table", tuple(bins_small), tuple(bins_below_large)),
-                    lambda: _posix_file_table_of(ctx, bins_small, bins_below_large))
-
-
-def _posix_file_table_of(ctx, bins_small, bins_below_large):
-    if ctx.counters("POSIX") is None:
-        return None
+def _posix_file_table(ctx, bins_small) -> pl.DataFrame:
+    """Per file at POSIX: shared (a record of all ranks), and per operation kind its requests and those in
+    `bins_small`, as integer sums over its records."""
     ids, inv = ctx.file_groups("POSIX")
     shared = np.zeros(len(ids), dtype=bool)
     shared[inv[ctx.column("POSIX", "rank") < 0]] = True
-    cols = {"file_id": pl.Series(ids, dtype=pl.UInt64),
-            "records": pl.Series(np.bincount(inv, minlength=len(ids)), dtype=pl.UInt32), "shared": shared}
-    for op, OP, OPS_, _ in OPS:  # integer sums per file: exact in any order
+    cols = {"file_id": pl.Series(ids, dtype=pl.UInt64), "shared": shared}
+    for op, OP, OPS_, _ in OPS:
         cols[f"{op}s"] = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
-        cols[f"seq_{op}s"] = ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}")
         cols[f"small_{op}s"] = ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in bins_small))
-        cols[f"below_large_{op}s"] = ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in bins_below_large))
     return pl.DataFrame(cols)
 
 
@@ -75,20 +65,26 @@ def _posix_file_table_of(ctx, bins_small, bins_below_large):
 def check_small(ctx) -> list:
     th = ctx.th
     limit = int(th.small_request_bytes)
-    table = _posix_file_table(ctx, small_bins(limit), possibly_below_bins(int(th.large_request_bytes)))
     seg = ctx.seg_posix
-    source = "counters"
-    if table is None:
+    source, table = "counters", None
+    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
+    if ctx.counters("POSIX") is not None:
+        # the totals straight from the records (integers), the per-file table only for a finding
+        data = ~np.isin(ctx.column("POSIX", "file_id"), std_ids)
+        totals = {}
+        for op, OP, OPS_, _ in OPS:
+            totals[f"{op}s"] = int(ctx.column("POSIX", f"POSIX_{OPS_}")[data].sum())
+            totals[f"small_{op}s"] = sum(int(ctx.column("POSIX", f"POSIX_SIZE_{OP}_{b}")[data].sum())
+                                         for b in small_bins(limit))
+    else:
         if seg.is_empty():
             return []
         source = "dxt"
         table = seg.group_by("file_id").agg(
             *[(pl.col("op") == op).sum().alias(f"{op}s") for op, *_ in OPS],
             *[((pl.col("op") == op) & (pl.col("length") <= limit)).sum().alias(f"small_{op}s") for op, *_ in OPS])
-    std = np.isin(table["file_id"].to_numpy(), np.fromiter(ctx.std_ids, dtype=np.uint64))
-    if std.any():
-        table = table.filter(pl.Series(~std))
-    totals = {k: int(table[k].sum() or 0) for k in ("writes", "reads", "small_writes", "small_reads")}
+        table = table.filter(pl.Series(~np.isin(table["file_id"].to_numpy(), std_ids)))
+        totals = {k: int(table[k].sum() or 0) for k in ("writes", "reads", "small_writes", "small_reads")}
     flagged = []
     for op, *_ in OPS:
         n, small = totals[f"{op}s"], totals[f"small_{op}s"]
@@ -96,6 +92,9 @@ def check_small(ctx) -> list:
             flagged.append(op)
     if not flagged:
         return []
+    if table is None:
+        table = _posix_file_table(ctx, small_bins(limit))
+        table = table.filter(pl.Series(~np.isin(table["file_id"].to_numpy(), std_ids)))
 
     metrics = {"small_request_bytes": limit}
     for op in ("write", "read"):
@@ -366,7 +365,6 @@ def check_random(ctx) -> list:
     th = ctx.th
     large = int(th.large_request_bytes)
     out = []
-    table = _posix_file_table(ctx, small_bins(int(th.small_request_bytes)), possibly_below_bins(large))
     seg = ctx.seg_posix
     for op, OP, OPS_, _ in OPS:
         metrics, ranks, window, source, partial = {}, [], None, "counters", False
@@ -386,12 +384,14 @@ def check_random(ctx) -> list:
             source = "dxt"
             files = stake = None  # the ranks, window, files and cost: below, only for a finding
         else:
-            if table is None:
+            if ctx.counters("POSIX") is None:
                 continue
-            total = int(table[f"{op}s"].sum() or 0)
-            rnd = np.maximum(table[f"{op}s"].to_numpy() - table[f"seq_{op}s"].to_numpy(), 0)
+            # per file, in integers: requests, and those Darshan did not count as sequential
+            ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
+            total = int(ops_.sum())
+            rnd = np.maximum(ops_ - ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
             n_random = int(rnd.sum())
-            below_large = int(table[f"below_large_{op}s"].sum() or 0)
+            below_large = ctx.total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in possibly_below_bins(large)))
             # without the trace the sizes of the random requests are unknown: require most requests to be small
             n_small_random = n_random if total and below_large / total >= 0.5 else 0
             partial = False
@@ -404,8 +404,8 @@ def check_random(ctx) -> list:
             window = ctx.seg_window(small_back)
             files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort("n", descending=True)["file_id"].to_list()
         elif stake is None:
-            files = (table.select("file_id", pl.Series("rnd", rnd)).filter(pl.col("rnd") > 0)
-                     .sort("rnd", descending=True)["file_id"].to_list())
+            files = (pl.DataFrame({"file_id": pl.Series(ctx.file_groups("POSIX")[0], dtype=pl.UInt64), "rnd": rnd})
+                     .filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list())
             stake = counter_stake(ctx, ctx.counters("POSIX"),
                                   clip(f"POSIX_F_{OP}_TIME") * (clip(f"POSIX_{OPS_}") - clip(f"POSIX_SEQ_{OPS_}")).clip(lower_bound=0)
                                   / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1)))
