@@ -60,8 +60,8 @@ def _slowest_rank_time(df: pl.DataFrame, layer: Layer) -> float:
             t = pl.sum_horizontal([recorded(c) for c in (layer.read_time, layer.write_time, layer.meta_time)])
             own = df.filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t"))
             own_max = own["t"].max()
-    if (rank < 0).any():
-        shared_t = df.filter(pl.col("rank") < 0).select(recorded(layer.slowest_time).sum()).item()
+    if (rank < 0).any():  # the same sum as a query's (polars' Series sum)
+        shared_t = pl.Series(np.maximum(df[layer.slowest_time].to_numpy()[rank < 0], 0)).sum()
     return float((own_max or 0.0) + (shared_t or 0))
 
 

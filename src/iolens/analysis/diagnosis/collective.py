@@ -39,6 +39,8 @@ def _mpi_table_of(ctx):
 # --- NO_COLLECTIVE_IO -------------------------------------------------------------------------------
 def check_no_collective(ctx) -> list:
     th = ctx.th
+    if all(ctx.total("MPI-IO", f"MPIIO_INDEP_{OPS_}") < th.no_collective_min_ops for _, OPS_, *_ in OPS):
+        return []  # too few independent requests on any file, shared or not (integer totals)
     table = _mpi_table(ctx)
     if table is None:
         return []
@@ -114,6 +116,8 @@ def check_no_collective(ctx) -> list:
 
 # --- COLLECTIVE_IO (info) ---------------------------------------------------------------------------
 def check_collective(ctx) -> list:
+    if not ctx.total("MPI-IO", *(f"MPIIO_COLL_{OPS_}" for _, OPS_, *_ in OPS)):
+        return []  # no collective request: no file below would qualify
     table = _mpi_table(ctx)
     if table is None:
         return []

@@ -259,11 +259,11 @@ class Context:
 
     @cached_property
     def seg_posix(self) -> pl.DataFrame:
-        return self.seg.filter(pl.col("module") == "DXT_POSIX")
+        return self.seg.filter(pl.col("module") == "DXT_POSIX") if self.log.has_dxt else self.seg
 
     @cached_property
     def seg_mpiio(self) -> pl.DataFrame:
-        return self.seg.filter(pl.col("module") == "DXT_MPIIO")
+        return self.seg.filter(pl.col("module") == "DXT_MPIIO") if self.log.has_dxt else self.seg
 
     @cached_property
     def posix_transitions(self) -> pl.DataFrame:
