@@ -297,5 +297,5 @@ class Context:
     def seg_window(self, seg: pl.DataFrame):
         if seg.is_empty():
             return None
-        row = seg.select(pl.col("start").min(), pl.col("end").max()).row(0)
-        return (float(row[0]), float(row[1])) if row[0] is not None else None
+        lo, hi = seg["start"].min(), seg["end"].max()  # Series reductions: no query's fixed cost
+        return (float(lo), float(hi)) if lo is not None else None

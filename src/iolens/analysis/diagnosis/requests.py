@@ -113,9 +113,9 @@ def check_small(ctx) -> list:
         small = seg.filter((pl.col("length") <= limit) & pl.col("op").is_in(flagged))
         if not small.is_empty():
             partial = any(not ctx.trace_complete("DXT_POSIX", op) for op in flagged)
-            dur = (pl.col("end") - pl.col("start")).sum()
-            total_t = seg.select(dur).item() or 0.0
-            small_t = small.select(dur).item() or 0.0
+            # Series arithmetic and sums: the same floats as a query's, without its fixed cost
+            total_t = (seg["end"] - seg["start"]).sum() or 0.0
+            small_t = (small["end"] - small["start"]).sum() or 0.0
             time_share = small_t / total_t if total_t > 0 else None
             metrics["small_request_time_s"] = small_t
             if time_share is not None:
@@ -127,7 +127,7 @@ def check_small(ctx) -> list:
             for op in flagged:
                 part = small.filter(pl.col("op") == op)
                 if not part.is_empty():
-                    lo, hi = part.select(pl.col("length").min().alias("lo"), pl.col("length").max().alias("hi")).row(0)
+                    lo, hi = part["length"].min(), part["length"].max()
                     size_range[op] = (lo, hi)
                     metrics[f"smallest_{op}_bytes"], metrics[f"largest_small_{op}_bytes"] = lo, hi
             pattern = access_pattern(ctx.posix_patterns.filter(
