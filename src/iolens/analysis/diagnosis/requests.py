@@ -369,18 +369,18 @@ def check_random(ctx) -> list:
     for op, OP, OPS_, _ in OPS:
         metrics, ranks, window, source, partial = {}, [], None, "counters", False
         if ctx.trace_complete("DXT_POSIX", op):
-            s = seg.filter((pl.col("op") == op) & (pl.col("offset") >= 0))
-            total = s.height
+            # counted with Series masks (no query each); the rows themselves only for a finding, below
+            mine = (seg["op"] == op) & (seg["offset"] >= 0)
+            total = int(mine.sum())
             # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
             # the backward ones are
-            random_files = ctx.posix_patterns.filter((pl.col("op") == op) & (pl.col("pattern") == "random"))["file_id"]
-            on_random = pl.col("file_id").is_in(random_files.implode())
-            back = ctx.posix_transitions.filter((pl.col("op") == op) & (pl.col("offset") < pl.col("prev_end")))
-            cols = ["file_id", "rank", "start", "end", "length"]
-            small_back = pl.concat([s.filter(on_random & (pl.col("length") < large)).select(cols),
-                                    back.filter(~on_random & (pl.col("length") < large)).select(cols)])
-            n_random = back.height
-            n_small_random = small_back.height
+            pat, trans = ctx.posix_patterns, ctx.posix_transitions
+            random_files = pat["file_id"].filter((pat["op"] == op) & (pat["pattern"] == "random"))
+            back = (trans["op"] == op) & (trans["offset"] < trans["prev_end"])
+            small_here = mine & seg["file_id"].is_in(random_files) & (seg["length"] < large)
+            small_back_here = back & ~trans["file_id"].is_in(random_files) & (trans["length"] < large)
+            n_random = int(back.sum())
+            n_small_random = int(small_here.sum()) + int(small_back_here.sum())
             source = "dxt"
             files = stake = None  # the ranks, window, files and cost: below, only for a finding
         else:
@@ -399,6 +399,8 @@ def check_random(ctx) -> list:
         if not total or n_small_random < th.random_min_ops or n_small_random / total < th.random_min_share:
             continue
         if stake is None and source == "dxt":
+            cols = ["file_id", "rank", "start", "end", "length"]
+            small_back = pl.concat([seg.filter(small_here).select(cols), trans.filter(small_back_here).select(cols)])
             stake = dxt_stake(small_back)
             ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
             window = ctx.seg_window(small_back)
