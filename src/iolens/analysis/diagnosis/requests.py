@@ -377,8 +377,8 @@ def check_random(ctx) -> list:
             pat, trans = ctx.posix_patterns, ctx.posix_transitions
             random_files = pat["file_id"].filter((pat["op"] == op) & (pat["pattern"] == "random"))
             back = (trans["op"] == op) & (trans["offset"] < trans["prev_end"])
-            small_here = mine & seg["file_id"].is_in(random_files) & (seg["length"] < large)
-            small_back_here = back & ~trans["file_id"].is_in(random_files) & (trans["length"] < large)
+            small_here = mine & seg["file_id"].is_in(random_files.implode()) & (seg["length"] < large)
+            small_back_here = back & ~trans["file_id"].is_in(random_files.implode()) & (trans["length"] < large)
             n_random = int(back.sum())
             n_small_random = int(small_here.sum()) + int(small_back_here.sum())
             source = "dxt"
