@@ -277,19 +277,21 @@ def check_misaligned(ctx) -> list:
     seg = ctx.seg_posix
     metrics, ranks, window, partial, source = {}, [], None, False, "counters"
     if not seg.is_empty():
-        align = pl.DataFrame({"file_id": pl.Series(list(align), dtype=pl.UInt64),
-                              "align": pl.Series(list(align.values()), dtype=pl.Int64)})
-        s = seg.filter(pl.col("offset") >= 0).join(align, on="file_id", how="inner")
-        total = s.height
-        bad = s.filter((pl.col("length") >= pl.col("align")) & (pl.col("offset") % pl.col("align") != 0))
-        count = bad.height
+        # each traced request's alignment unit, in numpy (integers): counted without a join
+        keys = np.fromiter(align, dtype=np.uint64)
+        units = np.fromiter(align.values(), dtype=np.int64)
+        order = np.argsort(keys)
+        keys, units = keys[order], units[order]
+        fid, offset, length = (seg[c].to_numpy() for c in ("file_id", "offset", "length"))
+        at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
+        known = (keys[at] == fid) & (offset >= 0)
+        unit_of = np.where(known, units[at], 1)
+        misaligned = known & (length >= unit_of) & (offset % unit_of != 0)
+        total, count = int(known.sum()), int(misaligned.sum())
         source, partial = "dxt", ctx.trace_truncated("DXT_POSIX")
-        stake = dxt_stake(bad)
+        stake = None  # the cost, ranks, window and files: below, only for a finding
         if count:
-            ranks = bad.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
-            window = ctx.seg_window(bad)
-            per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort("n", descending=True)
-            metrics["misaligned_bytes"] = int(bad["length"].sum())
+            metrics["misaligned_bytes"] = int(length[misaligned].sum())
     else:
         df = ctx.counters("POSIX")
         if df is None or "POSIX_FILE_NOT_ALIGNED" not in df.columns:
@@ -321,7 +323,13 @@ def check_misaligned(ctx) -> list:
     enough = count >= th.misaligned_min_ops or metrics.get("misaligned_bytes", 0) >= th.misaligned_min_bytes
     if not total or not count or not enough or count / total < th.misaligned_min_share:
         return []
-    if stake is None:
+    if stake is None and source == "dxt":
+        bad = seg.filter(pl.Series(misaligned)).with_columns(pl.Series("align", unit_of[misaligned]))
+        stake = dxt_stake(bad)
+        ranks = bad.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
+        window = ctx.seg_window(bad)
+        per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort("n", descending=True)
+    elif stake is None:
         stake = counter_stake(ctx, df, est) * share_counted
     per_file = per_file.filter(pl.col("n") > 0)
     unit = int(per_file["align"][0])
