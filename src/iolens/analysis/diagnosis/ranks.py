@@ -445,7 +445,10 @@ def check_serialized(ctx) -> list:
     th = ctx.th
     if ctx.nprocs < 2:
         return []
-    seg = ctx.seg.filter(~pl.col("file_id").is_in(pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()))
+    seg = ctx.seg
+    std = pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()
+    if seg["file_id"].is_in(std).any():  # a Series test first: most traces have no standard stream
+        seg = seg.filter(~pl.col("file_id").is_in(std))
     if seg.is_empty():
         return []
     iv = busy_intervals(seg, th.serialized_gap)

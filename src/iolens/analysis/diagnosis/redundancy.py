@@ -51,6 +51,13 @@ def _dxt_coverage(seg: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame({"file_id": files, "bytes": out_bytes.astype(np.int64), "extent": union.astype(np.int64)})
 
 
+def _any_redundant(ctx, ids, moved, extent) -> bool:
+    """Is any data file's ratio of bytes moved over extent at least `redundant_ratio` (the filter below, in
+    numpy: the same integer division)? Most logs have none: they skip the per-file table."""
+    keep = (extent > 0) & ~np.isin(ids, np.fromiter(ctx.std_ids, dtype=np.uint64))
+    return bool((moved[keep] / extent[keep] >= ctx.th.redundant_ratio).any())
+
+
 def check(ctx) -> list:
     th = ctx.th
     out = []
@@ -64,13 +71,15 @@ def check(ctx) -> list:
                 continue
             table = _dxt_coverage(seg)
             source = "dxt"
+            if not _any_redundant(ctx, table["file_id"].to_numpy(), table["bytes"].to_numpy(),
+                                  table["extent"].to_numpy()):
+                continue
         elif p is not None:
             # per file in integers: bytes moved, highest offset touched + 1
             ids, _ = ctx.file_groups("POSIX")
             moved_, extent_ = ctx.per_file_total("POSIX", f"POSIX_BYTES_{B}"), \
                 np.maximum(ctx.per_file_max("POSIX", f"POSIX_MAX_BYTE_{B}") + 1, 0)
-            keep = (extent_ > 0) & ~np.isin(ids, np.fromiter(ctx.std_ids, dtype=np.uint64))
-            if not (moved_[keep] / extent_[keep] >= th.redundant_ratio).any():
+            if not _any_redundant(ctx, ids, moved_, extent_):
                 continue  # the usual case, decided without building a table
             table = pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved_, "extent": extent_})
         else:
