@@ -421,9 +421,12 @@ def busy_intervals(seg: pl.DataFrame, gap: float) -> pl.DataFrame:
     """Per rank, its operations merged into busy intervals (gaps shorter than `gap` bridged)."""
     s = (seg.select("rank", "start", "end").sort(["rank", "start"])
          .with_columns(pl.col("end").cum_max().shift(1).over("rank").alias("prev")))
-    s = s.with_columns(((pl.col("prev").is_null()) | (pl.col("start") > pl.col("prev") + gap))
-                       .cast(pl.Int64).cum_sum().over("rank").alias("g"))
-    return s.group_by(["rank", "g"]).agg(pl.col("start").min(), pl.col("end").max()).drop("g")
+    # sorted by rank then start, each interval is a run of rows: it starts at a rank's first operation or
+    # after a gap; its start is the run's first start, its end the run's largest end (numpy, same values)
+    start, end, prev = (s[c].to_numpy() for c in ("start", "end", "prev"))
+    runs = np.flatnonzero(np.isnan(prev) | (start > prev + gap))
+    return pl.DataFrame({"rank": s["rank"].to_numpy()[runs], "start": start[runs],
+                         "end": np.maximum.reduceat(end, runs) if len(runs) else end[:0]})
 
 
 def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
