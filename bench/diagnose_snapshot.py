@@ -123,6 +123,7 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
     args.out.mkdir(parents=True, exist_ok=True)
     small_ms, all_ms, differ, order_only, ties_cut, failed = [], [], [], [], [], []
+    small_dxt, small_counters = [], []
     for path in shared_logs(args.logs):
         small = path.is_dir() or path.stat().st_size < SMALL_BYTES
         if args.skip_large and not small:
@@ -142,6 +143,7 @@ def main(argv=None) -> int:
             all_ms.append((ms, name))
             if small:
                 small_ms.append(ms)
+                (small_dxt if log.has_dxt else small_counters).append(ms)
         (args.out / name).write_text(text + "\n")
         if args.diff:
             ref = args.diff / name
@@ -162,6 +164,9 @@ def main(argv=None) -> int:
     print(f"{len(all_ms)} logs diagnosed; {len(small_ms)} small (< 2 MiB or Recorder): {what} CPU "
           f"mean {statistics.mean(small_ms):.2f} ms, median {statistics.median(small_ms):.2f} ms, "
           f"total {sum(small_ms) / 1000:.2f} s (best of {args.repeat}); load average {os.getloadavg()[0]:.1f}")
+    print(f"  of which {len(small_counters)} without a DXT trace: mean {statistics.mean(small_counters):.2f} ms, "
+          f"median {statistics.median(small_counters):.2f} ms; {len(small_dxt)} with one: mean "
+          f"{statistics.mean(small_dxt):.2f} ms, median {statistics.median(small_dxt):.2f} ms")
     print("slowest: " + ", ".join(f"{n[:-5]} {ms:.0f} ms" for ms, n in sorted(all_ms, reverse=True)[:5]))
     if args.diff:
         print(f"differences from {args.diff}: {len(differ)} logs" + (f" ({', '.join(differ[:10])}{' ...' if len(differ) > 10 else ''})" if differ else "")
