@@ -380,6 +380,11 @@ def check_random(ctx) -> list:
             # counted with Series masks (no query each); the rows themselves only for a finding, below
             mine = (seg["op"] == op) & (seg["offset"] >= 0)
             total = int(mine.sum())
+            # every small random request below is one of these: too few of them, and the access patterns
+            # need not be classified (most traces)
+            bound = int((mine & (seg["length"] < large)).sum())
+            if not total or bound < th.random_min_ops or bound / total < th.random_min_share:
+                continue
             # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
             # the backward ones are
             pat, trans = ctx.posix_patterns, ctx.posix_transitions
