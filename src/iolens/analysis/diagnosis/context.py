@@ -257,13 +257,23 @@ class Context:
             cols.append("osts")
         return seg.select(cols)
 
+    def _seg_of(self, module: str) -> pl.DataFrame:
+        """The traced operations of one DXT module; without a filter when the trace is all or none of it
+        (a Series test costs far less than a query on small traces)."""
+        if not self.log.has_dxt:
+            return self.seg
+        mine = self.seg["module"] == module
+        if mine.all():
+            return self.seg
+        return self.seg.filter(mine) if mine.any() else self.seg.clear()
+
     @cached_property
     def seg_posix(self) -> pl.DataFrame:
-        return self.seg.filter(pl.col("module") == "DXT_POSIX") if self.log.has_dxt else self.seg
+        return self._seg_of("DXT_POSIX")
 
     @cached_property
     def seg_mpiio(self) -> pl.DataFrame:
-        return self.seg.filter(pl.col("module") == "DXT_MPIIO") if self.log.has_dxt else self.seg
+        return self._seg_of("DXT_MPIIO")
 
     @cached_property
     def posix_transitions(self) -> pl.DataFrame:
@@ -281,8 +291,8 @@ class Context:
     @cached_property
     def seg_app(self) -> pl.DataFrame:
         """The layer the application called: MPI-IO operations for files traced at MPI-IO, POSIX for the rest."""
-        if self.seg.is_empty():
-            return self.seg
+        if self.seg.is_empty() or self.seg_mpiio.is_empty():
+            return self.seg_posix if not self.seg.is_empty() else self.seg
         mpi_files = self.seg_mpiio["file_id"].unique().implode()
         return pl.concat([self.seg_mpiio,
                           self.seg_posix.filter(~pl.col("file_id").is_in(mpi_files))])
