@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import polars as pl
 
 
+@lru_cache(maxsize=4096)
 def recorded(col: str) -> pl.Expr:
-    """A counter with Darshan's -1 ('not recorded', e.g. up-converted from an old module version) read as 0."""
+    """A counter with Darshan's -1 ('not recorded', e.g. up-converted from an old module version) read as 0.
+
+    Cached: the diagnosis builds thousands of these per log and a polars expression is immutable."""
     return pl.col(col).clip(lower_bound=0)
 
 

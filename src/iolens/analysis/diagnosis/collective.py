@@ -1,6 +1,7 @@
 """NO_COLLECTIVE_IO, COLLECTIVE_IO, DATA_SIEVING: how MPI-IO requests are turned into file-system requests."""
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from . import recommendations as rec
@@ -14,6 +15,12 @@ OPS = (("write", "WRITES", "WRITE", "WRITTEN"), ("read", "READS", "READ", "READ"
 
 
 def _mpi_table(ctx):
+    """Per MPI-IO file: independent, collective and other requests, bytes, requests below the large size, and
+    the ranks on it. Shared by NO_COLLECTIVE_IO and COLLECTIVE_IO: computed once a log."""
+    return ctx.memo("mpi_table", lambda: _mpi_table_of(ctx))
+
+
+def _mpi_table_of(ctx):
     mpi = ctx.counters("MPI-IO")
     if mpi is None:
         return None
@@ -32,6 +39,8 @@ def _mpi_table(ctx):
 # --- NO_COLLECTIVE_IO -------------------------------------------------------------------------------
 def check_no_collective(ctx) -> list:
     th = ctx.th
+    if all(ctx.total("MPI-IO", f"MPIIO_INDEP_{OPS_}") < th.no_collective_min_ops for _, OPS_, *_ in OPS):
+        return []  # too few independent requests on any file, shared or not (integer totals)
     table = _mpi_table(ctx)
     if table is None:
         return []
@@ -107,6 +116,8 @@ def check_no_collective(ctx) -> list:
 
 # --- COLLECTIVE_IO (info) ---------------------------------------------------------------------------
 def check_collective(ctx) -> list:
+    if not ctx.total("MPI-IO", *(f"MPIIO_COLL_{OPS_}" for _, OPS_, *_ in OPS)):
+        return []  # no collective request: no file below would qualify
     table = _mpi_table(ctx)
     if table is None:
         return []
@@ -170,10 +181,24 @@ def check_collective(ctx) -> list:
 
 
 # --- DATA_SIEVING -----------------------------------------------------------------------------------
+def _may_sieve(ctx) -> bool:
+    """Does any file read at least `sieving_min_bytes` more at POSIX than MPI-IO asked for (the first condition
+    below, in integers)? Most logs do not: this spares them the per-file tables."""
+    mpi_ids, _ = ctx.file_groups("MPI-IO")
+    posix_ids, _ = ctx.file_groups("POSIX")
+    mpi_read = ctx.per_file_total("MPI-IO", "MPIIO_BYTES_READ")
+    mpi_written = ctx.per_file_total("MPI-IO", "MPIIO_BYTES_WRITTEN")
+    posix_read = ctx.per_file_total("POSIX", "POSIX_BYTES_READ")
+    both, in_mpi, in_posix = np.intersect1d(mpi_ids, posix_ids, assume_unique=True, return_indices=True)
+    used = (mpi_written[in_mpi] > 0) | (mpi_read[in_mpi] > 0)
+    extra = np.maximum(posix_read[in_posix] - mpi_read[in_mpi], 0)[used]
+    return bool(extra.size and extra.max() >= ctx.th.sieving_min_bytes)
+
+
 def check_sieving(ctx) -> list:
     th = ctx.th
     mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
-    if mpi is None or posix is None:
+    if mpi is None or posix is None or not _may_sieve(ctx):
         return []
     m = mpi.group_by("file_id").agg(clip("MPIIO_BYTES_READ").sum().alias("mpi_read"),
                                     clip("MPIIO_BYTES_WRITTEN").sum().alias("mpi_written"),

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from functools import cached_property
 
+import numpy as np
 import polars as pl
 
-from ..summary import dxt_summary, layer_summary
+from ..summary import _slowest_rank_time, dxt_summary
 from ..layers import LAYER_BY_MODULE, recorded
 from .thresholds import Thresholds
 
@@ -22,6 +23,11 @@ SIZE_BINS = (("0_100", 0, 100), ("100_1K", 100, 1024), ("1K_10K", 1024, 10240), 
 
 
 clip = recorded  # the checks' short name for a counter read with -1 as 0
+
+
+def float_sum(values: np.ndarray) -> float:
+    """The sum polars gives for these floats (its own summation order, so the same bits as a query's .sum())."""
+    return pl.Series(values, dtype=pl.Float64).sum()
 
 
 class Context:
@@ -75,16 +81,79 @@ class Context:
             cache[key] = set(df[column].to_list()) if df is not None and column in df.columns else set()
         return cache[key]
 
+    def memo(self, key, compute):
+        """`compute()`, once per log for `key`: a table that several checks of a family share."""
+        cache = self.__dict__.setdefault("_memo", {})
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]
+
     # --- counters ------------------------------------------------------------------------------
     def counters(self, module: str):
         df = self.log.counters.get(module)
         return df if df is not None and df.height else None
+
+    # numpy views of the counters, for the checks' integer totals and per-row arithmetic: on a log of a few
+    # dozen records a polars query costs ~100 µs of fixed overhead, a numpy operation ~1 µs. Only what numpy
+    # computes bit for bit like polars goes through them: integer sums, element-wise arithmetic, and float
+    # sums handed back to polars as a Series (`float_sum`); per-group float sums stay polars group-bys.
+    def column(self, module: str, name: str) -> np.ndarray:
+        """Counter `name` of `module`, one value per record, -1 ('not recorded') read as 0 (`clip`)."""
+        cache = self.__dict__.setdefault("_columns", {})
+        key = (module, name)
+        if key not in cache:
+            values = self.log.counters[module][name].to_numpy()
+            cache[key] = np.maximum(values, 0) if name not in ("file_id", "rank") else values
+        return cache[key]
+
+    def total(self, module: str, *names: str) -> int:
+        """The integer sum over records of counters `names` (clipped at 0); 0 when the module is absent."""
+        if self.counters(module) is None:
+            return 0
+        return int(sum(int(self.column(module, n).sum()) for n in names if n in self.log.counters[module].columns))
+
+    def file_groups(self, module: str) -> tuple:
+        """(file ids, sorted; index of each record's file in them): the per-file sums' grouping."""
+        cache = self.__dict__.setdefault("_file_groups", {})
+        if module not in cache:
+            cache[module] = np.unique(self.column(module, "file_id"), return_inverse=True)
+        return cache[module]
+
+    def per_file_total(self, module: str, *names: str) -> np.ndarray:
+        """Integer sum per file (in `file_groups` order) of counters `names`, clipped at 0."""
+        ids, inv = self.file_groups(module)
+        out = np.zeros(len(ids), dtype=np.int64)
+        for n in names:
+            values = self.column(module, n)
+            if values.sum() < (1 << 53):  # float64 weights hold every partial sum exactly: bincount is exact
+                out += np.bincount(inv, weights=values, minlength=len(ids)).astype(np.int64)
+            else:
+                np.add.at(out, inv, values)
+        return out
+
+    def per_file_max(self, module: str, name: str) -> np.ndarray:
+        """Largest raw value (-1 kept) per file (in `file_groups` order) of counter `name`."""
+        ids, inv = self.file_groups(module)
+        out = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(out, inv, self.log.counters[module][name].to_numpy())
+        return out
+
+    def own_records(self, module: str) -> np.ndarray:
+        """Mask of the records of one rank within 0..nprocs-1 (not shared, not out of range)."""
+        rank = self.column(module, "rank")
+        return (rank >= 0) & (rank < self.nprocs)
 
     def has(self, module: str) -> bool:
         return self.counters(module) is not None
 
     def ranks_on_file(self, module: str) -> pl.DataFrame:
         """file_id -> how many ranks opened it in `module` (a shared record counts as every rank)."""
+        cache = self.__dict__.setdefault("_ranks_on_file_cache", {})
+        if module not in cache:
+            cache[module] = self._ranks_on_file(module)
+        return cache[module]
+
+    def _ranks_on_file(self, module: str) -> pl.DataFrame:
         df = self.counters(module)
         if df is None:
             return pl.DataFrame(schema={"file_id": pl.UInt64, "nranks": pl.Int64})
@@ -113,19 +182,17 @@ class Context:
         return (float(s), float(e))
 
     @cached_property
-    def layers(self) -> dict:
-        out = {}
-        for module, layer in LAYER_BY_MODULE.items():
-            s = layer_summary(self.log, layer)
-            if s is not None:
-                out[module] = s
-        return out
+    def slowest_rank_io_times(self) -> dict:
+        """module -> the I/O time of its slowest rank (`summary.layer_summary`'s slowest_rank_io_time), for
+        the modules the log has among POSIX, MPI-IO and STDIO."""
+        return {m: _slowest_rank_time(self.log.counters[m], LAYER_BY_MODULE[m])
+                for m in ("POSIX", "MPI-IO", "STDIO") if self.log.counters.get(m) is not None}
 
     @cached_property
     def slowest_rank_io_time(self) -> float:
         """The I/O time of the slowest rank, at the layer where it is largest (MPI-IO includes POSIX)."""
-        times = [s["slowest_rank_io_time"] or 0.0 for m, s in self.layers.items() if m in ("POSIX", "MPI-IO", "STDIO")]
-        stdio = self.layers.get("STDIO", {}).get("slowest_rank_io_time") or 0.0
+        times = [t or 0.0 for t in self.slowest_rank_io_times.values()]
+        stdio = self.slowest_rank_io_times.get("STDIO") or 0.0
         best = max(times, default=0.0)
         # stdio is separate from POSIX/MPI-IO: add it to the larger of the two
         return float(best + (stdio if best != stdio else 0.0))
@@ -190,13 +257,23 @@ class Context:
             cols.append("osts")
         return seg.select(cols)
 
+    def _seg_of(self, module: str) -> pl.DataFrame:
+        """The traced operations of one DXT module; without a filter when the trace is all or none of it
+        (a Series test costs far less than a query on small traces)."""
+        if not self.log.has_dxt:
+            return self.seg
+        mine = self.seg["module"] == module
+        if mine.all():
+            return self.seg
+        return self.seg.filter(mine) if mine.any() else self.seg.clear()
+
     @cached_property
     def seg_posix(self) -> pl.DataFrame:
-        return self.seg.filter(pl.col("module") == "DXT_POSIX")
+        return self._seg_of("DXT_POSIX")
 
     @cached_property
     def seg_mpiio(self) -> pl.DataFrame:
-        return self.seg.filter(pl.col("module") == "DXT_MPIIO")
+        return self._seg_of("DXT_MPIIO")
 
     @cached_property
     def posix_transitions(self) -> pl.DataFrame:
@@ -214,8 +291,8 @@ class Context:
     @cached_property
     def seg_app(self) -> pl.DataFrame:
         """The layer the application called: MPI-IO operations for files traced at MPI-IO, POSIX for the rest."""
-        if self.seg.is_empty():
-            return self.seg
+        if self.seg.is_empty() or self.seg_mpiio.is_empty():
+            return self.seg_posix if not self.seg.is_empty() else self.seg
         mpi_files = self.seg_mpiio["file_id"].unique().implode()
         return pl.concat([self.seg_mpiio,
                           self.seg_posix.filter(~pl.col("file_id").is_in(mpi_files))])
@@ -230,5 +307,5 @@ class Context:
     def seg_window(self, seg: pl.DataFrame):
         if seg.is_empty():
             return None
-        row = seg.select(pl.col("start").min(), pl.col("end").max()).row(0)
-        return (float(row[0]), float(row[1])) if row[0] is not None else None
+        lo, hi = seg["start"].min(), seg["end"].max()  # Series reductions: no query's fixed cost
+        return (float(lo), float(hi)) if lo is not None else None

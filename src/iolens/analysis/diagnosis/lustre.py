@@ -13,6 +13,10 @@ from .units import fmt_bytes, fmt_time
 
 
 def _layouts(ctx) -> pl.DataFrame:
+    return ctx.memo("lustre_layouts", lambda: _layouts_of(ctx))
+
+
+def _layouts_of(ctx) -> pl.DataFrame:
     lus = ctx.log.lustre
     if lus.is_empty():
         return lus
@@ -22,6 +26,10 @@ def _layouts(ctx) -> pl.DataFrame:
 
 def _file_sizes(ctx) -> pl.DataFrame:
     """file_id -> extent (highest byte + 1), bytes moved, ranks, from the POSIX counters."""
+    return ctx.memo("posix_file_sizes", lambda: _file_sizes_of(ctx))
+
+
+def _file_sizes_of(ctx) -> pl.DataFrame:
     p = ctx.counters("POSIX")
     if p is None:
         return pl.DataFrame(schema={"file_id": pl.UInt64, "extent": pl.Int64, "bytes": pl.Int64, "nranks": pl.Int64})
@@ -32,10 +40,20 @@ def _file_sizes(ctx) -> pl.DataFrame:
     ).join(ctx.ranks_on_file("POSIX"), on="file_id", how="left")
 
 
+def _any_file_reaches(ctx, size) -> bool:
+    """Does the POSIX extent (highest byte + 1, as `_file_sizes`) of any file reach `size`? In integers,
+    without the per-file table: most logs have no file that large."""
+    if ctx.counters("POSIX") is None:
+        return False
+    top = max(ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_WRITTEN").max(initial=-1),
+              ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_READ").max(initial=-1))
+    return top + 1 >= size
+
+
 def check_striping(ctx) -> list:
     th = ctx.th
     lay = _layouts(ctx)
-    if lay.is_empty():
+    if lay.is_empty() or not _any_file_reaches(ctx, th.lustre_large_file_bytes):
         return []
     j = lay.join(_file_sizes(ctx), on="file_id", how="inner")
     mpi_ranks = ctx.ranks_on_file("MPI-IO").rename({"nranks": "mpi_nranks"})
@@ -115,6 +133,8 @@ def check_ost_imbalance(ctx) -> list:
             for ost, fid, b in e.iter_rows():
                 per_ost[int(ost)] += b
                 files_on[int(ost)].append((b, fid))
+    if source == "counters" and ctx.total("POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN") < 0.99 * th.ost_min_bytes:
+        return []  # the OSTs' bytes below add up to the files' bytes: the total cannot reach ost_min_bytes
     if source == "counters":
         j = lay.join(_file_sizes(ctx), on="file_id", how="inner").filter(pl.col("bytes") > 0)
         for fid, size, count, osts, extent, nbytes in j.select(
@@ -169,6 +189,11 @@ def check_slow_ost(ctx) -> list:
     lay = _layouts(ctx)
     p = ctx.counters("POSIX")
     if lay.is_empty() or p is None:
+        return []
+    # at least 4 OSTs each with a record of >= 1 MiB taking time: count such records first (same arithmetic)
+    b = ctx.column("POSIX", "POSIX_BYTES_READ") + ctx.column("POSIX", "POSIX_BYTES_WRITTEN")
+    t = ctx.column("POSIX", "POSIX_F_READ_TIME") + ctx.column("POSIX", "POSIX_F_WRITE_TIME")
+    if int(((b >= (1 << 20)) & (t > 0)).sum()) < 4:
         return []
     single = lay.filter(pl.col("stripe_count") == 1).select("file_id", pl.col("osts").list.first().alias("ost"))
     rec_ = (p.with_columns((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).alias("b"),

@@ -5,7 +5,7 @@ import numpy as np
 import polars as pl
 
 from . import recommendations as rec
-from .context import MAX_RANKS, clip
+from .context import MAX_RANKS, clip, float_sum
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 
@@ -21,21 +21,20 @@ def check(ctx) -> list:
         df = ctx.counters(module)
         if df is None:
             continue
-        df = df.with_columns(clip(f"{p}_F_META_TIME").alias("_m"),
-                             (clip(f"{p}_F_READ_TIME") + clip(f"{p}_F_WRITE_TIME")).alias("_d"))
-        meta += float(df["_m"].sum())
-        data += float(df["_d"].sum())
-        own = df.filter((pl.col("rank") >= 0) & (pl.col("rank") < n))
-        if own.height:
-            np.add.at(per_rank, own["rank"].to_numpy(), own["_m"].to_numpy())
-        shared = df.filter(pl.col("rank") < 0)
-        if shared.height:
-            per_rank += float(shared["_m"].sum()) / n
-        counts["opens"] += int(df.select(clip(f"{p}_OPENS").sum()).item() or 0)
-        counts["seeks"] += int(df.select(clip(f"{p}_SEEKS").sum()).item() or 0)
+        m = ctx.column(module, f"{p}_F_META_TIME")
+        meta += float(float_sum(m))
+        data += float(float_sum(ctx.column(module, f"{p}_F_READ_TIME") + ctx.column(module, f"{p}_F_WRITE_TIME")))
+        own = ctx.own_records(module)
+        if own.any():
+            np.add.at(per_rank, ctx.column(module, "rank")[own], m[own])
+        shared = ctx.column(module, "rank") < 0
+        if shared.any():
+            per_rank += float(float_sum(m[shared])) / n
+        counts["opens"] += ctx.total(module, f"{p}_OPENS")
+        counts["seeks"] += ctx.total(module, f"{p}_SEEKS")
         if module == "POSIX":
-            counts["stats"] += int(df.select(clip("POSIX_STATS").sum()).item() or 0)
-        files_meta.append(df.group_by("file_id").agg(pl.col("_m").sum()))
+            counts["stats"] += ctx.total(module, "POSIX_STATS")
+        files_meta.append(df.select("file_id", pl.Series("_m", m)))
     if meta + data <= 0:
         return []
     out = []
@@ -43,7 +42,8 @@ def check(ctx) -> list:
     worst_rank = int(per_rank.argmax())
     worst = float(per_rank[worst_rank])
     if share >= th.metadata_min_share and ctx.matters(worst):
-        fm = pl.concat(files_meta).group_by("file_id").agg(pl.col("_m").sum()).sort("_m", descending=True)
+        fm = (pl.concat([f.group_by("file_id").agg(pl.col("_m").sum()) for f in files_meta])
+              .group_by("file_id").agg(pl.col("_m").sum()).sort("_m", descending=True))
         order = np.argsort(-per_rank, kind="stable")
         ranks = [int(r) for r in order[:MAX_RANKS] if per_rank[r] >= 0.5 * worst and per_rank[r] > 0]
         metrics = {"metadata_time_s": meta, "data_time_s": data, "metadata_time_share": share,
@@ -69,7 +69,7 @@ def check(ctx) -> list:
                            rec.metadata_fixes(False), source="counters", partial=False, score=share))
     # many tiny files
     p = ctx.counters("POSIX")
-    if p is not None:
+    if p is not None and len(ctx.file_groups("POSIX")[0]) >= th.tiny_files_min:  # else too few files anyway
         f = p.group_by("file_id").agg(
             (pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max() + 1)
             .clip(lower_bound=0).alias("extent"),

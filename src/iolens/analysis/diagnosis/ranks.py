@@ -58,11 +58,16 @@ def _fsyncs(ctx):
     df = ctx.counters("POSIX")
     if df is None or "POSIX_FSYNCS" not in df.columns:
         return out
-    own = df.filter((pl.col("rank") >= 0) & (pl.col("rank") < ctx.nprocs))
-    if own.height:
-        syncs = clip("POSIX_FSYNCS") + (clip("POSIX_FDSYNCS") if "POSIX_FDSYNCS" in df.columns else pl.lit(0))
-        per = own.group_by("rank").agg(syncs.sum().alias("s"))
-        out[per["rank"].to_numpy()] = per["s"].to_numpy()
+    own = ctx.own_records("POSIX")
+    if own.any():
+        syncs = ctx.column("POSIX", "POSIX_FSYNCS")
+        if "POSIX_FDSYNCS" in df.columns:
+            syncs = syncs + ctx.column("POSIX", "POSIX_FDSYNCS")
+        per = np.zeros(ctx.nprocs, dtype=np.int64)  # integer counts: summed exactly in any order
+        np.add.at(per, ctx.column("POSIX", "rank")[own], syncs[own])
+        seen = np.zeros(ctx.nprocs, dtype=bool)
+        seen[ctx.column("POSIX", "rank")[own]] = True
+        out[seen] = per[seen]
     return out
 
 
@@ -70,36 +75,43 @@ def _counter_loads(ctx, modules):
     n = ctx.nprocs
     t, b, ops = np.zeros(n), np.zeros(n), np.zeros(n)
     any_rows = False
-    mpi_files = pl.Series(sorted(ctx.ids_in("MPI-IO")), dtype=pl.UInt64).implode()
     for module, p in LAYERS:
         if module not in modules:
             continue
         df = ctx.counters(module)
         if df is None:
             continue
+        fid = ctx.column(module, "file_id")
+        keep = np.ones(len(fid), dtype=bool)
         if module == "POSIX":
-            df = df.filter(~pl.col("file_id").is_in(mpi_files))
-        df = df.filter(pl.col("file_id").is_in(pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()).not_()) \
-            if module != "STDIO" else df
-        if df.is_empty():
+            keep &= ~np.isin(fid, np.fromiter(ctx.ids_in("MPI-IO"), dtype=np.uint64))
+        if module != "STDIO":
+            keep &= ~np.isin(fid, np.fromiter(ctx.std_ids, dtype=np.uint64))
+        if not keep.any():
             continue
         any_rows = True
         count = ([f"{p}_INDEP_READS", f"{p}_INDEP_WRITES", f"{p}_COLL_READS", f"{p}_COLL_WRITES"]
                  if module == "MPI-IO" else [f"{p}_READS", f"{p}_WRITES"])
-        df = df.with_columns((clip(f"{p}_F_READ_TIME") + clip(f"{p}_F_WRITE_TIME") + clip(f"{p}_F_META_TIME")).alias("_t"),
-                             (clip(f"{p}_BYTES_READ") + clip(f"{p}_BYTES_WRITTEN")).alias("_b"),
-                             pl.sum_horizontal([clip(c) for c in count if c in df.columns]).alias("_n"))
-        own = df.filter((pl.col("rank") >= 0) & (pl.col("rank") < n))
-        if own.height:
-            np.add.at(t, own["rank"].to_numpy(), own["_t"].to_numpy())
-            np.add.at(b, own["rank"].to_numpy(), own["_b"].to_numpy())
-            np.add.at(ops, own["rank"].to_numpy(), own["_n"].to_numpy())
-        for row in df.filter(pl.col("rank") < 0).iter_rows(named=True):
-            _spread(t, row["_t"], row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_F_SLOWEST_RANK_TIME"),
-                    row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_F_FASTEST_RANK_TIME"))
-            _spread(b, row["_b"], row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_SLOWEST_RANK_BYTES"),
-                    row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_FASTEST_RANK_BYTES"))
-            ops += row["_n"] / n
+        col = ctx.column
+        # element-wise, in the order polars' expressions added them: the same floats
+        rt = col(module, f"{p}_F_READ_TIME") + col(module, f"{p}_F_WRITE_TIME") + col(module, f"{p}_F_META_TIME")
+        rb = col(module, f"{p}_BYTES_READ") + col(module, f"{p}_BYTES_WRITTEN")
+        rn = sum(col(module, c) for c in count if c in df.columns)
+        rank = col(module, "rank")
+        own = keep & ctx.own_records(module)
+        if own.any():
+            np.add.at(t, rank[own], rt[own])
+            np.add.at(b, rank[own], rb[own])
+            np.add.at(ops, rank[own], rn[own])
+        shared = keep & (rank < 0)
+        if shared.any():
+            for row, rt_, rb_, rn_ in zip(df.filter(pl.Series(shared)).iter_rows(named=True), rt[shared],
+                                          rb[shared], rn[shared]):
+                _spread(t, float(rt_), row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_F_SLOWEST_RANK_TIME"),
+                        row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_F_FASTEST_RANK_TIME"))
+                _spread(b, int(rb_), row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_SLOWEST_RANK_BYTES"),
+                        row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_FASTEST_RANK_BYTES"))
+                ops += int(rn_) / n
     return t, b, ops, any_rows
 
 
@@ -254,8 +266,8 @@ def _meanwhile(ctx, metrics: dict) -> str:
 def _aggregator_bottleneck(ctx) -> list:
     """Collectively accessed shared files whose file-system I/O all goes through (nearly) one rank."""
     mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
-    if mpi is None or posix is None:
-        return []
+    if mpi is None or posix is None or not ctx.total("MPI-IO", "MPIIO_COLL_WRITES", "MPIIO_COLL_READS"):
+        return []  # no collective request at all (integer total): nothing below can match
     th = ctx.th
     coll = mpi.group_by("file_id").agg((clip("MPIIO_COLL_WRITES") + clip("MPIIO_COLL_READS")).sum().alias("coll"),
                                        clip("MPIIO_COLL_OPENS").sum().alias("coll_opens"))
@@ -409,9 +421,12 @@ def busy_intervals(seg: pl.DataFrame, gap: float) -> pl.DataFrame:
     """Per rank, its operations merged into busy intervals (gaps shorter than `gap` bridged)."""
     s = (seg.select("rank", "start", "end").sort(["rank", "start"])
          .with_columns(pl.col("end").cum_max().shift(1).over("rank").alias("prev")))
-    s = s.with_columns(((pl.col("prev").is_null()) | (pl.col("start") > pl.col("prev") + gap))
-                       .cast(pl.Int64).cum_sum().over("rank").alias("g"))
-    return s.group_by(["rank", "g"]).agg(pl.col("start").min(), pl.col("end").max()).drop("g")
+    # sorted by rank then start, each interval is a run of rows: it starts at a rank's first operation or
+    # after a gap; its start is the run's first start, its end the run's largest end (numpy, same values)
+    start, end, prev = (s[c].to_numpy() for c in ("start", "end", "prev"))
+    runs = np.flatnonzero(np.isnan(prev) | (start > prev + gap))
+    return pl.DataFrame({"rank": s["rank"].to_numpy()[runs], "start": start[runs],
+                         "end": np.maximum.reduceat(end, runs) if len(runs) else end[:0]})
 
 
 def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
@@ -433,7 +448,10 @@ def check_serialized(ctx) -> list:
     th = ctx.th
     if ctx.nprocs < 2:
         return []
-    seg = ctx.seg.filter(~pl.col("file_id").is_in(pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()))
+    seg = ctx.seg
+    std = pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()
+    if seg["file_id"].is_in(std).any():  # a Series test first: most traces have no standard stream
+        seg = seg.filter(~pl.col("file_id").is_in(std))
     if seg.is_empty():
         return []
     iv = busy_intervals(seg, th.serialized_gap)

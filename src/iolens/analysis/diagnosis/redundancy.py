@@ -12,15 +12,18 @@ from .requests import counter_stake
 from .units import fmt_bytes, fmt_pct, fmt_time
 
 
-def _dxt_coverage(seg: pl.DataFrame) -> pl.DataFrame:
-    """file_id -> bytes moved and the size of the union of the byte ranges touched (exact overlap)."""
-    s = seg.filter((pl.col("offset") >= 0) & (pl.col("length") > 0)).select("file_id", "offset", "length")
-    if s.is_empty():
+def _dxt_coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> pl.DataFrame:
+    """file_id -> bytes moved and the size of the union of the byte ranges touched (exact overlap), over the
+    operations of `seg` (those where `rows` is true, if given: a mask costs less than a filtered copy)."""
+    keep = (seg["offset"] >= 0) & (seg["length"] > 0)
+    keep = (keep & rows if rows is not None else keep).to_numpy()
+    if not keep.any():
         return pl.DataFrame(schema={"file_id": pl.UInt64, "bytes": pl.Int64, "extent": pl.Int64})
-    files = s["file_id"].unique(maintain_order=False).sort()
-    codes = np.searchsorted(files.to_numpy(), s["file_id"].to_numpy())
-    a = s["offset"].to_numpy()
-    b = a + s["length"].to_numpy()
+    fid = seg["file_id"].to_numpy()[keep]
+    files = pl.Series(np.unique(fid), dtype=pl.UInt64)  # sorted
+    codes = np.searchsorted(files.to_numpy(), fid)
+    a = seg["offset"].to_numpy()[keep]
+    b = a + seg["length"].to_numpy()[keep]
     nfiles = len(files)
     span = int(b.max()) + 1
     out_bytes = np.bincount(codes, weights=(b - a).astype(np.float64), minlength=nfiles)
@@ -51,6 +54,13 @@ def _dxt_coverage(seg: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame({"file_id": files, "bytes": out_bytes.astype(np.int64), "extent": union.astype(np.int64)})
 
 
+def _any_redundant(ctx, ids, moved, extent) -> bool:
+    """Is any data file's ratio of bytes moved over extent at least `redundant_ratio` (the filter below, in
+    numpy: the same integer division)? Most logs have none: they skip the per-file table."""
+    keep = (extent > 0) & ~np.isin(ids, np.fromiter(ctx.std_ids, dtype=np.uint64))
+    return bool((moved[keep] / extent[keep] >= ctx.th.redundant_ratio).any())
+
+
 def check(ctx) -> list:
     th = ctx.th
     out = []
@@ -59,15 +69,22 @@ def check(ctx) -> list:
         code = "REDUNDANT_WRITES" if op == "write" else "REDUNDANT_READS"
         source, partial = "counters", False
         if ctx.trace_complete("DXT_POSIX", op):
-            seg = ctx.seg_posix.filter(pl.col("op") == op)
-            if seg.is_empty():
+            rows = ctx.seg_posix["op"] == op
+            if not rows.any():
                 continue
-            table = _dxt_coverage(seg)
+            table = _dxt_coverage(ctx.seg_posix, rows)
             source = "dxt"
+            if not _any_redundant(ctx, table["file_id"].to_numpy(), table["bytes"].to_numpy(),
+                                  table["extent"].to_numpy()):
+                continue
         elif p is not None:
-            table = p.group_by("file_id").agg(clip(f"POSIX_BYTES_{B}").sum().alias("bytes"),
-                                              (pl.col(f"POSIX_MAX_BYTE_{B}").max() + 1).clip(lower_bound=0)
-                                              .alias("extent"))
+            # per file in integers: bytes moved, highest offset touched + 1
+            ids, _ = ctx.file_groups("POSIX")
+            moved_, extent_ = ctx.per_file_total("POSIX", f"POSIX_BYTES_{B}"), \
+                np.maximum(ctx.per_file_max("POSIX", f"POSIX_MAX_BYTE_{B}") + 1, 0)
+            if not _any_redundant(ctx, ids, moved_, extent_):
+                continue  # the usual case, decided without building a table
+            table = pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved_, "extent": extent_})
         else:
             continue
         table = table.filter((pl.col("extent") > 0) & pl.col("file_id").is_in(

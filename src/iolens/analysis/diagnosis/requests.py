@@ -1,11 +1,13 @@
 """SMALL_IO, MISALIGNED_IO, RANDOM_ACCESS: the shape of the requests that reach the file system (POSIX)."""
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from ..access import STRIDE_SHARE, classify_segments
 from . import recommendations as rec
-from .context import MAX_RANKS, SIZE_BINS, clip
+from ..summary import max_rank_sum
+from .context import MAX_RANKS, SIZE_BINS, clip, float_sum
 from .costmodel import project
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
@@ -27,10 +29,16 @@ def counter_stake(ctx, df: pl.DataFrame, est: pl.Expr) -> float:
     """The largest per-rank value of `est` (seconds) over counter records: a rank's own records plus an
     even share of the records of files shared by all ranks."""
     n = ctx.nprocs
-    df = df.with_columns(est.fill_nan(0.0).fill_null(0.0).alias("_est"))
-    own = df.filter(pl.col("rank") >= 0).group_by("rank").agg(pl.col("_est").sum())
-    shared = float(df.filter(pl.col("rank") < 0)["_est"].sum() or 0.0) / n
-    return float(own["_est"].max() or 0.0) + shared
+    rank = df["rank"].to_numpy()
+    values = df.select(est.fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
+    own = None
+    if (rank >= 0).any():
+        own = max_rank_sum(rank, values)
+        if own is None:  # ranks with several records: polars' own group-by sums
+            own = (pl.DataFrame({"rank": rank, "_est": values}).filter(pl.col("rank") >= 0)
+                   .group_by("rank").agg(pl.col("_est").sum())["_est"].max())
+    shared = float(float_sum(values[rank < 0]) or 0.0) / n if (rank < 0).any() else 0.0
+    return float(own or 0.0) + shared
 
 
 def dxt_stake(seg: pl.DataFrame) -> float:
@@ -40,37 +48,43 @@ def dxt_stake(seg: pl.DataFrame) -> float:
     return float(seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"))["t"].max() or 0.0)
 
 
-def _posix_file_table(ctx, bins_small, bins_below_large):
-    df = ctx.counters("POSIX")
-    if df is None:
-        return None
-    aggs = [pl.len().alias("records"), (pl.col("rank") < 0).any().alias("shared")]
+def _posix_file_table(ctx, bins_small) -> pl.DataFrame:
+    """Per file at POSIX: shared (a record of all ranks), and per operation kind its requests and those in
+    `bins_small`, as integer sums over its records."""
+    ids, inv = ctx.file_groups("POSIX")
+    shared = np.zeros(len(ids), dtype=bool)
+    shared[inv[ctx.column("POSIX", "rank") < 0]] = True
+    cols = {"file_id": pl.Series(ids, dtype=pl.UInt64), "shared": shared}
     for op, OP, OPS_, _ in OPS:
-        aggs.append(clip(f"POSIX_{OPS_}").sum().alias(f"{op}s"))
-        aggs.append(clip(f"POSIX_SEQ_{OPS_}").sum().alias(f"seq_{op}s"))
-        aggs.append(pl.sum_horizontal([clip(f"POSIX_SIZE_{OP}_{b}") for b in bins_small]).sum()
-                    .alias(f"small_{op}s") if bins_small else pl.lit(0).alias(f"small_{op}s"))
-        aggs.append(pl.sum_horizontal([clip(f"POSIX_SIZE_{OP}_{b}") for b in bins_below_large]).sum()
-                    .alias(f"below_large_{op}s"))
-    return df.group_by("file_id").agg(aggs)
+        cols[f"{op}s"] = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
+        cols[f"small_{op}s"] = ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in bins_small))
+    return pl.DataFrame(cols)
 
 
 # --- SMALL_IO ------------------------------------------------------------------------------------
 def check_small(ctx) -> list:
     th = ctx.th
     limit = int(th.small_request_bytes)
-    table = _posix_file_table(ctx, small_bins(limit), possibly_below_bins(int(th.large_request_bytes)))
     seg = ctx.seg_posix
-    source = "counters"
-    if table is None:
+    source, table = "counters", None
+    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
+    if ctx.counters("POSIX") is not None:
+        # the totals straight from the records (integers), the per-file table only for a finding
+        data = ~np.isin(ctx.column("POSIX", "file_id"), std_ids)
+        totals = {}
+        for op, OP, OPS_, _ in OPS:
+            totals[f"{op}s"] = int(ctx.column("POSIX", f"POSIX_{OPS_}")[data].sum())
+            totals[f"small_{op}s"] = sum(int(ctx.column("POSIX", f"POSIX_SIZE_{OP}_{b}")[data].sum())
+                                         for b in small_bins(limit))
+    else:
         if seg.is_empty():
             return []
         source = "dxt"
         table = seg.group_by("file_id").agg(
             *[(pl.col("op") == op).sum().alias(f"{op}s") for op, *_ in OPS],
             *[((pl.col("op") == op) & (pl.col("length") <= limit)).sum().alias(f"small_{op}s") for op, *_ in OPS])
-    table = table.filter(pl.col("file_id").is_in(pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()).not_())
-    totals = {k: int(table[k].sum() or 0) for k in ("writes", "reads", "small_writes", "small_reads")}
+        table = table.filter(pl.Series(~np.isin(table["file_id"].to_numpy(), std_ids)))
+        totals = {k: int(table[k].sum() or 0) for k in ("writes", "reads", "small_writes", "small_reads")}
     flagged = []
     for op, *_ in OPS:
         n, small = totals[f"{op}s"], totals[f"small_{op}s"]
@@ -78,6 +92,9 @@ def check_small(ctx) -> list:
             flagged.append(op)
     if not flagged:
         return []
+    if table is None:
+        table = _posix_file_table(ctx, small_bins(limit))
+        table = table.filter(pl.Series(~np.isin(table["file_id"].to_numpy(), std_ids)))
 
     metrics = {"small_request_bytes": limit}
     for op in ("write", "read"):
@@ -96,9 +113,9 @@ def check_small(ctx) -> list:
         small = seg.filter((pl.col("length") <= limit) & pl.col("op").is_in(flagged))
         if not small.is_empty():
             partial = any(not ctx.trace_complete("DXT_POSIX", op) for op in flagged)
-            dur = (pl.col("end") - pl.col("start")).sum()
-            total_t = seg.select(dur).item() or 0.0
-            small_t = small.select(dur).item() or 0.0
+            # Series arithmetic and sums: the same floats as a query's, without its fixed cost
+            total_t = (seg["end"] - seg["start"]).sum() or 0.0
+            small_t = (small["end"] - small["start"]).sum() or 0.0
             time_share = small_t / total_t if total_t > 0 else None
             metrics["small_request_time_s"] = small_t
             if time_share is not None:
@@ -110,7 +127,7 @@ def check_small(ctx) -> list:
             for op in flagged:
                 part = small.filter(pl.col("op") == op)
                 if not part.is_empty():
-                    lo, hi = part.select(pl.col("length").min().alias("lo"), pl.col("length").max().alias("hi")).row(0)
+                    lo, hi = part["length"].min(), part["length"].max()
                     size_range[op] = (lo, hi)
                     metrics[f"smallest_{op}_bytes"], metrics[f"largest_small_{op}_bytes"] = lo, hi
             pattern = access_pattern(ctx.posix_patterns.filter(
@@ -239,70 +256,83 @@ def access_pattern(per: pl.DataFrame):
 
 
 # --- MISALIGNED_IO -------------------------------------------------------------------------------
-def _alignments(ctx) -> pl.DataFrame:
-    """file_id -> alignment unit: the Lustre stripe size when known, else Darshan's POSIX_FILE_ALIGNMENT."""
+def _alignments(ctx) -> dict:
+    """file_id -> alignment unit (> 1 byte): the Lustre stripe size when known, else Darshan's
+    POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
+    out = {}
     df = ctx.counters("POSIX")
-    parts = []
     if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
-        parts.append(df.group_by("file_id").agg(pl.col("POSIX_FILE_ALIGNMENT").max().alias("align_fs")))
-    out = parts[0] if parts else pl.DataFrame(schema={"file_id": pl.UInt64, "align_fs": pl.Int64})
+        ids, _ = ctx.file_groups("POSIX")
+        out = dict(zip(ids.tolist(), ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT").tolist()))
     lus = ctx.log.lustre
     if not lus.is_empty():
-        stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(
-            pl.col("stripe_size").first().alias("align_lustre"))
-        out = out.join(stripes, on="file_id", how="full", coalesce=True)
-    else:
-        out = out.with_columns(pl.lit(None, dtype=pl.Int64).alias("align_lustre"))
-    return out.with_columns(pl.coalesce("align_lustre", "align_fs").alias("align")).filter(pl.col("align") > 1)
+        stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(pl.col("stripe_size").first())
+        out.update(zip(stripes["file_id"].to_list(), stripes["stripe_size"].to_list()))
+    return {f: a for f, a in out.items() if a is not None and a > 1}
 
 
 def check_misaligned(ctx) -> list:
     th = ctx.th
     align = _alignments(ctx)
-    if align.is_empty():
+    if not align:
         return []
     seg = ctx.seg_posix
     metrics, ranks, window, partial, source = {}, [], None, False, "counters"
     if not seg.is_empty():
-        s = seg.filter(pl.col("offset") >= 0).join(align.select("file_id", "align"), on="file_id", how="inner")
-        total = s.height
-        bad = s.filter((pl.col("length") >= pl.col("align")) & (pl.col("offset") % pl.col("align") != 0))
-        count = bad.height
+        # each traced request's alignment unit, in numpy (integers): counted without a join
+        keys = np.fromiter(align, dtype=np.uint64)
+        units = np.fromiter(align.values(), dtype=np.int64)
+        order = np.argsort(keys)
+        keys, units = keys[order], units[order]
+        fid, offset, length = (seg[c].to_numpy() for c in ("file_id", "offset", "length"))
+        at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
+        known = (keys[at] == fid) & (offset >= 0)
+        unit_of = np.where(known, units[at], 1)
+        misaligned = known & (length >= unit_of) & (offset % unit_of != 0)
+        total, count = int(known.sum()), int(misaligned.sum())
         source, partial = "dxt", ctx.trace_truncated("DXT_POSIX")
-        stake = dxt_stake(bad)
+        stake = None  # the cost, ranks, window and files: below, only for a finding
         if count:
-            ranks = bad.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
-            window = ctx.seg_window(bad)
-            per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort("n", descending=True)
-            metrics["misaligned_bytes"] = int(bad["length"].sum())
+            metrics["misaligned_bytes"] = int(length[misaligned].sum())
     else:
         df = ctx.counters("POSIX")
         if df is None or "POSIX_FILE_NOT_ALIGNED" not in df.columns:
             return []
-        per = df.group_by("file_id").agg(
-            clip("POSIX_FILE_NOT_ALIGNED").sum().alias("not_aligned"),
-            (clip("POSIX_READS") + clip("POSIX_WRITES")).sum().alias("ops"),
-            pl.col("POSIX_FILE_ALIGNMENT").max().alias("align_fs"),
-            *[clip(f"POSIX_SIZE_{OP}_{b}").sum().alias(f"{OP}_{b}") for _, OP, _, _ in OPS
-              for b, _, _ in SIZE_BINS])
-        per = per.join(align.select("file_id", "align"), on="file_id", how="inner")
-        rows = []
-        for r in per.iter_rows(named=True):
-            below = sum(r[f"{OP}_{b}"] for _, OP, _, _ in OPS for b in possibly_below_bins(int(r["align"])))
-            rows.append({"file_id": r["file_id"], "n": max(0, r["not_aligned"] - below), "align": r["align"],
-                         "ops": r["ops"]})
-        per_file = pl.DataFrame(rows, schema={"file_id": pl.UInt64, "n": pl.Int64, "align": pl.Int64,
-                                              "ops": pl.Int64}).sort("n", descending=True)
-        total = int(per_file["ops"].sum() or 0)
-        count = int(per_file["n"].sum() or 0)
+        # per file, in integers (exact): requests not aligned, less those that may be shorter than the unit
+        ids, _ = ctx.file_groups("POSIX")
+        on = np.array([f in align for f in ids.tolist()], dtype=bool)
+        unit = np.array([align.get(f, 0) for f in ids.tolist()], dtype=np.int64)
+        not_aligned = ctx.per_file_total("POSIX", "POSIX_FILE_NOT_ALIGNED")
+        ops = ctx.per_file_total("POSIX", "POSIX_READS", "POSIX_WRITES")
+        below = np.zeros(len(ids), dtype=np.int64)
+        for b, lo, _ in SIZE_BINS:
+            below_unit = lo < unit  # bin b may hold requests shorter than the file's unit
+            if below_unit.any():
+                below += np.where(below_unit, ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for _, OP, _, _ in OPS)), 0)
+        n = np.maximum(0, not_aligned - below)
+        order = np.argsort(-n[on], kind="stable")
+        per_file = pl.DataFrame({"file_id": pl.Series(ids[on][order], dtype=pl.UInt64),
+                                 "n": pl.Series(n[on][order], dtype=pl.Int64),
+                                 "align": pl.Series(unit[on][order], dtype=pl.Int64)})
+        total = int(ops[on].sum())
+        count = int(n[on].sum())
         metrics["note_lower_bound"] = 1
         est = ((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")) * clip("POSIX_FILE_NOT_ALIGNED")
                / pl.max_horizontal(clip("POSIX_READS") + clip("POSIX_WRITES"), pl.lit(1)))
-        stake = counter_stake(ctx, df, est) * (count / max(int(per["not_aligned"].sum() or 0), 1))
+        share_counted = count / max(int(not_aligned[on].sum()), 1)
+        stake = None  # below, only for a finding
     # a count or a volume: 128 misaligned 4 MiB writes matter as much as thousands of small ones
     enough = count >= th.misaligned_min_ops or metrics.get("misaligned_bytes", 0) >= th.misaligned_min_bytes
     if not total or not count or not enough or count / total < th.misaligned_min_share:
         return []
+    if stake is None and source == "dxt":
+        bad = seg.filter(pl.Series(misaligned)).with_columns(pl.Series("align", unit_of[misaligned]))
+        stake = dxt_stake(bad)
+        ranks = bad.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
+        window = ctx.seg_window(bad)
+        per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort("n", descending=True)
+    elif stake is None:
+        stake = counter_stake(ctx, df, est) * share_counted
     per_file = per_file.filter(pl.col("n") > 0)
     unit = int(per_file["align"][0])
     metrics["busiest_rank_misaligned_time_s"] = stake
@@ -345,47 +375,57 @@ def check_random(ctx) -> list:
     th = ctx.th
     large = int(th.large_request_bytes)
     out = []
-    table = _posix_file_table(ctx, small_bins(int(th.small_request_bytes)), possibly_below_bins(large))
     seg = ctx.seg_posix
     for op, OP, OPS_, _ in OPS:
         metrics, ranks, window, source, partial = {}, [], None, "counters", False
         if ctx.trace_complete("DXT_POSIX", op):
-            s = seg.filter((pl.col("op") == op) & (pl.col("offset") >= 0))
-            total = s.height
+            # counted with Series masks (no query each); the rows themselves only for a finding, below
+            mine = (seg["op"] == op) & (seg["offset"] >= 0)
+            total = int(mine.sum())
+            # every small random request below is one of these: too few of them, and the access patterns
+            # need not be classified (most traces)
+            bound = int((mine & (seg["length"] < large)).sum())
+            if not total or bound < th.random_min_ops or bound / total < th.random_min_share:
+                continue
             # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
             # the backward ones are
-            random_files = ctx.posix_patterns.filter((pl.col("op") == op) & (pl.col("pattern") == "random"))["file_id"]
-            on_random = pl.col("file_id").is_in(random_files.implode())
-            back = ctx.posix_transitions.filter((pl.col("op") == op) & (pl.col("offset") < pl.col("prev_end")))
-            cols = ["file_id", "rank", "start", "end", "length"]
-            small_back = pl.concat([s.filter(on_random & (pl.col("length") < large)).select(cols),
-                                    back.filter(~on_random & (pl.col("length") < large)).select(cols)])
-            n_random = back.height
-            n_small_random = small_back.height
+            pat, trans = ctx.posix_patterns, ctx.posix_transitions
+            random_files = pat["file_id"].filter((pat["op"] == op) & (pat["pattern"] == "random"))
+            back = (trans["op"] == op) & (trans["offset"] < trans["prev_end"])
+            small_here = mine & seg["file_id"].is_in(random_files.implode()) & (seg["length"] < large)
+            small_back_here = back & ~trans["file_id"].is_in(random_files.implode()) & (trans["length"] < large)
+            n_random = int(back.sum())
+            n_small_random = int(small_here.sum()) + int(small_back_here.sum())
             source = "dxt"
-            stake = dxt_stake(small_back)
-            if n_small_random:
-                ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
-                window = ctx.seg_window(small_back)
-                files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort("n", descending=True)["file_id"].to_list()
-            else:
-                files = []
+            files = stake = None  # the ranks, window, files and cost: below, only for a finding
         else:
-            if table is None:
+            if ctx.counters("POSIX") is None:
                 continue
-            total = int(table[f"{op}s"].sum() or 0)
-            rnd = table.with_columns((pl.col(f"{op}s") - pl.col(f"seq_{op}s")).clip(lower_bound=0).alias("rnd"))
-            n_random = int(rnd["rnd"].sum() or 0)
-            below_large = int(table[f"below_large_{op}s"].sum() or 0)
+            # per file, in integers: requests, and those Darshan did not count as sequential
+            ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
+            total = int(ops_.sum())
+            rnd = np.maximum(ops_ - ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
+            n_random = int(rnd.sum())
+            below_large = ctx.total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in possibly_below_bins(large)))
             # without the trace the sizes of the random requests are unknown: require most requests to be small
             n_small_random = n_random if total and below_large / total >= 0.5 else 0
-            files = rnd.filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list()
             partial = False
+            files = stake = None  # the files and the cost: below, only for a finding
+        if not total or n_small_random < th.random_min_ops or n_small_random / total < th.random_min_share:
+            continue
+        if stake is None and source == "dxt":
+            cols = ["file_id", "rank", "start", "end", "length"]
+            small_back = pl.concat([seg.filter(small_here).select(cols), trans.filter(small_back_here).select(cols)])
+            stake = dxt_stake(small_back)
+            ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
+            window = ctx.seg_window(small_back)
+            files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort("n", descending=True)["file_id"].to_list()
+        elif stake is None:
+            files = (pl.DataFrame({"file_id": pl.Series(ctx.file_groups("POSIX")[0], dtype=pl.UInt64), "rnd": rnd})
+                     .filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list())
             stake = counter_stake(ctx, ctx.counters("POSIX"),
                                   clip(f"POSIX_F_{OP}_TIME") * (clip(f"POSIX_{OPS_}") - clip(f"POSIX_SEQ_{OPS_}")).clip(lower_bound=0)
                                   / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1)))
-        if not total or n_small_random < th.random_min_ops or n_small_random / total < th.random_min_share:
-            continue
         metrics.update({f"random_{op}s": n_small_random, f"{op}s": total, "random_share": n_small_random / total,
                         "nonsequential_requests": n_random})
         title = (f"Random {op}s: {fmt_count(n_small_random)} of {fmt_count(total)} POSIX {op}s "
