@@ -247,7 +247,7 @@ def check_sieving(ctx) -> list:
     if not seg.is_empty():
         s = seg.filter((pl.col("op") == "read") & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
         if not s.is_empty():
-            ranks = (s.group_by("rank").agg(pl.col("length").sum()).sort("length", descending=True)["rank"]
+            ranks = (s.group_by("rank").agg(pl.col("length").sum()).sort(["length", "rank"], descending=[True, False])["rank"]
                      .head(MAX_RANKS).to_list())
             window = ctx.seg_window(s)
             source, partial = "dxt", not ctx.trace_complete("DXT_POSIX", "read")

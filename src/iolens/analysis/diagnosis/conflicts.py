@@ -102,7 +102,7 @@ def facts(ctx, ranges: pl.DataFrame, file_ids: list) -> dict:
     the largest ranges (`spans(note)`: each with `note(row)` appended), and the common metrics."""
     counts = {k: int(v) for k, v in ranges.group_by("kind").agg(pl.col("pairs").sum()).iter_rows()}
     t0, t1 = float(ranges["start"].min()), float(ranges["end"].max())
-    shown = ranges.sort("pairs", descending=True).head(MAX_RANGES_SHOWN)
+    shown = ranges.sort(["pairs", "kind"], descending=[True, False]).head(MAX_RANGES_SHOWN)
 
     def spans(note=lambda row: "") -> str:
         return "; ".join(f"bytes {r['offset']:,}–{r['end_offset']:,} ({r['kind']}, ranks {_ranks(r['ranks'])}"

@@ -50,7 +50,7 @@ def check(ctx) -> list:
         sm = s.filter(pl.col("length") <= limit)
         small = sm.height
         if small:
-            ranks = (sm.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"]
+            ranks = (sm.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])["rank"]
                      .head(MAX_RANKS).to_list())
             window = ctx.seg_window(sm)
             source = "dxt"

@@ -19,7 +19,7 @@ def check_fsync(ctx) -> list:
     if syncs < th.fsync_min_count or syncs < th.fsync_per_write * max(writes, 1):
         return []
     per = p.group_by("file_id").agg((clip("POSIX_FSYNCS") + clip("POSIX_FDSYNCS")).sum().alias("syncs"))
-    fids = per.filter(pl.col("syncs") > 0).sort("syncs", descending=True)["file_id"].to_list()
+    fids = per.filter(pl.col("syncs") > 0).sort(["syncs", "file_id"], descending=[True, False])["file_id"].to_list()
     mpi_syncs = 0
     if ctx.counters("MPI-IO") is not None:
         mpi_syncs = ctx.total("MPI-IO", "MPIIO_SYNCS")
@@ -62,7 +62,7 @@ def check_stdio(ctx) -> list:
     if not (by_bytes or by_time):
         return []
     files = (s.group_by("file_id").agg((clip("STDIO_BYTES_READ") + clip("STDIO_BYTES_WRITTEN")).sum().alias("b"))
-             .sort("b", descending=True)["file_id"].to_list())
+             .sort(["b", "file_id"], descending=[True, False])["file_id"].to_list())
     flushes = ctx.total("STDIO", "STDIO_FLUSHES")
     metrics = {"stdio_bytes": sb, "stdio_bytes_share": bshare, "stdio_time_s": stime, "stdio_time_share": tshare,
                "max_rank_stdio_time_s": worst, "flushes": flushes,

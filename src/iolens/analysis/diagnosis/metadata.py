@@ -43,7 +43,7 @@ def check(ctx) -> list:
     worst = float(per_rank[worst_rank])
     if share >= th.metadata_min_share and ctx.matters(worst):
         fm = (pl.concat([f.group_by("file_id").agg(pl.col("_m").sum()) for f in files_meta])
-              .group_by("file_id").agg(pl.col("_m").sum()).sort("_m", descending=True))
+              .group_by("file_id").agg(pl.col("_m").sum()).sort(["_m", "file_id"], descending=[True, False]))
         order = np.argsort(-per_rank, kind="stable")
         ranks = [int(r) for r in order[:MAX_RANKS] if per_rank[r] >= 0.5 * worst and per_rank[r] > 0]
         metrics = {"metadata_time_s": meta, "data_time_s": data, "metadata_time_share": share,

@@ -236,7 +236,7 @@ def check_imbalance(ctx) -> list:
         mine = ctx.seg_app.filter(pl.col("rank") == heavy)
         window = ctx.seg_window(mine)
         files = (mine.group_by("file_id").agg(pl.col("length").sum())
-                 .sort("length", descending=True)["file_id"].to_list())
+                 .sort(["length", "file_id"], descending=[True, False])["file_id"].to_list())
     recs = [rec.Recommendation(
         "Spread the I/O over all ranks",
         f"Give every rank a similar share of the data to write/read (rank {heavy} does "
@@ -285,7 +285,7 @@ def _aggregator_bottleneck(ctx) -> list:
         if not seg.is_empty() and ctx.trace_complete("DXT_POSIX") and fid in set(seg["file_id"].unique().to_list()):
             per = (seg.filter(pl.col("file_id") == fid).group_by("rank")
                    .agg(pl.col("length").sum().alias("b"), (pl.col("end") - pl.col("start")).sum().alias("t"))
-                   .sort("b", descending=True))
+                   .sort(["b", "rank"], descending=[True, False]))
             aggregators = per.height
             nodes = ctx.hosts
             if not nodes or aggregators >= nodes:
@@ -380,7 +380,7 @@ def check_straggler(ctx) -> list:
     waiting = per.height - late.height
     partial = any(ctx.trace_truncated(m) for m in ("DXT_POSIX", "DXT_MPIIO"))
     files = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
-             .group_by("file_id").agg(pl.col("length").sum()).sort("length", descending=True)["file_id"].to_list())
+             .group_by("file_id").agg(pl.col("length").sum()).sort(["length", "file_id"], descending=[True, False])["file_id"].to_list())
     first_late = float(late["first"].min())
     metrics = {"stragglers": late.height, "ranks_with_io": per.height, "max_delay_s": worst,
                "median_end_s": median_end, "io_window_s": window, "max_delay_share": worst / window if window else 0,
@@ -472,7 +472,7 @@ def check_serialized(ctx) -> list:
     mine = seg.filter((pl.col("rank") == rank) & (pl.col("start") < last) & (pl.col("end") > first))
     app = mine.filter(pl.col("module") == "DXT_MPIIO") if (mine["module"] == "DXT_MPIIO").any() else mine
     nbytes = int(app["length"].sum() or 0)
-    files = app.group_by("file_id").agg(pl.col("length").sum()).sort("length", descending=True)["file_id"].to_list()
+    files = app.group_by("file_id").agg(pl.col("length").sum()).sort(["length", "file_id"], descending=[True, False])["file_id"].to_list()
     kinds = ctx.kinds(files)
     total_bytes = int(ctx.seg_app["length"].sum() or 0)
     metrics = {"serial_share": share, "serial_time_s": secs, "io_window_s": window, "serial_rank": rank,

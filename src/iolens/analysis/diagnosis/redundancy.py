@@ -119,7 +119,7 @@ def check(ctx) -> list:
             s = ctx.seg_posix.filter((pl.col("op") == op) & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
             if not s.is_empty():
                 window = ctx.seg_window(s)
-                ranks = (s.group_by("rank").agg(pl.col("length").sum()).sort("length", descending=True)["rank"]
+                ranks = (s.group_by("rank").agg(pl.col("length").sum()).sort(["length", "rank"], descending=[True, False])["rank"]
                          .head(MAX_RANKS).to_list())
                 partial = source == "dxt" and not ctx.trace_complete("DXT_POSIX", op)
         if window is None:

@@ -328,9 +328,9 @@ def check_misaligned(ctx) -> list:
     if stake is None and source == "dxt":
         bad = seg.filter(pl.Series(misaligned)).with_columns(pl.Series("align", unit_of[misaligned]))
         stake = dxt_stake(bad)
-        ranks = bad.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
+        ranks = bad.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])["rank"].head(MAX_RANKS).to_list()
         window = ctx.seg_window(bad)
-        per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort("n", descending=True)
+        per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort(["n", "file_id"], descending=[True, False])
     elif stake is None:
         stake = counter_stake(ctx, df, est) * share_counted
     per_file = per_file.filter(pl.col("n") > 0)
@@ -417,9 +417,9 @@ def check_random(ctx) -> list:
             cols = ["file_id", "rank", "start", "end", "length"]
             small_back = pl.concat([seg.filter(small_here).select(cols), trans.filter(small_back_here).select(cols)])
             stake = dxt_stake(small_back)
-            ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort("n", descending=True)["rank"].head(MAX_RANKS).to_list()
+            ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])["rank"].head(MAX_RANKS).to_list()
             window = ctx.seg_window(small_back)
-            files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort("n", descending=True)["file_id"].to_list()
+            files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort(["n", "file_id"], descending=[True, False])["file_id"].to_list()
         elif stake is None:
             files = (pl.DataFrame({"file_id": pl.Series(ctx.file_groups("POSIX")[0], dtype=pl.UInt64), "rnd": rnd})
                      .filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list())
