@@ -34,6 +34,20 @@ def logs_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def browser():
+    """One Debian chromium, driven by Playwright, shared by every browser test of the session."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from report_browser import CHROMIUM, launch
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed")
+    with sync_api.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
 def generated(logs_dir) -> Path:
     return logs_dir / "generated"
 

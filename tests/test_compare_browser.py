@@ -2,14 +2,13 @@
 move together, the insight diff linked to each run's evidence, names from logs shown as text."""
 from __future__ import annotations
 
-import os
 
 import pytest
 
 import iolens
 from conftest import LOGS
 from iolens.views.html.compare import write_compare
-from report_browser import HOSTILE_EXE, HOSTILE_FILE, LoadedPage, launch, write_hostile_log
+from report_browser import HOSTILE_EXE, HOSTILE_FILE, LoadedPage, write_hostile_log
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -17,16 +16,11 @@ PAIRS = LOGS / "pairs"
 
 
 @pytest.fixture(scope="module")
-def context():
+def context(browser):
     """An offline browser context: the page must need nothing from the network."""
-    if not os.path.exists("/usr/bin/chromium"):
-        pytest.skip("Debian's chromium is not installed")
-    with sync_api.sync_playwright() as p:
-        b = launch(p)
-        ctx = OfflineContext(b.new_context(offline=True))
-        yield ctx
-        ctx.ctx.close()
-        b.close()
+    ctx = OfflineContext(browser.new_context(offline=True))
+    yield ctx
+    ctx.ctx.close()
 
 
 class OfflineContext:

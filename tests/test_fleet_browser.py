@@ -14,7 +14,6 @@ from iolens.views.html import write_report
 from iolens.views.html.fleet import write_fleet_report
 
 from report_browser import LoadedPage, rewrite_log
-from test_report_browser import browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api")

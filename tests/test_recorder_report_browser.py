@@ -2,7 +2,6 @@
 a DXT trace's are."""
 from __future__ import annotations
 
-import os
 
 import polars as pl
 import pytest
@@ -10,20 +9,10 @@ import pytest
 from iolens import read
 from iolens.views.html import write_report
 
-from report_browser import LoadedPage, launch
+from report_browser import LoadedPage
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists("/usr/bin/chromium"):
-        pytest.skip("Debian's chromium is not installed")
-    with sync_api.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
 
 
 def test_shared_header_page(browser, tmp_path, logs_dir):

@@ -6,22 +6,10 @@ import pytest
 from iolens import read
 from iolens.views.html import write_report
 
-from report_browser import LoadedPage, launch, rewrite_log
+from report_browser import LoadedPage, rewrite_log
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    import os
-
-    if not os.path.exists("/usr/bin/chromium"):
-        pytest.skip("Debian's chromium is not installed")
-    with sync_api.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
