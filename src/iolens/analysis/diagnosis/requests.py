@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..access import STRIDE_SHARE, classify_segments
+from ..access import STRIDE_SHARE
 from . import recommendations as rec
 from ..summary import max_rank_sum
 from .context import MAX_RANKS, SIZE_BINS, clip, float_sum

@@ -55,24 +55,7 @@ def _posix(calls: pl.DataFrame) -> list:
         _count(opens).alias("POSIX_OPENS"), _count(r).alias("POSIX_READS"), _count(w).alias("POSIX_WRITES"),
         _count(seeks).alias("POSIX_SEEKS"), _count(stats).alias("POSIX_STATS"),
         _count(f == "fsync").alias("POSIX_FSYNCS"), _count(f == "fdatasync").alias("POSIX_FDSYNCS"),
-        pl.when(r).then(nbytes).otherwise(0).sum().alias("POSIX_BYTES_READ"),
-        pl.when(w).then(nbytes).otherwise(0).sum().alias("POSIX_BYTES_WRITTEN"),
-        pl.when(r).then(end_of).otherwise(None).max().fill_null(-1).alias("POSIX_MAX_BYTE_READ"),
-        pl.when(w).then(end_of).otherwise(None).max().fill_null(-1).alias("POSIX_MAX_BYTE_WRITTEN"),
-        *_histogram("POSIX_SIZE_READ", r), *_histogram("POSIX_SIZE_WRITE", w),
-        _first(opens, "start").alias("POSIX_F_OPEN_START_TIMESTAMP"),
-        _first(r, "start").alias("POSIX_F_READ_START_TIMESTAMP"),
-        _first(w, "start").alias("POSIX_F_WRITE_START_TIMESTAMP"),
-        _first(closes, "start").alias("POSIX_F_CLOSE_START_TIMESTAMP"),
-        _last(opens, "end").alias("POSIX_F_OPEN_END_TIMESTAMP"),
-        _last(r, "end").alias("POSIX_F_READ_END_TIMESTAMP"),
-        _last(w, "end").alias("POSIX_F_WRITE_END_TIMESTAMP"),
-        _last(closes, "end").alias("POSIX_F_CLOSE_END_TIMESTAMP"),
-        _time(r).alias("POSIX_F_READ_TIME"), _time(w).alias("POSIX_F_WRITE_TIME"),
-        _time(f.is_in(list(POSIX_META))).alias("POSIX_F_META_TIME"),
-        pl.when(r).then(pl.col("end") - pl.col("start")).otherwise(0.0).max().alias("POSIX_F_MAX_READ_TIME"),
-        pl.when(w).then(pl.col("end") - pl.col("start")).otherwise(0.0).max().alias("POSIX_F_MAX_WRITE_TIME"),
-        pl.lit(0.0).alias("POSIX_F_SLOWEST_RANK_TIME"),  # records are per rank, never reduced
+        *_io_columns("POSIX", r, w, opens, closes, nbytes, meta=f.is_in(list(POSIX_META)), size="", ends=end_of),
     ]
 
 
@@ -101,22 +84,30 @@ def _mpiio(calls: pl.DataFrame) -> list:
     return cols + [
         pl.lit(0, dtype=pl.Int64).alias("MPIIO_INDEP_OPENS"), _count(opens).alias("MPIIO_COLL_OPENS"),
         _count(f == "MPI_File_sync").alias("MPIIO_SYNCS"), _count(f == "MPI_File_set_view").alias("MPIIO_VIEWS"),
-        pl.when(r).then(nbytes).otherwise(0).sum().alias("MPIIO_BYTES_READ"),
-        pl.when(w).then(nbytes).otherwise(0).sum().alias("MPIIO_BYTES_WRITTEN"),
-        *_histogram("MPIIO_SIZE_READ_AGG", r), *_histogram("MPIIO_SIZE_WRITE_AGG", w),
-        _first(opens, "start").alias("MPIIO_F_OPEN_START_TIMESTAMP"),
-        _first(r, "start").alias("MPIIO_F_READ_START_TIMESTAMP"),
-        _first(w, "start").alias("MPIIO_F_WRITE_START_TIMESTAMP"),
-        _first(closes, "start").alias("MPIIO_F_CLOSE_START_TIMESTAMP"),
-        _last(opens, "end").alias("MPIIO_F_OPEN_END_TIMESTAMP"),
-        _last(r, "end").alias("MPIIO_F_READ_END_TIMESTAMP"),
-        _last(w, "end").alias("MPIIO_F_WRITE_END_TIMESTAMP"),
-        _last(closes, "end").alias("MPIIO_F_CLOSE_END_TIMESTAMP"),
-        _time(r).alias("MPIIO_F_READ_TIME"), _time(w).alias("MPIIO_F_WRITE_TIME"), _time(meta).alias(
-            "MPIIO_F_META_TIME"),
-        pl.when(r).then(pl.col("end") - pl.col("start")).otherwise(0.0).max().alias("MPIIO_F_MAX_READ_TIME"),
-        pl.when(w).then(pl.col("end") - pl.col("start")).otherwise(0.0).max().alias("MPIIO_F_MAX_WRITE_TIME"),
-        pl.lit(0.0).alias("MPIIO_F_SLOWEST_RANK_TIME"),
+        *_io_columns("MPIIO", r, w, opens, closes, nbytes, meta=meta, size="_AGG"),
+    ]
+
+
+def _io_columns(prefix: str, r, w, opens, closes, nbytes, meta, size: str, ends=None) -> list:
+    """The byte, size-histogram, timestamp and time counters POSIX and MPI-IO records share (names differ
+    only by their prefix; MPI-IO has no max-byte counters and its histograms end in _AGG)."""
+    span = pl.col("end") - pl.col("start")
+    cols = [pl.when(r).then(nbytes).otherwise(0).sum().alias(f"{prefix}_BYTES_READ"),
+            pl.when(w).then(nbytes).otherwise(0).sum().alias(f"{prefix}_BYTES_WRITTEN")]
+    if ends is not None:
+        cols += [pl.when(r).then(ends).otherwise(None).max().fill_null(-1).alias(f"{prefix}_MAX_BYTE_READ"),
+                 pl.when(w).then(ends).otherwise(None).max().fill_null(-1).alias(f"{prefix}_MAX_BYTE_WRITTEN")]
+    cols += [*_histogram(f"{prefix}_SIZE_READ{size}", r), *_histogram(f"{prefix}_SIZE_WRITE{size}", w)]
+    for what, sel in (("OPEN", opens), ("READ", r), ("WRITE", w), ("CLOSE", closes)):
+        cols.append(_first(sel, "start").alias(f"{prefix}_F_{what}_START_TIMESTAMP"))
+    for what, sel in (("OPEN", opens), ("READ", r), ("WRITE", w), ("CLOSE", closes)):
+        cols.append(_last(sel, "end").alias(f"{prefix}_F_{what}_END_TIMESTAMP"))
+    return cols + [
+        _time(r).alias(f"{prefix}_F_READ_TIME"), _time(w).alias(f"{prefix}_F_WRITE_TIME"),
+        _time(meta).alias(f"{prefix}_F_META_TIME"),
+        pl.when(r).then(span).otherwise(0.0).max().alias(f"{prefix}_F_MAX_READ_TIME"),
+        pl.when(w).then(span).otherwise(0.0).max().alias(f"{prefix}_F_MAX_WRITE_TIME"),
+        pl.lit(0.0).alias(f"{prefix}_F_SLOWEST_RANK_TIME"),  # records are per rank, never reduced
     ]
 
 
