@@ -176,7 +176,7 @@ def test_json_has_the_documented_keys():
             "reads", "writes", "request_sizes", "meta_time", "bandwidth", "files", "ranks", "ratio",
             "verdict", "counts"} == set(run)
     assert run["ratio"]["io_time"] == pytest.approx(run["io_time"] / data["runs"][0]["io_time"])
-    assert set(data["insights"][1]) == {"resolved", "new", "still"}
+    assert set(data["insights"][1]) == {"resolved", "new", "still", "file_in_one_run"}
     item = data["insights"][1]["resolved"][0]
     assert set(item) == {"code", "file", "title", "severity", "metric", "what", "unit", "before", "after",
                          "summary", "time_window", "ranks"}

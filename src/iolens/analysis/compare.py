@@ -19,6 +19,7 @@ import statistics
 
 from ..model import Log, read
 from .diagnosis import diagnose
+from .diagnosis.context import STD_STREAMS
 from .run_config import config_diff, file_keys, match_files, run_config
 from .runs import key_measures, run_metrics
 from .diagnosis.units import fmt_bytes, fmt_count, fmt_pct, fmt_time
@@ -65,7 +66,8 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
         "warnings": _warnings(runs, configs),
         "runs": runs,
         "config": config_diff(configs, files),
-        "insights": [insight_diff(diagnoses[0], d, runs[0]["counts"], r["counts"], keys[0], keys[i])
+        "insights": [insight_diff(diagnoses[0], d, runs[0]["counts"], r["counts"], keys[0], keys[i],
+                                  (runs[0]["label"], r["label"]))
                      if i else None for i, (d, r) in enumerate(zip(diagnoses, runs))],
         "files": files,
     }
@@ -205,10 +207,16 @@ def _keys(insights: list, file_key: dict) -> dict:
 
 
 def insight_diff(before: list, after: list, before_metrics: dict, after_metrics: dict,
-                 before_files: dict | None = None, after_files: dict | None = None) -> dict:
-    """Insights resolved, new and still there, matched by code and file, each with its key number."""
+                 before_files: dict | None = None, after_files: dict | None = None,
+                 labels=("the baseline", "this run")) -> dict:
+    """Insights resolved, new and still there, matched by code and file, each with its key number; an
+    insight about files the other run does not have is neither resolved nor new: `file_in_one_run`."""
     b, a = _keys(before, before_files or {}), _keys(after, after_files or {})
-    out = {"resolved": [], "new": [], "still": []}
+    one_run = set()
+    if before_files is not None and after_files is not None:
+        one_run = ({id(i) for i in before if _files_only_here(i, before_files, after_files)} |
+                   {id(i) for i in after if _files_only_here(i, after_files, before_files)})
+    out = {"resolved": [], "new": [], "still": [], "file_in_one_run": []}
     seen = set()
     for key in list(b) + [k for k in a if k not in b]:
         status = "still" if key in b and key in a else "resolved" if key in b else "new"
@@ -216,11 +224,28 @@ def insight_diff(before: list, after: list, before_metrics: dict, after_metrics:
         if (id(ins_b), id(ins_a)) in seen:
             continue  # the same insight(s) under another of their files: one row, under the first file
         seen.add((id(ins_b), id(ins_a)))
-        out[status].append(_insight_row(key, ins_b, ins_a, before_metrics, after_metrics))
+        if status != "still" and id(ins_b or ins_a) in one_run:
+            row = _insight_row(key, ins_b, ins_a, before_metrics, after_metrics,
+                               one_run=labels[0] if ins_b is not None else labels[1])
+            row["side"] = "before" if ins_b is not None else "after"
+            out["file_in_one_run"].append(row)
+        else:
+            out[status].append(_insight_row(key, ins_b, ins_a, before_metrics, after_metrics))
     return out
 
 
-def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
+def _files_only_here(ins, own_keys: dict, other_keys: dict) -> bool:
+    """True when every file the insight names is absent from the other run (matched files are compared
+    by their match key); an insight about the run as a whole, or the standard streams, is never so."""
+    files = ins.evidence.files
+    if not files or any(f in STD_STREAMS for f in files):
+        return False
+    there = set(other_keys.values())
+    return all(own_keys.get(f, f) not in there for f in files)
+
+
+def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics, one_run: str | None = None) -> dict:
+    """One insight's row; `one_run` names the run that alone has the insight's file(s)."""
     code, file = key[:2]
     shown = ins_a or ins_b
     # one metric for both sides: the baseline's headline, else the other run's
@@ -236,6 +261,8 @@ def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
             return 1
         if ins is not None and metric in ins.evidence.metrics:
             return ins.evidence.metrics[metric]
+        if one_run is not None:
+            return None  # the other run has no such file: its run-level counts say nothing about it
         measured = (0 if run_metric == CHECKS_FAILED[0] else run_metrics.get(run_metric)) if run_metric else None
         if ins is not None and measured is None:
             # the insight is there, headed by another of its code's metrics (aggregators measured or
@@ -247,8 +274,9 @@ def _insight_row(key, ins_b, ins_a, before_metrics, after_metrics) -> dict:
     return {"code": code, "file": file, "title": shown.title,
             "severity": [ins_b.severity if ins_b else None, ins_a.severity if ins_a else None],
             "metric": metric, "what": what, "unit": unit, "before": before, "after": after,
-            "summary": key_line(code, what, before, after, unit,
-                                ins_a if code == "COLLECTIVE_IO" else None),
+            "summary": (one_run_line(code, what, before if ins_b else after, unit, one_run)
+                        if one_run is not None else key_line(code, what, before, after, unit,
+                                                 ins_a if code == "COLLECTIVE_IO" else None)),
             "time_window": [i.evidence.to_dict()["time_window"] if i else None for i in (ins_b, ins_a)],
             "ranks": [list(i.evidence.ranks[:8]) if i else [] for i in (ins_b, ins_a)]}
 
@@ -284,3 +312,9 @@ def key_line(code, what, before, after, unit="count", collective=None) -> str:
     if after is None:  # the number goes with the side that has it
         return f"{code}: {b} {what} → {a}"
     return f"{code}: {b} → {a} {what}".rstrip()
+
+
+def one_run_line(code, what, value, unit="count", run="one run") -> str:
+    """'MISALIGNED_IO: 16,383 misaligned requests (file only in example)': no before and after to give."""
+    number = "" if value is None else f" {fmt_key_value(value, unit)} {what}".rstrip()
+    return f"{code}:{number} (file only in {run})"

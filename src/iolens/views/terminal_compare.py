@@ -142,9 +142,10 @@ def _render_insights(result: dict, console: Console) -> None:
         console.print(Text(f"  {runs[0]['label']} → {run['label']}:"))
         if not any(diff.values()):
             console.print(Text("    no insight before or after"))
-        for status, style in (("resolved", "green"), ("new", "red"), ("still", "yellow")):
-            for item in diff[status]:
+        for status, tag, style in (("resolved", "resolved", "green"), ("new", "new", "red"),
+                                   ("still", "still", "yellow"), ("file_in_one_run", "one run", "cyan")):
+            for item in diff.get(status, []):
                 line = Text(item["summary"])
                 if item["file"]:
                     line.append(f"  [{item['file']}]", style="dim")
-                console.print(_hanging("    ", line, Text(f"{status:<8}", style=style)))
+                console.print(_hanging("    ", line, Text(f"{tag:<8}", style=style)))
