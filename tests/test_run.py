@@ -23,7 +23,9 @@ from iolens.collect.run import RunError, darshan_environment, find_darshan, prog
 STAND_IN = r"""
 /* NOT Darshan: a test stand-in that traces nothing. At process exit it copies the real log named by
    IOLENS_TEST_LOG into the directory Darshan would write to, as Darshan does: a .darshan_partial
-   file renamed when complete, and only for a non-MPI program if DARSHAN_ENABLE_NONMPI is set. */
+   file renamed when complete, and only for a non-MPI program if DARSHAN_ENABLE_NONMPI is set.
+   IOLENS_TEST_PARTIAL leaves it under the partial name, as Darshan does with a log it could not finish;
+   IOLENS_TEST_LOG_BYTES=N copies only the first N bytes (a write cut short). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -38,10 +40,15 @@ __attribute__((destructor)) static void write_log_at_exit(void) {
     if (!in || !out) return;
     char buf[65536];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+    long left = getenv("IOLENS_TEST_LOG_BYTES") ? atol(getenv("IOLENS_TEST_LOG_BYTES")) : -1;
+    while (left != 0 && (n = fread(buf, 1, sizeof buf, in)) > 0) {
+        if (left > 0 && (long)n > left) n = (size_t)left;
+        fwrite(buf, 1, n, out);
+        if (left > 0) left -= (long)n;
+    }
     fclose(in);
     fclose(out);
-    rename(part, done);
+    if (!getenv("IOLENS_TEST_PARTIAL")) rename(part, done);
 }
 """
 SOURCE_LOG = LOGS / "generated" / "collective_2phase.darshan"

@@ -51,11 +51,20 @@ def command(output, no_dxt, darshan, env, hints, quiet, command):
     if result.returncode != 0:
         click.echo(f"iolens: error: the command exited with status {result.returncode} (log kept: {result.log})",
                    err=True)
+    if result.log in result.partial:
+        click.echo("iolens: warning: the log is partial: Darshan could not finish it (the program crashed or was "
+                   "killed, or Darshan ran out of memory), so its counters and DXT trace may be incomplete", err=True)
     click.echo(f"log: {result.log}")
     for other in result.others:
-        click.echo(f"log of another process: {other}")
+        click.echo(f"log of another process: {other}" + (" (partial)" if other in result.partial else ""))
     if not quiet:
-        _summarize(result.log)
+        from ..errors import LogError
+
+        try:
+            _summarize(result.log)
+        except LogError as exc:  # a log Darshan could not finish may be unreadable: say so, keep it
+            click.echo(f"iolens: error: {exc}", err=True)
+            sys.exit(result.returncode or 1)
     sys.exit(result.returncode)
 
 

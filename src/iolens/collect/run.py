@@ -23,6 +23,9 @@ COMMON_PREFIXES = ("/usr", "/usr/local", "/opt/darshan", "/opt/darshan-runtime",
 # itself must not write a log of its own (DARSHAN_ENABLE_NONMPI stays unset)
 MPI_LAUNCHERS = ("mpiexec", "mpirun", "srun", "aprun", "jsrun", "orterun", "mpiexec.hydra", "flux")
 SIDECAR_SUFFIX = ".run.json"  # analysis.run_config reads it back for `compare`
+# Darshan writes its log as NAME.darshan_partial and renames it NAME.darshan once complete: a log left under
+# the partial name is one Darshan could not finish (the program crashed or was killed, Darshan ran out of memory)
+PARTIAL_SUFFIX = ".darshan_partial"
 
 
 class RunError(Exception):
@@ -99,6 +102,16 @@ class RunResult:
     returncode: int
     log: Path | None
     others: list = field(default_factory=list)  # further logs the command wrote (several processes)
+    partial: set = field(default_factory=set)  # those of the logs Darshan could not finish
+
+
+def is_partial(path: Path) -> bool:
+    return path.name.endswith(PARTIAL_SUFFIX)
+
+
+def partial_name(target: Path) -> Path:
+    """before.darshan -> before.partial.darshan: still a .darshan log to every tool, visibly partial."""
+    return target.with_name(f"{target.stem}.partial{target.suffix}" if target.suffix else f"{target.name}.partial")
 
 
 def run(command: list, output: Path | None = None, darshan: str | None = None, dxt: bool = True,
@@ -122,26 +135,29 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
             raise RunError(f"command not found: {command[0]}") from None
         except PermissionError:
             raise RunError(f"command not executable: {command[0]}") from None
-        logs = sorted(log_dir.rglob("*.darshan"), key=lambda p: p.stat().st_size, reverse=True)
+        logs = sorted([*log_dir.rglob("*.darshan"), *log_dir.rglob("*" + PARTIAL_SUFFIX)],
+                      key=lambda p: p.stat().st_size, reverse=True)
         if not logs:
             return RunResult(returncode, None)
         target = Path(output) if output else Path(f"{program_name(command)}-{time.strftime('%Y%m%d-%H%M%S')}.darshan")
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(logs[0]), target)
-        others = []
-        for i, extra in enumerate(logs[1:], 1):
-            dst = target.with_name(f"{target.stem}.{i}{target.suffix}")
-            shutil.move(str(extra), dst)
-            others.append(dst)
-        _write_sidecar(target, command, lib, dxt, hints, extra_env)
-        return RunResult(returncode, target, others)
+        kept, partial = [], set()
+        for i, log in enumerate(logs):
+            dst = target if i == 0 else target.with_name(f"{target.stem}.{i}{target.suffix}")
+            if is_partial(log):
+                dst = partial_name(dst)
+                partial.add(dst)
+            shutil.move(str(log), dst)
+            kept.append(dst)
+        _write_sidecar(kept[0], command, lib, dxt, hints, extra_env, partial=kept[0] in partial)
+        return RunResult(returncode, kept[0], kept[1:], partial)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
 
 
-def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env) -> None:
+def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env, partial=False) -> None:
     """What this run set, next to the log: `compare` shows the hints and variables that changed."""
-    data = {"command": list(command), "darshan_lib": str(lib), "dxt": dxt,
+    data = {"command": list(command), "darshan_lib": str(lib), "dxt": dxt, "partial": partial,
             "hints_file": str(hints) if hints else "",
             "hints": hints.read_text(errors="replace").strip().replace("\n", "; ") if hints else "",
             "env": dict(extra_env or {})}
