@@ -68,3 +68,13 @@ def test_a_complete_log_is_not_called_partial(stand_in, tmp_path, logs_dir):
                    env={"IOLENS_DARSHAN_LIB": str(stand_in), "IOLENS_TEST_LOG": str(SOURCE_LOG)})
     assert r.returncode == 0 and r.stderr == "" and (tmp_path / "ok.darshan").is_file()
     assert not list(tmp_path.glob("*partial*"))
+
+
+def test_partial_logs_of_several_processes_are_each_named_partial(stand_in, tmp_path, logs_dir):
+    r = iolens_run("-q", "-o", tmp_path / "job.darshan", "--", "sh", "-c", "true; /bin/true; /bin/true",
+                   env=partial_env(stand_in))
+    assert r.returncode == 0, r.stderr
+    others = [line for line in r.stdout.splitlines() if line.startswith("log of another process")]
+    assert others and all(line.endswith(".partial.darshan (partial)") for line in others)
+    assert (tmp_path / "job.partial.darshan").is_file() and not list(tmp_path.glob("job.darshan*"))
+    assert len(list(tmp_path.glob("job.*.partial.darshan"))) == len(others)
