@@ -76,3 +76,17 @@ def test_no_diagnose_build_has_the_diagnosed_builds_features(tmp_path, generated
     assert light.select(cols).sort("path").equals(full.select(cols).sort("path"))
     files = fleet_store.read(tmp_path / "light", "files")
     assert files.filter(pl.col("file").str.starts_with("<record")).height == 0  # names were read for --files
+
+
+def test_a_region_left_out_is_not_even_inflated(tmp_path, generated):
+    # garbage in the name records: the full read refuses the log, the features' read never looks there
+    from iolens.reader.header import parse_header
+
+    data = bytearray((generated / "file_per_process.darshan").read_bytes())
+    names = parse_header(bytes(data), len(data)).name_region
+    data[names.offset:names.offset + names.length] = b"\xff" * names.length
+    bad = tmp_path / "bad_names.darshan"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(LogError):
+        read_raw(str(bad))
+    assert job_features(read_raw(str(bad), regions=FEATURE_REGIONS), str(bad))["posix_files"] > 0
