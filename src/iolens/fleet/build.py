@@ -19,7 +19,7 @@ import polars as pl
 
 from ..errors import LogError
 from . import store as fleet_store
-from .features import file_rows, job_features
+from .features import FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
 
 LOG_SUFFIX = ".darshan"
 LIST_SUFFIXES = (".txt", ".list", ".lst")
@@ -98,11 +98,13 @@ def _process(keys: list, store: str, part: str, diagnose: bool, files: bool) -> 
     from ..reader.log import read_raw
 
     timing = dict.fromkeys(TIMING, 0.0)
+    # the diagnosis reads the whole log; the features alone need only a few of its regions
+    regions = None if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS
     jobs, errors, file_table = [], [], []
     for path, size, mtime in keys:
         t0 = time.perf_counter()
         try:
-            raw = read_raw(path)
+            raw = read_raw(path, regions=regions)
         except LogError as exc:
             errors.append({"path": path, "size": size, "mtime": mtime, "reason": exc.message})
             continue

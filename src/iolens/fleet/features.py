@@ -25,6 +25,11 @@ SIZE_BIN_NAMES = tuple(b[0] for b in SIZE_BINS)
 SMALL_BINS = tuple(small_bins(Thresholds({}).small_request_bytes))
 # counters whose read/write windows make a rank's I/O intervals (IOMiner's covering set)
 INTERVAL_MODULES = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}
+# the log regions the features read (besides the header and job): the layers' counters, HDF5/PnetCDF file
+# records for their use, Lustre layouts, and the DXT modules for their operation counts; not the name
+# records, heatmaps or other modules, which a fleet build without the diagnosis need not inflate
+FEATURE_REGIONS = frozenset({*LAYER_PREFIX, "H5F", "PNETCDF_FILE", "LUSTRE", "DXT_POSIX", "DXT_MPIIO"})
+FILE_ROW_REGIONS = FEATURE_REGIONS | {"names"}  # file_rows names each file
 _INDEX: dict = {}
 
 

@@ -14,6 +14,9 @@ from .names import parse_names
 from .regions import inflate, read_regions
 
 
+NOT_READ = "not read (left out by the caller)"
+
+
 @dataclass
 class ModuleInfo:
     id: int
@@ -40,8 +43,13 @@ class RawLog:
     notes: list = field(default_factory=list)
 
 
-def read_raw(path: str, progress=None) -> RawLog:
-    """Parse `path`; raise LogError with a one-line reason when it cannot be read."""
+def read_raw(path: str, progress=None, regions=None) -> RawLog:
+    """Parse `path`; raise LogError with a one-line reason when it cannot be read.
+
+    regions: the regions to inflate besides the header and the job ("names" for the name records, modules
+    by their Darshan name: "POSIX", "DXT_POSIX", "LUSTRE", ...); None reads every region iolens models.
+    A module left out is still listed in `modules` (with its partial flag) but has no records: a caller
+    that needs a few modules of many logs skips inflating the rest."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -50,7 +58,7 @@ def read_raw(path: str, progress=None) -> RawLog:
     except OSError as exc:
         raise LogError(exc.strerror or str(exc), path) from None
     try:
-        return _parse(path, data, progress)
+        return _parse(path, data, progress, regions)
     except LogError as exc:
         exc.path = exc.path or path
         raise
@@ -58,7 +66,7 @@ def read_raw(path: str, progress=None) -> RawLog:
         raise LogError(f"corrupt log ({type(exc).__name__}: {exc})", path) from None
 
 
-def _parse(path: str, data: bytes, progress) -> RawLog:
+def _parse(path: str, data: bytes, progress, regions=None) -> RawLog:
     if not data:
         raise LogError("empty file, not a Darshan log")
     header = parse_header(data, len(data))
@@ -71,7 +79,7 @@ def _parse(path: str, data: bytes, progress) -> RawLog:
     raw = RawLog(path, header, job, {})
     # every other region iolens reads; skipped modules are not touched
     wanted, readers = [], []
-    if header.name_region.length:
+    if header.name_region.length and (regions is None or "names" in regions):
         wanted.append(("name records", header.name_region.offset, header.name_region.length, None))
         readers.append(lambda buf: raw.names.update(parse_names(buf, version, bo)))
     for mod_id, reg in sorted(header.module_regions.items()):
@@ -81,6 +89,9 @@ def _parse(path: str, data: bytes, progress) -> RawLog:
                           reg.length, supported)
         raw.modules.append(info)
         if not supported:
+            continue
+        if regions is not None and name not in regions:
+            info.note = NOT_READ
             continue
         if name in dxt_region.SEGMENT_LAYOUT:
             wanted.append((name, reg.offset, reg.length, dxt_region.layout(name, info.version, bo)))
