@@ -199,7 +199,7 @@ async function main() {
     document.getElementById("zoom-out").addEventListener("click", () => app.zoomTime((app.view.t0 + app.view.t1) / 2, 2));
   } else setupNoTrace(app);
   const began = performance.now();
-  try {
+  await startPage(status, resolveReady, async () => {
     app.columns = await decodeColumns(meta, "head");
     renderPerRank(meta, app.columns);
     renderHeatmaps(meta, app.columns);
@@ -216,17 +216,8 @@ async function main() {
       app.render({sync: true});
     }
     app.decoded = true;
-    status.textContent = hasTrace ? `${fmtInt(meta.trace.ops)} operations ready in ${fmtSeconds((performance.now() - began) / 1000)}` : "ready";
-    status.classList.add("ok");
-  } catch (err) {
-    status.textContent = "could not decode the embedded data: " + err;
-    status.classList.add("bad");
-    throw err;
-  } finally {
-    resolveReady(true);
-  }
-  let resizeTimer = 0;
-  window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(() => app.render(), 120); });
+    return hasTrace ? `${fmtInt(meta.trace.ops)} operations ready in ${fmtSeconds((performance.now() - began) / 1000)}` : "ready";
+  }, () => app.render());
 }
 
 if (document.body.dataset.page !== "compare") main();  // compare.js reuses App and runs its own main

@@ -97,7 +97,7 @@ async function compareMain() {
   document.getElementById("reset").addEventListener("click", () => group.reset());
   bindEvidenceLinks(group);
   const began = performance.now();
-  try {
+  await startPage(status, resolveReady, async () => {
     for (const run of group.runs) {
       const i = run.meta.index;
       run.columns = await decodeColumns(run.meta, `r${i}-head`);
@@ -108,17 +108,8 @@ async function compareMain() {
     }
     for (const run of group.runs) run.render({sync: true});
     const ops = group.runs.reduce((s, r) => s + r.meta.trace.ops, 0);
-    status.textContent = `${fmtInt(ops)} operations of ${group.runs.length} runs ready in ${fmtSeconds((performance.now() - began) / 1000)}`;
-    status.classList.add("ok");
-  } catch (err) {
-    status.textContent = "could not decode the embedded data: " + err;
-    status.classList.add("bad");
-    throw err;
-  } finally {
-    resolveReady(true);
-  }
-  let resizeTimer = 0;
-  window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(() => group.runs.forEach((r) => r.render()), 120); });
+    return `${fmtInt(ops)} operations of ${group.runs.length} runs ready in ${fmtSeconds((performance.now() - began) / 1000)}`;
+  }, () => group.runs.forEach((r) => r.render()));
 }
 
 compareMain();

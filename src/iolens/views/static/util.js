@@ -101,3 +101,20 @@ function lowerBound(arr, lo, hi, value) {
 }
 
 function clamp(v, lo, hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+// A page's start-up: `work` decodes and draws, and returns what the status line then says (an error is said
+// there too); the test API's ready promise resolves either way; once up, redraws follow window resizes.
+async function startPage(status, resolveReady, work, redraw) {
+  try {
+    status.textContent = await work();
+    status.classList.add("ok");
+  } catch (err) {
+    status.textContent = "could not decode the embedded data: " + err;
+    status.classList.add("bad");
+    throw err;
+  } finally {
+    resolveReady(true);
+  }
+  let resizeTimer = 0;
+  window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(redraw, 120); });
+}
