@@ -2,12 +2,24 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 LOGS = Path(os.environ.get("IOLENS_LOGS", REPO.parent / "shared" / "logs")).resolve()
+IOLENS = str(Path(sys.executable).parent / "iolens")  # the installed command, as a user runs it
+
+
+def run_iolens(*args, check=True):
+    """`iolens ARGS...` with its output piped; with `check`, it must succeed without a traceback."""
+    proc = subprocess.run([IOLENS, *map(str, args)], capture_output=True, text=True, timeout=120)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+    return proc
 
 
 def _require_logs():

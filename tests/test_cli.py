@@ -4,23 +4,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-from conftest import all_logs, log_id
+from conftest import IOLENS, all_logs, log_id
+from conftest import run_iolens as run
 
-IOLENS = str(Path(sys.executable).parent / "iolens")
-
-
-def run(*args, check=True):
-    proc = subprocess.run([IOLENS, *map(str, args)], capture_output=True, text=True, timeout=120)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-        assert "Traceback" not in proc.stderr
-    return proc
 
 
 @pytest.mark.parametrize("path", all_logs(), ids=log_id)

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 
 import iolens
 from iolens.views.perfetto import assign_lanes, trace_ops, write_chrome_json, write_perfetto
+from conftest import IOLENS
 
 pb2 = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
-IOLENS = str(Path(sys.executable).parent / "iolens")
 LAYER = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPI-IO"}
 
 

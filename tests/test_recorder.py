@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -14,9 +12,9 @@ import pytest
 import iolens
 from iolens.model.recorder.calls import LAYERS
 from recordertools import write_trace
+from conftest import run_iolens as run
 
 TRACES = ("seqwrite_mpiio", "shared_header", "small_records")
-IOLENS = str(Path(sys.executable).parent / "iolens")
 
 
 @pytest.fixture(scope="module", params=TRACES)
@@ -134,14 +132,6 @@ def test_offsets_without_end_seeks(tmp_path, logs_dir):
                    (1, "write", 500, 8), (1, "write", 508, 8)]
     fast = positioned_offsets(log.calls).sort("rank", "seq")
     assert fast.equals(_follow_in_order(_moving_calls(log.calls)).sort("rank", "seq"))
-
-
-def run(*args, check=True):
-    proc = subprocess.run([IOLENS, *map(str, args)], capture_output=True, text=True, timeout=120)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-        assert "Traceback" not in proc.stderr
-    return proc
 
 
 def test_info_says_what_the_trace_holds(logs_dir):

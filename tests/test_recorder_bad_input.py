@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,9 +14,8 @@ import pytest
 import iolens
 from iolens import LogError
 
-from conftest import LOGS
+from conftest import IOLENS, LOGS
 
-IOLENS = str(Path(sys.executable).parent / "iolens")
 SOURCE = LOGS / "recorder" / "shared_header"
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from itertools import combinations
 from pathlib import Path
 
@@ -19,8 +18,8 @@ import iolens
 from iolens.analysis.conflicts import find_conflicts
 from iolens.analysis.diagnosis import diagnose
 from recordertools import write_trace
+from conftest import IOLENS
 
-IOLENS = str(Path(sys.executable).parent / "iolens")
 
 
 def dump_io(folder: Path) -> list:
