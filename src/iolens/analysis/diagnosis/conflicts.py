@@ -41,17 +41,20 @@ def check(ctx) -> list:
         part = ranges.filter(pl.col("concurrent") == concurrent)
         if part.is_empty():
             continue
-        files = (part.group_by("file_id").agg(pl.col("pairs").sum()).sort("pairs", "file_id", descending=True)
-                 ["file_id"].to_list())
-        for file_id in files[:MAX_FILE_INSIGHTS]:
-            out.append(_insight(ctx, part.filter(pl.col("file_id") == file_id), [file_id], concurrent, posix,
-                                mpiio, partial))
-        if len(files) > MAX_FILE_INSIGHTS:
-            rest = files[MAX_FILE_INSIGHTS:]
-            out.append(_insight(ctx, part.filter(pl.col("file_id").is_in(pl.Series(rest, dtype=pl.UInt64)
-                                                                          .implode())), rest, concurrent,
-                                posix, mpiio, partial))
+        for file_ids, chosen in file_groups(part):
+            out.append(_insight(ctx, chosen, file_ids, concurrent, posix, mpiio, partial))
     return out
+
+
+def file_groups(ranges: pl.DataFrame) -> list:
+    """(file ids, their ranges) per insight: the MAX_FILE_INSIGHTS files with most pairs one by one, then
+    the rest together."""
+    files = (ranges.group_by("file_id").agg(pl.col("pairs").sum()).sort("pairs", "file_id", descending=True)
+             ["file_id"].to_list())
+    groups = [[f] for f in files[:MAX_FILE_INSIGHTS]] + ([files[MAX_FILE_INSIGHTS:]]
+                                                          if len(files) > MAX_FILE_INSIGHTS else [])
+    return [(ids, ranges.filter(pl.col("file_id").is_in(pl.Series(ids, dtype=pl.UInt64).implode())))
+            for ids in groups]
 
 
 def _insight(ctx, ranges: pl.DataFrame, file_ids: list, concurrent: bool, posix, mpiio, partial) -> Insight:

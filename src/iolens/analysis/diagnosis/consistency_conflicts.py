@@ -14,7 +14,7 @@ import polars as pl
 from ..conflicts import conflict_ranges
 from .. import consistency
 from ..consistency import MODELS, governing_models, model_columns
-from .conflicts import BENIGN, MAX_FILE_INSIGHTS, PARTIAL, _mpiio_call, facts, synchronise
+from .conflicts import BENIGN, PARTIAL, _mpiio_call, facts, file_groups, synchronise
 from .context import MAX_RANKS
 from .insight import Evidence, Insight
 
@@ -41,12 +41,7 @@ def model_insights(ctx, pairs: pl.DataFrame, posix: pl.DataFrame, mpiio: pl.Data
         part = ranges.filter(pl.col("verdict").is_null() if verdict is None else pl.col("verdict") == verdict)
         if part.is_empty():
             continue
-        files = (part.group_by("file_id").agg(pl.col("pairs").sum()).sort("pairs", "file_id", descending=True)
-                 ["file_id"].to_list())
-        groups = [[f] for f in files[:MAX_FILE_INSIGHTS]] + ([files[MAX_FILE_INSIGHTS:]]
-                                                              if len(files) > MAX_FILE_INSIGHTS else [])
-        for file_ids in groups:
-            chosen = part.filter(pl.col("file_id").is_in(pl.Series(file_ids, dtype=pl.UInt64).implode()))
+        for file_ids, chosen in file_groups(part):
             out.append(_insight(ctx, chosen, file_ids, verdict, posix, mpiio, partial))
     return out
 
