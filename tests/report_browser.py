@@ -39,6 +39,14 @@ class LoadedPage:
     def state(self) -> dict:
         return self.page.evaluate("window.iolens.state()")
 
+    def wheel(self, box: dict, x_share: float, y: float, notches: int) -> None:
+        """A real mouse: `notches` wheel turns towards zooming in at x_share of `box`'s width, y px from its
+        top, then wait for the drawing."""
+        self.page.mouse.move(box["x"] + box["width"] * x_share, box["y"] + y)
+        for _ in range(notches):
+            self.page.mouse.wheel(0, -300)
+        self.settle()
+
     def js(self, expr: str, *args):
         return self.page.evaluate(expr, *args)
 

@@ -59,10 +59,7 @@ def test_zooming_one_timeline_moves_the_others(context, tmp_path, logs_dir):
     # a real wheel zoom on the second run's timeline
     p.page.locator("#run-1 .timeline canvas").scroll_into_view_if_needed()
     box = p.page.locator("#run-1 .timeline canvas").bounding_box()
-    p.page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + 60)
-    for _ in range(3):
-        p.page.mouse.wheel(0, -300)
-    p.settle()
+    p.wheel(box, 0.3, 60, 3)
     zoomed = p.state()
     spans = {(round(r["t0"], 12), round(r["t1"], 12)) for r in zoomed}
     assert len(spans) == 1  # the others followed

@@ -64,10 +64,7 @@ def test_zoom_reveals_operations_and_hover_names_rank_and_size(browser, pages):
     assert full["modes"] == {"MPI-IO": "density", "POSIX": "density"}
     # a real wheel zoom at the middle of the timeline narrows the time range
     box = p.page.locator("#timeline canvas").bounding_box()
-    p.page.mouse.move(box["x"] + box["width"] * 0.55, box["y"] + 80)
-    for _ in range(4):
-        p.page.mouse.wheel(0, -300)
-    p.settle()
+    p.wheel(box, 0.55, 80, 4)
     wheeled = p.state()
     assert wheeled["t1"] - wheeled["t0"] < 0.2 * (full["t1"] - full["t0"])
     assert full["t0"] < wheeled["t0"] < wheeled["t1"] < full["t1"]
@@ -99,12 +96,9 @@ def test_zoom_reveals_operations_and_hover_names_rank_and_size(browser, pages):
     back = p.state()
     assert (back["t0"], back["t1"], back["ranks"]) == (full["t0"], full["t1"], full["ranks"])
     # shift + wheel zooms over ranks, keeping the time range
-    p.page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 60)
     p.page.keyboard.down("Shift")
-    for _ in range(3):
-        p.page.mouse.wheel(0, -300)
+    p.wheel(box, 0.5, 60, 3)
     p.page.keyboard.up("Shift")
-    p.settle()
     ranks = p.state()
     assert ranks["r1"] - ranks["r0"] < 0.5 * (full["r1"] - full["r0"]) and ranks["t0"] == full["t0"]
     assert p.errors == []
