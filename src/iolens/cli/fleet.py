@@ -1,6 +1,7 @@
 """`iolens fleet build PATHS... -o STORE` and `iolens fleet report STORE -o fleet.html`."""
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -25,26 +26,37 @@ def command():
               help="A running Dask scheduler (tcp://host:8786) [default: Dask's local process scheduler].")
 @click.option("-j", "--workers", type=click.IntRange(min=1), help="Local processes [default: every core].")
 @click.option("--batch", type=click.IntRange(min=1), help="Logs per task and per Parquet part [default: auto, ≤ 500].")
+@click.option("--prune", is_flag=True, help="Drop the rows of logs no longer on disk (kept by default: history).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @json_option
-def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, quiet, as_json):
+def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, prune, quiet, as_json):
     """Read every Darshan log under PATHS (directories, globs, or .txt/.list files of paths) into STORE.
 
-    Logs are read in parallel on Dask. Logs that cannot be read become rows of the errors table.
+    Logs are read in parallel on Dask. Logs that cannot be read become rows of the errors table. Each
+    finished batch is committed to STORE's Delta tables at once; a build that is stopped keeps them, and
+    the next build carries on. One build at a time per store.
     """
     from ..fleet.build import build
 
+    signal.signal(signal.SIGTERM, _terminated)  # a batch system's time limit: close the workers, then exit
     show = not quiet and not as_json and sys.stderr.isatty()
     with _bar(show) as progress:
         summary = build(paths, store, diagnose=not no_diagnose, files=with_files, scheduler=scheduler,
-                        workers=workers, batch=batch, progress=progress)
+                        workers=workers, batch=batch, progress=progress, prune=prune)
     if as_json:
         emit_json(summary)
         return
     rate = summary["read"] / summary["seconds"] if summary["seconds"] > 0 else 0.0
     click.echo(f"{summary['store']}: {summary['added']:,} jobs added, {summary['errors']:,} errors, "
-               f"{summary['skipped']:,} logs already in the store ({summary['found']:,} found); "
+               f"{summary['skipped']:,} logs already in the store ({summary['found']:,} found, "
+               f"{summary['replaced']:,} rewritten and replaced, {summary['pruned']:,} pruned); "
                f"{summary['seconds']:.1f} s, {rate:,.0f} logs/s")
+
+
+def _terminated(signum, frame):
+    click.echo("iolens: terminated: the store keeps every batch committed so far; build again to go on",
+               err=True)
+    raise SystemExit(128 + signum)
 
 
 class _bar:

@@ -1,14 +1,16 @@
 """Many logs -> the fleet store, read in parallel on Dask.
 
-The logs are cut into batches; one Dask task reads a batch, computes each job's features (and diagnosis),
-and writes the batch's rows as its own Parquet part. Tasks return only counts and timings, so memory is
-bounded by the batch, not the corpus, and workers on a cluster write to the (shared) store directly.
+The logs are cut into batches; one Dask task reads a batch and computes each job's features (and
+diagnosis), and returns the batch's rows. The build commits each batch to the store as it arrives (one
+transaction per table, see `store`), so memory is bounded by the batches in flight, not the corpus, and a
+killed build loses at most the batches it had not committed.
 """
 from __future__ import annotations
 
 import fnmatch
 import glob
 import os
+import threading
 import time
 import uuid
 import warnings
@@ -25,12 +27,14 @@ LOG_SUFFIX = ".darshan"
 LIST_SUFFIXES = (".txt", ".list", ".lst")
 STRING_COLS = {"path", "exe", "app", "log_version", "lib_version", "headline", "headline_severity",
                "headline_title", "diagnosis_error"}
-BOOL_COLS = {"diagnosed", "partial", "has_dxt", "dxt_truncated", "uses_hdf5", "uses_pnetcdf", "shared"}
+BOOL_COLS = {"diagnosed", "partial", "has_dxt", "dxt_truncated", "uses_hdf5", "uses_pnetcdf", "shared",
+             "io_share_over_100"}
 INT_SUFFIXES = ("_bytes_read", "_bytes_written", "_reads", "_writes", "_meta_ops", "_files", "_min", "_max",
                 "_ranks")
 INT_COLS = {"size", "mtime", "uid", "jobid", "nprocs", "files", "shared_files", "unique_files", "bytes",
             "bytes_read", "bytes_written", "dxt_segments", "insights"}
 TIMING = ("read", "features", "diagnosis", "parquet")
+ERROR_SCHEMA = {"path": pl.String, "size": pl.Int64, "mtime": pl.Int64, "reason": pl.String}
 
 
 # --- finding logs ------------------------------------------------------------------------------------
@@ -73,10 +77,12 @@ def log_key(path: str) -> tuple:
 
 
 # --- one batch: the Dask task ----------------------------------------------------------------------
-def process_batch(keys: list, store: str, part: str, diagnose: bool = True, files: bool = False) -> dict:
-    """Read a batch of logs and write its jobs/errors/files parts. Returns counts and seconds per stage."""
+def process_batch(keys: list, diagnose: bool = True, files: bool = False, tick=None) -> dict:
+    """Read a batch of logs into its jobs/errors/files rows (frames, None when empty); counts and seconds
+    per stage. `tick(n)` is called after each log with the number read so far. Writes nothing: the build
+    commits the batch to the store as one transaction."""
     with _one_reader_thread():
-        return _process(keys, store, part, diagnose, files)
+        return _process(keys, diagnose, files, tick)
 
 
 @contextmanager
@@ -93,7 +99,7 @@ def _one_reader_thread():
             os.environ.pop("IOLENS_THREADS", None)
 
 
-def _process(keys: list, store: str, part: str, diagnose: bool, files: bool) -> dict:
+def _process(keys: list, diagnose: bool, files: bool, tick) -> dict:
     from ..model import Log
     from ..reader.log import read_raw
 
@@ -101,7 +107,9 @@ def _process(keys: list, store: str, part: str, diagnose: bool, files: bool) -> 
     # the diagnosis reads the whole log; the features alone need only a few of its regions
     regions = None if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS
     jobs, errors, file_table = [], [], []
-    for path, size, mtime in keys:
+    for n, (path, size, mtime) in enumerate(keys, 1):
+        if tick is not None:
+            tick(n - 1)
         t0 = time.perf_counter()
         try:
             raw = read_raw(path, regions=regions)
@@ -118,6 +126,7 @@ def _process(keys: list, store: str, part: str, diagnose: bool, files: bool) -> 
             errors.append({"path": path, "size": size, "mtime": mtime,
                            "reason": f"features failed ({type(exc).__name__}: {exc})"})
             continue
+        row["io_share_over_100"] = None if row.get("io_share") is None else row["io_share"] > 1
         if files:
             file_table.extend(file_rows(raw, path))
         t2 = time.perf_counter()
@@ -129,16 +138,15 @@ def _process(keys: list, store: str, part: str, diagnose: bool, files: bool) -> 
         timing["features"] += t2 - t1
         timing["diagnosis"] += t3 - t2
     t0 = time.perf_counter()
-    if jobs:
-        fleet_store.write_part(typed_frame(jobs), store, "jobs", part)
-    if errors:
-        fleet_store.write_part(pl.DataFrame(errors, schema={"path": pl.String, "size": pl.Int64,
-                                                            "mtime": pl.Int64, "reason": pl.String}),
-                               store, "errors", part)
-    if file_table:
-        fleet_store.write_part(typed_frame(file_table), store, "files", part)
+    frames = {
+        "jobs": typed_frame(jobs) if jobs else None,
+        "errors": pl.DataFrame(errors, schema=ERROR_SCHEMA) if errors else None,
+        # a log's file rows are replaced even when it now has none (files=False leaves them alone)
+        "files": typed_frame(file_table) if file_table else None,
+    }
     timing["parquet"] = time.perf_counter() - t0
-    return {"logs": len(keys), "jobs": len(jobs), "errors": len(errors), "timing": timing}
+    return {"logs": len(keys), "paths": [k[0] for k in keys], "frames": frames, "files": files,
+            "jobs": len(jobs), "errors": len(errors), "timing": timing}
 
 
 def diagnosis_columns(log) -> dict:
@@ -180,95 +188,173 @@ def typed_frame(rows: list) -> pl.DataFrame:
 
 
 # --- the whole build --------------------------------------------------------------------------------
-def plan(paths, store) -> tuple:
-    """(keys of logs to read, number already in the store)."""
-    keys = [log_key(p) for p in find_logs(paths)]
-    known = fleet_store.known_keys(store) if Path(store).is_dir() else set()
-    new = [k for k in keys if k not in known]
-    return new, len(keys) - len(new)
+def plan(paths, store) -> dict:
+    """What a build does: `todo` keys to read (with whether the store holds an older row of the path),
+    `skipped` logs already in the store as they are now, `gone` stored logs no longer on disk."""
+    found = find_logs(paths)
+    known = fleet_store.known_keys(store)
+    todo, skipped = [], 0
+    for path in found:
+        key = log_key(path)
+        rows = known.get(path)
+        if rows == [key[1:]]:
+            skipped += 1
+        else:  # new, rewritten in place, or left in two rows by an older killed build: (re)read it
+            todo.append((key, rows is not None))
+    seen = set(found)
+    gone = sorted(p for p in known if p not in seen and not os.path.exists(p))
+    return {"todo": todo, "skipped": skipped, "gone": gone, "found": len(found)}
 
 
 def batch_size(n: int, workers: int, most: int = 500) -> int:
-    """Enough batches to keep every worker busy and the progress bar moving, few enough that task
-    overhead stays small; at most `most` logs per part (bounds a worker's memory)."""
+    """Enough batches to keep every worker busy, few enough that task and commit overhead stays small; at
+    most `most` logs per batch (bounds a worker's memory and what a killed build loses)."""
     return max(1, min(most, -(-n // max(4 * workers, 1))))
 
 
 def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler=None, workers: int | None = None,
-          batch: int | None = None, progress=None) -> dict:
-    """Add every new log under `paths` to `store`. `scheduler`: None (Dask's local process scheduler on
+          batch: int | None = None, progress=None, prune: bool = False) -> dict:
+    """Bring `store` up to date with every log under `paths`: new logs added, logs rewritten in place
+    replaced, with `prune` rows of logs gone from disk dropped. `scheduler`: None (a local Dask cluster of
     `workers` processes), "sync"/"threads", a `distributed.Client`, or a scheduler address.
-    `progress(done_logs, total_logs)` is called as batches finish. Returns a summary."""
+    `progress(done_logs, total_logs)` is called as logs are read. Each finished batch is committed at once
+    (see `store`). Returns a summary."""
     began = time.perf_counter()
-    new, skipped = plan(paths, store)
-    where = str(fleet_store.prepare(store).resolve())  # absolute: workers elsewhere have another cwd
-    client = _client(scheduler) if new else None
-    try:
-        if client is not None:  # size the batches for the cluster's threads, not this machine's cores
-            workers = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()) or 1
-        workers = workers or cores()
-        size = batch or batch_size(len(new), workers)
-        build_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        batches = [new[i:i + size] for i in range(0, len(new), size)]
-        args = [(b, where, f"part-{build_id}-{k:05d}", diagnose, files) for k, b in enumerate(batches)]
-        results = run_tasks(args, client or scheduler, workers, progress, len(new)) if args else []
-    finally:
-        if client is not None and isinstance(scheduler, str):
-            client.close()
-    timing = {k: sum(r["timing"][k] for r in results) for k in TIMING}
-    return {"store": str(store), "found": len(new) + skipped, "skipped": skipped, "read": len(new),
-            "added": sum(r["jobs"] for r in results), "errors": sum(r["errors"] for r in results),
-            "parts": len(batches), "seconds": time.perf_counter() - began, "timing": timing}
+    totals = {"added": 0, "errors": 0, "batches": 0, "timing": dict.fromkeys(TIMING, 0.0)}
+    with fleet_store.Writer(store) as writer:
+        todo = plan(paths, store)
+        if prune and todo["gone"]:
+            writer.prune(todo["gone"])
+        keys = todo["todo"]
+        if keys:
+            with _scheduler(scheduler, workers) as (client, n_workers):
+                size = batch or batch_size(len(keys), n_workers)
+                batches = [keys[i:i + size] for i in range(0, len(keys), size)]
+                for result, replace in _run(batches, client, scheduler, n_workers, diagnose, files, progress):
+                    writer.commit(result["paths"], result["frames"], replace=replace)
+                    totals["added"] += result["jobs"]
+                    totals["errors"] += result["errors"]
+                    totals["batches"] += 1
+                    for k in TIMING:
+                        totals["timing"][k] += result["timing"][k]
+        if keys or (prune and todo["gone"]):
+            writer.vacuum()
+    return {"store": str(store), "found": todo["found"], "skipped": todo["skipped"], "read": len(keys),
+            "replaced": sum(r for _, r in keys), "added": totals["added"], "errors": totals["errors"],
+            "pruned": len(todo["gone"]) if prune else 0, "parts": totals["batches"],
+            "seconds": time.perf_counter() - began, "timing": totals["timing"]}
 
 
 def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def run_tasks(args: list, scheduler, workers, progress, total: int) -> list:
-    import dask
-
-    tasks = [dask.delayed(process_batch, pure=False)(*a) for a in args]
-    client = _client(scheduler)
-    if client is not None:
-        from distributed import as_completed
-
-        results, done = [], 0
-        for future in as_completed(client.compute(tasks)):
-            results.append(future.result())
-            done += results[-1]["logs"]
-            if progress:
-                progress(done, total)
-        return results
-    from dask.callbacks import Callback
-
-    class _Progress(Callback):
-        done = 0
-
-        def _posttask(self, key, result, dsk, state, worker_id):
-            if isinstance(result, dict) and "logs" in result:
-                self.done += result["logs"]
-                if progress:
-                    progress(self.done, total)
-
-    kind = scheduler or "processes"
-    opts = {"num_workers": workers} if kind in ("processes", "threads") else {}
-    with _Progress():
-        return list(dask.compute(*tasks, scheduler=kind, **opts))
+LOCAL_SCHEDULERS = ("threads", "sync", "synchronous")
 
 
-LOCAL_SCHEDULERS = ("processes", "threads", "sync", "synchronous")
+@contextmanager
+def _scheduler(scheduler, workers):
+    """(a distributed.Client or None for the in-process schedulers, number of worker threads)."""
+    if isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS:
+        yield None, workers or cores()
+        return
+    if scheduler is None or scheduler == "processes":
+        from distributed import Client
 
+        from .workers import local_cluster
 
-def _client(scheduler):
-    """A `distributed.Client` for a scheduler address or a Client; None for Dask's local schedulers."""
-    if scheduler is None or (isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS):
-        return None
+        with local_cluster(workers or cores()) as cluster, Client(cluster) as client:
+            yield client, workers or cores()
+        return
     if isinstance(scheduler, str):
         from distributed import Client
 
         try:
-            return Client(scheduler, timeout="10s")
+            client = Client(scheduler, timeout="10s")
         except OSError as exc:
             raise LogError(f"cannot reach the Dask scheduler ({exc})", scheduler) from None
-    return scheduler  # a distributed.Client
+        with client:
+            yield client, _threads(client)
+        return
+    yield scheduler, _threads(scheduler)  # a distributed.Client of the caller's
+
+
+def _threads(client) -> int:
+    """Size the batches for the cluster's threads, not this machine's cores."""
+    return sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()) or 1
+
+
+class _Tally:
+    """Logs read so far, per batch, from ticks that may come from other threads; calls progress."""
+
+    def __init__(self, progress, total: int):
+        self.progress, self.total, self.done = progress, total, {}
+        self.lock = threading.Lock()
+
+    def __call__(self, index: int, n: int) -> None:
+        with self.lock:
+            if n <= self.done.get(index, 0):
+                return
+            self.done[index] = n
+            done = sum(self.done.values())
+        if self.progress:
+            self.progress(done, self.total)
+
+
+def _run(batches, client, scheduler, workers, diagnose, files, progress):
+    """Yield (result, replace) for each batch as it finishes, in any order."""
+    tally = _Tally(progress, sum(len(b) for b in batches))
+    replace = [any(r for _, r in b) for b in batches]
+    keys = [[k for k, _ in b] for b in batches]
+    if client is None:
+        results = _run_here(keys, scheduler, workers, diagnose, files, tally)
+    else:
+        results = _run_on_cluster(keys, client, diagnose, files, tally)
+    for index, result in results:
+        tally(index, result["logs"])
+        yield result, replace[index]
+
+
+def _run_here(keys, scheduler, workers, diagnose, files, tally):
+    def one(index):
+        return index, process_batch(keys[index], diagnose, files, tick=lambda n: tally(index, n))
+
+    if scheduler == "threads":
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        with ThreadPoolExecutor(workers) as pool:
+            for future in as_completed([pool.submit(one, i) for i in range(len(keys))]):
+                yield future.result()
+    else:
+        for index in range(len(keys)):
+            yield one(index)
+
+
+def _run_on_cluster(keys, client, diagnose, files, tally):
+    from distributed import as_completed
+
+    topic = "iolens-fleet-" + uuid.uuid4().hex
+    client.subscribe_topic(topic, lambda event: tally(*event[1]))
+    try:
+        futures = [client.submit(_batch_task, i, b, diagnose, files, topic, pure=False) for i, b in enumerate(keys)]
+        for future in as_completed(futures):
+            yield future.result()
+            future.release()
+    finally:
+        client.unsubscribe_topic(topic)
+
+
+def _batch_task(index: int, keys: list, diagnose: bool, files: bool, topic: str) -> tuple:
+    """The Dask task: one batch, with its progress sent to the client as worker events (at most 5 a
+    second per worker)."""
+    from distributed import get_worker
+
+    worker, last = get_worker(), [0.0]
+
+    def tick(n):
+        now = time.monotonic()
+        if now - last[0] >= 0.2:
+            last[0] = now
+            worker.log_event(topic, (index, n))
+
+    return index, process_batch(keys, diagnose, files, tick)

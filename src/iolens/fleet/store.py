@@ -1,15 +1,20 @@
-"""The fleet store on disk: a directory of Parquet datasets that DuckDB, polars or pyarrow read directly.
+"""The fleet store on disk: one Delta Lake table per kind of row, which polars, DuckDB and Spark read directly.
 
-    STORE/jobs/part-<build>-<n>.parquet    one row per log read (features + diagnosis)
-    STORE/errors/part-<build>-<n>.parquet  one row per log that could not be read (path, reason)
-    STORE/files/part-<build>-<n>.parquet   one row per job x file (only with `fleet build --files`)
+    STORE/jobs/     one row per log read (features + diagnosis)
+    STORE/errors/   one row per log that could not be read (path, reason)
+    STORE/files/    one row per job x file (only with `fleet build --files`)
+    STORE/.build.lock   held (flock) by the build writing the store
 
-Each build writes new part files and never rewrites old ones, so a store grows by appending and a reader
-sees every build. A log is keyed by (path, size, mtime): a build skips logs whose key is already in the
-jobs or errors table.
+A log is keyed by its path. Each finished batch of a build is one Delta commit per table that replaces the
+rows of the batch's paths (a replace-where on `path`): a reader sees whole batches, a killed build leaves whole
+batches, and a log rewritten in place replaces its row. The jobs table is committed last, so a batch whose
+jobs commit did not happen is read again by the next build. After each build the files that no commit
+references any more are removed (vacuum), so a plain `*.parquet` glob over a table sees exactly its rows
+while no build is running.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -19,24 +24,31 @@ from ..errors import LogError
 
 TABLES = ("jobs", "errors", "files")
 KEY = ("path", "size", "mtime")
+COMMIT_ORDER = ("files", "errors", "jobs")  # jobs last: a log counts as done only once its jobs/errors row is in
+LOCK_NAME = ".build.lock"
+OLD_LAYOUT = ("a fleet store of an older iolens (Parquet part files, no Delta log): build a new store from the "
+              "logs (`iolens fleet build LOGS -o NEW_STORE`), then remove this one")
 
 
 def table_dir(store, table: str) -> Path:
     return Path(store) / table
 
 
-def parts(store, table: str) -> list:
-    d = table_dir(store, table)
-    return sorted(d.glob("part-*.parquet")) if d.is_dir() else []
+def is_table(store, table: str) -> bool:
+    return (table_dir(store, table) / "_delta_log").is_dir()
+
+
+def old_layout(store) -> bool:
+    """Part files of the previous (append-only) layout, which had no Delta log."""
+    return any(table_dir(store, t).is_dir() and not is_table(store, t) and any(table_dir(store, t).glob("*.parquet"))
+               for t in TABLES)
 
 
 def scan(store, table: str) -> pl.LazyFrame | None:
-    """The table as a lazy frame over its part files, or None when the store has none."""
-    files = parts(store, table)
-    if not files:
+    """The table's current version as a lazy frame, or None when the store has no such table."""
+    if not is_table(store, table):
         return None
-    # parts written by different builds may differ in columns (e.g. a new insight code): concat diagonally
-    return pl.concat([pl.scan_parquet(str(f)) for f in files], how="diagonal_relaxed")
+    return pl.scan_delta(str(table_dir(store, table).resolve()))
 
 
 def read(store, table: str) -> pl.DataFrame:
@@ -44,39 +56,135 @@ def read(store, table: str) -> pl.DataFrame:
     return lf.collect() if lf is not None else pl.DataFrame()
 
 
-def known_keys(store) -> set:
-    """(path, size, mtime) of every log already in the jobs or errors table."""
-    keys = set()
+def data_files(store, table: str) -> list:
+    """The Parquet files of the table's current version (what DuckDB's `read_parquet([...])` should read)."""
+    from deltalake import DeltaTable
+
+    if not is_table(store, table):
+        return []
+    return sorted(u.removeprefix("file://") for u in DeltaTable(str(table_dir(store, table).resolve())).file_uris())
+
+
+def known_keys(store) -> dict:
+    """path -> [(size, mtime), ...] over the jobs and errors tables (one entry per row: a healthy store has
+    exactly one per path)."""
+    keys: dict = {}
     for table in ("jobs", "errors"):
-        for f in parts(store, table):
-            df = pl.read_parquet(f, columns=list(KEY))
-            keys.update(df.iter_rows())
+        lf = scan(store, table)
+        if lf is None:
+            continue
+        for path, size, mtime in lf.select(KEY).collect().iter_rows():
+            keys.setdefault(path, []).append((size, mtime))
     return keys
 
 
 def check_store(store) -> Path:
-    """The store directory, which must hold a jobs table (for `fleet report`)."""
+    """The store directory, which must hold a jobs or errors table (for `fleet report`)."""
     p = Path(store)
     if not p.is_dir():
         raise LogError("no such fleet store (make one with `iolens fleet build`)", str(store))
-    if not parts(p, "jobs") and not parts(p, "errors"):
-        raise LogError("not a fleet store: no jobs/ or errors/ Parquet parts", str(store))
+    if old_layout(p):
+        raise LogError(OLD_LAYOUT, str(store))
+    if not is_table(p, "jobs") and not is_table(p, "errors"):
+        raise LogError("not a fleet store: no jobs/ or errors/ Delta table", str(store))
     return p
 
 
-def prepare(store) -> Path:
-    p = Path(store)
-    if p.exists() and not p.is_dir():
-        raise LogError("exists and is not a directory", str(store))
-    for table in TABLES[:2]:
-        table_dir(p, table).mkdir(parents=True, exist_ok=True)
-    return p
+def sql_string(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
 
 
-def write_part(frame: pl.DataFrame, store, table: str, name: str) -> None:
-    """Write one part atomically (a crashed build leaves no half-written part for the next to read)."""
-    d = table_dir(store, table)
-    d.mkdir(parents=True, exist_ok=True)
-    tmp = d / f".{name}.tmp"
-    frame.write_parquet(tmp, compression="zstd", statistics=True)
-    os.replace(tmp, d / f"{name}.parquet")
+def path_predicate(paths) -> str:
+    return "path IN (" + ", ".join(sql_string(p) for p in paths) + ")"
+
+
+class Writer:
+    """The one writer of a store: holds its lock from open to close, commits batches, prunes, cleans up."""
+
+    def __init__(self, store):
+        self.store = Path(store)
+        self._lock = None
+
+    def __enter__(self):
+        if self.store.exists() and not self.store.is_dir():
+            raise LogError("exists and is not a directory", str(self.store))
+        if old_layout(self.store):
+            raise LogError(OLD_LAYOUT, str(self.store))
+        self.store.mkdir(parents=True, exist_ok=True)
+        self._lock = lock(self.store)
+        self.vacuum()  # a killed build may have left files no commit references
+        return self
+
+    def __exit__(self, *exc):
+        if self._lock is not None:
+            self._lock.close()  # closing the descriptor drops the flock (as a killed process's does)
+            self._lock = None
+
+    def commit(self, paths: list, frames: dict, replace: bool = True) -> None:
+        """Make FRAMES (table -> rows, or None) the rows of PATHS in each table: one commit per table, the
+        jobs table last. `replace=False` when no path of the batch has a jobs or errors row yet: a plain
+        append there (the files table is always replaced: a killed build may have committed it alone)."""
+        try:
+            for table in COMMIT_ORDER:
+                frame = frames.get(table)
+                rows = frame is not None and frame.height > 0
+                swap = is_table(self.store, table) and (replace or table == "files")
+                if rows or swap:
+                    self._write(table, paths, frame if rows else None, swap)
+        except LogError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a full disk, a permission: the store keeps its last commit
+            raise LogError(f"cannot write the store ({_one_line(exc)})", str(self.store)) from None
+
+    def _write(self, table: str, paths: list, frame, swap: bool) -> None:
+        from deltalake import DeltaTable, write_deltalake
+
+        where = str(table_dir(self.store, table).resolve())
+        if frame is None:
+            DeltaTable(where).delete(path_predicate(paths))
+        elif swap:
+            write_deltalake(where, frame, mode="overwrite", predicate=path_predicate(paths), schema_mode="merge")
+        else:
+            write_deltalake(where, frame, mode="append", schema_mode="merge")
+
+    def prune(self, paths: list) -> None:
+        """Drop every row of PATHS (logs gone from disk) in one commit per table."""
+        from deltalake import DeltaTable
+
+        for table in COMMIT_ORDER:
+            if paths and is_table(self.store, table):
+                for k in range(0, len(paths), 1000):
+                    DeltaTable(str(table_dir(self.store, table).resolve())).delete(path_predicate(paths[k:k + 1000]))
+
+    def vacuum(self) -> None:
+        """Remove files no current version references (superseded by a replace, or written by a killed
+        build), so a plain glob over the table reads what the Delta log says."""
+        from deltalake import DeltaTable
+
+        for table in TABLES:
+            if is_table(self.store, table):
+                DeltaTable(str(table_dir(self.store, table).resolve())).vacuum(
+                    retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
+
+
+def lock(store: Path):
+    """flock STORE/.build.lock or refuse: two builds on one store would read the same logs twice."""
+    fh = open(store / LOCK_NAME, "a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.seek(0)
+        holder = fh.read().strip() or "?"
+        fh.close()
+        raise LogError(f"another `iolens fleet build` (pid {holder}) is writing this store: wait for it to "
+                       "finish", str(store)) from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"{os.getpid()}\n")
+    fh.flush()
+    return fh
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"

@@ -65,6 +65,8 @@ def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
     draw = np.arange(jobs.height)
     if jobs.height > DRAW_MAX:
         draw = np.sort(np.random.default_rng(0).choice(jobs.height, DRAW_MAX, replace=False))
+    # a share above 100 % is I/O time summed over threads (e.g. a JVM's): flagged, drawn at 100 %
+    over = (jobs["io_share"].fill_null(0.0) > 1).to_list()
     top = analysis.top_jobs(jobs)
     top_links = report_links(top["path"].to_list())
     return {
@@ -80,6 +82,9 @@ def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
             "headline": headline,
             "report": report_links(jobs["path"].to_list()),
             **{k: _numbers(jobs[k]) for k, *_ in AXES},
+            "io_share": _numbers(jobs["io_share"].clip(upper_bound=1.0)),
+            "io_share_over_100": [1 if o else 0 for o in over],
+            "io_share_raw": [v if o else None for v, o in zip(_numbers(jobs["io_share"]), over)],
         },
         "apps": apps,
         "severities": severities,

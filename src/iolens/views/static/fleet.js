@@ -158,9 +158,22 @@ function drawSelection() {
   document.getElementById("sel-next").disabled = PC.page >= pages - 1;
   putTable("sel-table", ["application", "job id", "processes", "run time", "I/O time", "I/O share", "bandwidth", "headline insight", "log", ""],
     rows.map((i) => [FLEET.apps[J.app[i]] || "(unknown)", J.jobid[i], fmtInt(J.nprocs[i]), fmtSeconds(J.run_time[i]),
-      fmtSeconds(J.io_time[i]), fmtAxis(J.io_share[i], "pct"), fmtRate(J.bandwidth[i]), J.headline[i] || "",
+      fmtSeconds(J.io_time[i]), ioShareCell(i), fmtRate(J.bandwidth[i]), J.headline[i] || "",
       {node: fileLink(J.path[i], J.path[i].split("/").pop()), class: "path"}, reportCell(J.report[i])]),
     [false, true, true, true, true, true, true, false, false, false]);
+}
+
+function ioShareCell(i) {  // above 100 %: I/O time summed over threads, not the job's wall time in I/O
+  const J = FLEET.jobs;
+  if (!J.io_share_over_100[i]) return fmtAxis(J.io_share[i], "pct");
+  return {text: "> 100 % ⚠", class: "over-run",
+          title: `I/O time is ${fmtAxis(J.io_share_raw[i], "pct")} of the run time: time summed over threads`};
+}
+
+function drawOverRun() {
+  const n = FLEET.jobs.io_share_over_100.reduce((a, b) => a + b, 0);
+  document.getElementById("pc-over").textContent = n ? ` ${fmtInt(n)} job${n > 1 ? "s have" : " has"} more I/O time ` +
+    "than run time (time summed over threads): drawn at 100 % on the I/O share axis, marked ⚠ in the table." : "";
 }
 
 function refresh() { computeSelection(); PC.page = 0; drawPC(); drawSelection(); }
@@ -288,6 +301,7 @@ function fleetMain() {
   drawChips();
   setupPC();
   drawLegend();
+  drawOverRun();
   refresh();
   drawApps(); drawInsights(); drawGroups(); drawTop(); drawErrors();
   const status = document.getElementById("load-status");

@@ -1,0 +1,52 @@
+"""The processes a build starts, and their promise to die with it.
+
+A build's default cluster is a Dask `LocalCluster` of worker processes. Each worker loads this module at
+start (a Dask preload) and ties its life to its parent's: on Linux the kernel sends it SIGKILL when the parent
+goes (prctl PR_SET_PDEATHSIG, which needs no Python thread and so works while the worker is busy in native
+code), and everywhere a watchdog thread exits the worker once its parent pid changes. So a build killed with
+SIGKILL, SIGTERM or Ctrl-C leaves no worker reading logs.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+import threading
+import time
+
+PR_SET_PDEATHSIG = 1
+POLL_SECONDS = 0.5
+
+
+def die_with_parent() -> None:
+    """Exit this process when its parent exits (see the module's docstring)."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # no prctl: the watchdog alone
+    if os.getppid() != parent or parent == 1:  # the parent went before the prctl took hold
+        os._exit(1)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="iolens-parent-watch", daemon=True).start()
+
+
+def dask_setup(worker) -> None:  # noqa: ARG001 - Dask's preload hook
+    die_with_parent()
+
+
+def local_cluster(workers: int):
+    """A LocalCluster of WORKERS single-threaded worker processes that die with this process."""
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                        preload=[__name__])

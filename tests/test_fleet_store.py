@@ -1,0 +1,201 @@
+"""The fleet store survives what happens to a nightly build: killed (SIGKILL, SIGTERM) part-way on a real local
+Dask cluster, run twice at once, logs rewritten in place or removed. Every time, the store holds exactly one
+row per log, and no worker outlives the build that started it."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import iolens
+from iolens.fleet import store as fleet_store
+from iolens.fleet.build import build
+
+from conftest import IOLENS, run_iolens
+
+BAD = ("empty.darshan", "notes.darshan")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, logs_dir):
+    """A few hundred logs as a facility's tree holds them: symlinks to the small shared logs (each a
+    distinct path, so a distinct job row), in day folders, plus two unreadable logs."""
+    small = sorted(p for p in (logs_dir / "public/darshan-logs/release_logs").glob("*.darshan")
+                   if p.stat().st_size < 200_000)
+    small += sorted(p for p in (logs_dir / "public/pydarshan-examples").glob("*.darshan")
+                    if p.stat().st_size < 200_000)
+    assert len(small) >= 20
+    root = tmp_path_factory.mktemp("corpus") / "logs"
+    for k in range(360):
+        day = root / f"2026/11/{k % 6 + 1}"
+        day.mkdir(parents=True, exist_ok=True)
+        src = small[k % len(small)]
+        (day / f"job{k:04d}_{src.name}").symlink_to(src)
+    (root / "2026/11/1" / BAD[0]).write_bytes(b"")
+    (root / "2026/11/2" / BAD[1]).write_text("not a darshan log\n")
+    return root
+
+
+def expected_paths(root: Path) -> set:
+    return {os.path.abspath(p) for p in root.rglob("*.darshan")}
+
+
+def assert_one_row_per_log(store: Path, root: Path):
+    jobs, errors = fleet_store.read(store, "jobs"), fleet_store.read(store, "errors")
+    assert jobs["path"].is_unique().all() and errors["path"].is_unique().all()
+    assert not set(jobs["path"]) & set(errors["path"])
+    assert set(jobs["path"]) | set(errors["path"]) == expected_paths(root)
+    assert {Path(p).name for p in errors["path"]} == set(BAD)
+    return jobs, errors
+
+
+def descendants(pid: int) -> set:
+    """Every live process below PID, from /proc (no psutil needed)."""
+    children: dict = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def committed_batches(store: Path) -> int:
+    log = store / "jobs/_delta_log"
+    return len(list(log.glob("*.json"))) if log.is_dir() else 0
+
+
+def start_build(root, store, *extra):
+    return subprocess.Popen([IOLENS, "fleet", "build", str(root), "-o", str(store), "-j", "2", *map(str, extra)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_build_leaves_whole_batches_and_no_worker(tmp_path, corpus, sig):
+    store = tmp_path / "store"
+    proc = start_build(corpus, store, "--batch", "6")
+    deadline = time.monotonic() + 120
+    while committed_batches(store) < 2:  # part-way: some batches committed, the build still reading
+        assert proc.poll() is None, f"the build ended before it could be killed: {proc.communicate()}"
+        assert time.monotonic() < deadline, "no batch committed in 120 s"
+        time.sleep(0.05)
+    workers = descendants(proc.pid)
+    assert len(workers) >= 2  # the local cluster's worker processes
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 128 + sig and "iolens: error" not in err and "terminated" in err
+    deadline = time.monotonic() + 10
+    while [p for p in workers if alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in workers if alive(p)], "workers outlived their build"
+
+    # what the killed build left: whole batches, at most one row per log, nothing but the corpus
+    jobs, errors = fleet_store.read(store, "jobs"), fleet_store.read(store, "errors")
+    assert 0 < jobs.height + errors.height < len(expected_paths(corpus))
+    assert jobs["path"].is_unique().all() and set(jobs["path"]) <= expected_paths(corpus)
+
+    r = run_iolens("fleet", "build", corpus, "-o", store, "-j", "2", "--batch", "40", "--json")
+    jobs, errors = assert_one_row_per_log(store, corpus)
+    assert jobs.height == len(expected_paths(corpus)) - len(BAD)
+    assert '"skipped": 0' not in r.stdout  # it carried on from the committed batches
+
+
+def test_a_log_rewritten_in_place_replaces_its_row(tmp_path, logs_dir):
+    release = sorted((logs_dir / "public/darshan-logs/release_logs").glob("*x86_64*.darshan"))
+    a, b = release[0], release[-1]
+    assert iolens.read(a).job["jobid"] != iolens.read(b).job["jobid"]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for k in range(3):
+        shutil.copy(a, logs / f"run{k}.darshan")
+    store = tmp_path / "store"
+    assert build([logs], store, scheduler="sync")["added"] == 3
+
+    shutil.copy(b, logs / "run1.darshan")  # a new log under the same name
+    (logs / "run2.darshan").write_bytes(b"\0" * 100)  # a log that broke
+    (logs / "run0.darshan").unlink()  # a log removed: kept (history)
+    summary = build([logs], store, scheduler="sync")
+    assert (summary["read"], summary["replaced"], summary["added"], summary["errors"]) == (2, 2, 1, 1)
+    jobs, errors = fleet_store.read(store, "jobs"), fleet_store.read(store, "errors")
+    assert sorted(Path(p).name for p in jobs["path"]) == ["run0.darshan", "run1.darshan"]
+    row = jobs.filter(pl.col("path") == str(logs / "run1.darshan")).row(0, named=True)
+    new = iolens.read(logs / "run1.darshan")
+    assert (row["jobid"], row["nprocs"], row["size"]) == (new.job["jobid"], new.job["nprocs"], b.stat().st_size)
+    assert errors["path"].to_list() == [str(logs / "run2.darshan")]
+
+    # a plain Parquet glob (DuckDB without its delta extension) sees the same rows after the build
+    duckdb = pytest.importorskip("duckdb")
+    got = duckdb.sql(f"select path, jobid from read_parquet('{store}/jobs/*.parquet', union_by_name = true) "
+                     "order by path").fetchall()
+    assert got == sorted(jobs.select("path", "jobid").iter_rows())
+
+    summary = build([logs], store, scheduler="sync", prune=True)
+    assert (summary["read"], summary["pruned"]) == (0, 1)
+    assert sorted(Path(p).name for p in fleet_store.read(store, "jobs")["path"]) == ["run1.darshan"]
+
+
+def test_two_builds_at_once_give_one_row_per_log(tmp_path, corpus):
+    store = tmp_path / "store"
+    first = start_build(corpus, store, "--batch", "40")
+    deadline = time.monotonic() + 60
+    while not (store / fleet_store.LOCK_NAME).exists() or not (store / fleet_store.LOCK_NAME).read_text():
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.02)
+    second = run_iolens("fleet", "build", corpus, "-o", store, check=False)
+    assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
+    assert second.stderr.startswith("iolens: error: ") and "another `iolens fleet build`" in second.stderr
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert_one_row_per_log(store, corpus)
+    again = run_iolens("fleet", "build", corpus, "-o", store, "--json")
+    assert '"read": 0' in again.stdout
+
+
+def test_a_store_of_the_old_layout_is_refused_with_one_line(tmp_path, generated):
+    old = tmp_path / "old"
+    (old / "jobs").mkdir(parents=True)
+    pl.DataFrame({"path": ["x"], "size": [1], "mtime": [1]}).write_parquet(old / "jobs/part-1-00000.parquet")
+    for args in (("fleet", "build", generated / "fill_rank0.darshan", "-o", old),
+                 ("fleet", "report", old, "-o", tmp_path / "f.html")):
+        r = run_iolens(*args, check=False)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "older iolens" in r.stderr, r.stderr
+        assert "iolens fleet build LOGS -o NEW_STORE" in r.stderr
+
+
+def test_progress_moves_per_log(tmp_path, generated):
+    seen = []
+    logs = sorted(generated.glob("*.darshan"))[:6]
+    build(logs, tmp_path / "s", scheduler="sync", batch=6, diagnose=False, progress=lambda d, t: seen.append((d, t)))
+    assert [d for d, _ in seen] == list(range(1, 7)) and {t for _, t in seen} == {6}
+
+
+def test_io_share_above_100_percent_is_flagged(tmp_path, public, generated):
+    java = public / "pydarshan-examples/dxt.darshan"  # a JVM: I/O time summed over its threads
+    build([java, generated / "fill_rank0.darshan"], tmp_path / "s", scheduler="sync", diagnose=False)
+    jobs = fleet_store.read(tmp_path / "s", "jobs")
+    flags = dict(zip([Path(p).name for p in jobs["path"]], jobs.select("io_share", "io_share_over_100").rows()))
+    assert flags["dxt.darshan"][0] > 1 and flags["dxt.darshan"][1] is True
+    assert flags["fill_rank0.darshan"][0] <= 1 and flags["fill_rank0.darshan"][1] is False
