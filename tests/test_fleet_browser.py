@@ -29,6 +29,7 @@ def fleet_page(tmp_path_factory, logs_dir):
     extra.mkdir()
     rewrite_log(logs_dir / "generated/fill_rank0.darshan", extra / f"{HOSTILE}.darshan", exe=f"{HOSTILE} --run")
     shutil.copy(logs_dir / "generated/collective_2phase.darshan", extra / "with_report.darshan")
+    shutil.copy(logs_dir / "public/pydarshan-examples/dxt.darshan", extra / "java_threads.darshan")
     write_report(read(extra / "with_report.darshan"), extra / "with_report.html", insights=[])
     store = d / "store"
     build([logs_dir / "generated", logs_dir / "public/darshan-logs/release_logs", extra], store, scheduler="sync")
@@ -91,6 +92,23 @@ def test_names_from_logs_are_text_and_reports_are_linked(browser, fleet_page):
     p.close()
 
 
+def test_io_share_above_100_percent_is_flagged_not_plotted(browser, fleet_page):
+    """The JVM log's I/O time is summed over its threads (764 % of its run time): the axis stops at 100 %,
+    the table marks the job, the page says why."""
+    html, jobs = fleet_page
+    java = jobs.filter(jobs["path"].str.ends_with("java_threads.darshan")).row(0, named=True)
+    assert java["io_share"] > 1 and java["io_share_over_100"]
+    p = LoadedPage(browser, html)
+    assert p.js("() => FLEET.axes.find((a) => a.key === 'io_share').hi") <= 1
+    row = p.page.locator("#sel-table tbody tr", has_text="java_threads.darshan")
+    cell = row.locator("td.over-run")
+    assert cell.inner_text() == "> 100 % ⚠"
+    assert f"{100 * java['io_share']:.1f} %" in cell.get_attribute("title")
+    assert "1 job has more I/O time than run time" in p.page.inner_text("#pc-over")
+    assert p.errors == []
+    p.close()
+
+
 def test_selection_pages_reach_every_job(browser, fleet_page, tmp_path):
     """Past 300 selected jobs the table pages on: no job is out of reach."""
     _, jobs = fleet_page
@@ -98,7 +116,8 @@ def test_selection_pages_reach_every_job(browser, fleet_page, tmp_path):
 
     many = pl.concat([jobs.with_columns(pl.format("/fleet/{}/{}", pl.lit(k), pl.col("path")).alias("path"))
                       for k in range(-(-301 // jobs.height) + 1)])
-    fleet_store.write_part(many, tmp_path / "store", "jobs", "part-many-00000")
+    with fleet_store.Writer(tmp_path / "store") as store:
+        store.commit(many["path"].to_list(), {"jobs": many}, replace=False)
     write_fleet_report(tmp_path / "store", tmp_path / "many.html")
     p = LoadedPage(browser, tmp_path / "many.html")
     assert p.page.locator("#sel-table tbody tr").count() == 300

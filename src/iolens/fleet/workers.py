@@ -46,7 +46,10 @@ def dask_setup(worker) -> None:  # noqa: ARG001 - Dask's preload hook
 
 def local_cluster(workers: int):
     """A LocalCluster of WORKERS single-threaded worker processes that die with this process."""
+    import logging
+
     from distributed import LocalCluster
 
+    # silence_logs: Dask's own shutdown notes are not the user's business on a terminal
     return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                        preload=[__name__])
+                        preload=[__name__], silence_logs=logging.ERROR)
