@@ -199,3 +199,37 @@ def test_io_share_above_100_percent_is_flagged(tmp_path, public, generated):
     flags = dict(zip([Path(p).name for p in jobs["path"]], jobs.select("io_share", "io_share_over_100").rows()))
     assert flags["dxt.darshan"][0] > 1 and flags["dxt.darshan"][1] is True
     assert flags["fill_rank0.darshan"][0] <= 1 and flags["fill_rank0.darshan"][1] is False
+
+
+def readme_blocks(lang: str) -> list:
+    """The fenced LANG blocks of the README's fleet section, as a user would copy them."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Many logs: `iolens fleet`"):]
+    section = section[:section.index("\n## ", 1)]
+    return [b.split("\n```", 1)[0] for b in section.split(f"```{lang}\n")[1:]]
+
+
+def test_readme_queries_read_the_store(tmp_path, monkeypatch, logs_dir):
+    """The README's DuckDB (plain glob, offline) and polars (Delta) recipes, run as written from the
+    directory holding `store`, after a build that replaced a row: each row once, the same answers."""
+    duckdb = pytest.importorskip("duckdb")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for p in sorted((logs_dir / "public/darshan-logs/release_logs").glob("*.darshan"))[:8]:
+        shutil.copy(p, logs / p.name)
+    build([logs], tmp_path / "store", scheduler="sync")
+    first = sorted(logs.iterdir())[0]
+    shutil.copy(sorted(logs.iterdir())[1], first)  # rewritten in place: its row replaced
+    assert build([logs], tmp_path / "store", scheduler="sync")["replaced"] == 1
+    jobs = fleet_store.read(tmp_path / "store", "jobs")
+    monkeypatch.chdir(tmp_path)
+
+    (sql,) = readme_blocks("sql")
+    by_app, small_io = [duckdb.sql(q).fetchall() for q in sql.split(";") if q.strip()]
+    assert sum(n for _, n, *_ in by_app) == jobs.height == 8
+    assert {a: n for a, n, *_ in by_app} == dict(jobs.group_by("app").len().iter_rows())
+    assert len(small_io) == jobs.filter(pl.col("insight_SMALL_IO") == "critical").height
+    (recipe,) = [b for b in readme_blocks("python") if "scan_delta" in b]
+    scope: dict = {}
+    exec(compile(recipe.replace('== "ior"', f'== "{jobs["app"][0]}"'), "README", "exec"), scope)
+    assert scope["jobs"].collect().sort("path").equals(jobs.sort("path"))

@@ -238,6 +238,7 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
                     for k in TIMING:
                         totals["timing"][k] += result["timing"][k]
         if keys or (prune and todo["gone"]):
+            writer.compact()
             writer.vacuum()
     return {"store": str(store), "found": todo["found"], "skipped": todo["skipped"], "read": len(keys),
             "replaced": sum(r for _, r in keys), "added": totals["added"], "errors": totals["errors"],

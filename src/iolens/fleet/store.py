@@ -104,6 +104,7 @@ class Writer:
     def __init__(self, store):
         self.store = Path(store)
         self._lock = None
+        self._tables: dict = {}
 
     def __enter__(self):
         if self.store.exists() and not self.store.is_dir():
@@ -137,15 +138,21 @@ class Writer:
             raise LogError(f"cannot write the store ({_one_line(exc)})", str(self.store)) from None
 
     def _write(self, table: str, paths: list, frame, swap: bool) -> None:
-        from deltalake import DeltaTable, write_deltalake
+        from deltalake import DeltaTable, WriterProperties, write_deltalake
 
         where = str(table_dir(self.store, table).resolve())
+        zstd = WriterProperties(compression="ZSTD")
+        dt = self._tables.get(table)
+        if dt is None and is_table(self.store, table):
+            dt = self._tables[table] = DeltaTable(where)  # kept: reloading the log every commit costs
         if frame is None:
-            DeltaTable(where).delete(path_predicate(paths))
+            dt.delete(path_predicate(paths), writer_properties=zstd)
         elif swap:
-            write_deltalake(where, frame, mode="overwrite", predicate=path_predicate(paths), schema_mode="merge")
+            write_deltalake(dt, frame, mode="overwrite", predicate=path_predicate(paths), schema_mode="merge",
+                            writer_properties=zstd)
         else:
-            write_deltalake(where, frame, mode="append", schema_mode="merge")
+            write_deltalake(dt if dt is not None else where, frame, mode="append", schema_mode="merge",
+                            writer_properties=zstd)
 
     def prune(self, paths: list) -> None:
         """Drop every row of PATHS (logs gone from disk) in one commit per table."""
@@ -155,6 +162,17 @@ class Writer:
             if paths and is_table(self.store, table):
                 for k in range(0, len(paths), 1000):
                     DeltaTable(str(table_dir(self.store, table).resolve())).delete(path_predicate(paths[k:k + 1000]))
+
+    def compact(self, most_files: int = 64) -> None:
+        """Merge a table's small files (one per batch and build) once it has more than MOST_FILES, so
+        readers open few files; the old ones go at the next vacuum."""
+        from deltalake import DeltaTable, WriterProperties
+
+        for table in TABLES:
+            if is_table(self.store, table):
+                dt = DeltaTable(str(table_dir(self.store, table).resolve()))
+                if len(dt.file_uris()) > most_files:
+                    dt.optimize.compact(writer_properties=WriterProperties(compression="ZSTD"))
 
     def vacuum(self) -> None:
         """Remove files no current version references (superseded by a replace, or written by a killed
