@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -126,12 +129,13 @@ class Writer:
         jobs table last. `replace=False` when no path of the batch has a jobs or errors row yet: a plain
         append there (the files table is always replaced: a killed build may have committed it alone)."""
         try:
-            for table in COMMIT_ORDER:
-                frame = frames.get(table)
-                rows = frame is not None and frame.height > 0
-                swap = is_table(self.store, table) and (replace or table == "files")
-                if rows or swap:
-                    self._write(table, paths, frame if rows else None, swap)
+            with _stderr_held():
+                for table in COMMIT_ORDER:
+                    frame = frames.get(table)
+                    rows = frame is not None and frame.height > 0
+                    swap = is_table(self.store, table) and (replace or table == "files")
+                    if rows or swap:
+                        self._write(table, paths, frame if rows else None, swap)
         except LogError:
             raise
         except Exception as exc:  # noqa: BLE001 - a full disk, a permission: the store keeps its last commit
@@ -201,6 +205,30 @@ def lock(store: Path):
     fh.write(f"{os.getpid()}\n")
     fh.flush()
     return fh
+
+
+@contextmanager
+def _stderr_held():
+    """delta-rs's I/O threads print a Rust panic when a write fails (seen with EFBIG): the failure is
+    reported in one line instead, so hold file descriptor 2 while writing and pass it on only on success."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    ok = False
+    try:
+        with tempfile.TemporaryFile() as held:
+            os.dup2(held.fileno(), 2)
+            try:
+                yield
+                ok = True
+            finally:
+                os.dup2(saved, 2)
+                if ok:
+                    held.seek(0)
+                    noise = held.read()
+                    if noise:
+                        os.write(2, noise)
+    finally:
+        os.close(saved)
 
 
 def _one_line(exc: BaseException) -> str:
