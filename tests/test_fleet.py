@@ -184,7 +184,10 @@ def test_local_cluster_and_default_scheduler_give_the_same_table(tmp_path, logs_
     process scheduler write the same jobs table."""
     distributed = pytest.importorskip("distributed")
     paths = [str(logs_dir / "generated/f*.darshan"), logs_dir / "public/darshan-logs/release_logs"]
-    build(paths, tmp_path / "default", batch=8)
+    seen = []
+    build(paths, tmp_path / "default", batch=8, progress=lambda done, total: seen.append(done))
+    assert seen == sorted(seen) and seen[-1] == len(find_logs(paths))
+    assert [d for d in seen if d % 8 and d != seen[-1]]  # the bar moves inside a batch, not only per batch
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         r = run_cli("fleet", "build", *paths, "-o", tmp_path / "cluster", "--batch", "8",
                     "--scheduler", cluster.scheduler_address)

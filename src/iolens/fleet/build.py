@@ -293,13 +293,12 @@ class _Tally:
         self.lock = threading.Lock()
 
     def __call__(self, index: int, n: int) -> None:
-        with self.lock:
+        with self.lock:  # progress called under the lock too: the bar never steps back
             if n <= self.done.get(index, 0):
                 return
             self.done[index] = n
-            done = sum(self.done.values())
-        if self.progress:
-            self.progress(done, self.total)
+            if self.progress:
+                self.progress(sum(self.done.values()), self.total)
 
 
 def _run(batches, client, scheduler, workers, diagnose, files, progress):
@@ -354,7 +353,7 @@ def _batch_task(index: int, keys: list, diagnose: bool, files: bool, topic: str)
 
     def tick(n):
         now = time.monotonic()
-        if now - last[0] >= 0.2:
+        if n and now - last[0] >= 0.2:
             last[0] = now
             worker.log_event(topic, (index, n))
 
