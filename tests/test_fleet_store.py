@@ -257,6 +257,8 @@ def test_readme_queries_read_the_store(tmp_path, monkeypatch, logs_dir):
     assert sum(n for _, n, *_ in by_app) == jobs.height == 8
     assert {a: n for a, n, *_ in by_app} == dict(jobs.group_by("app").len().iter_rows())
     assert len(small_io) == jobs.filter(pl.col("insight_SMALL_IO") == "critical").height
+    files = fleet_store.data_files(tmp_path / "store", "jobs")  # the current version's files, for any reader
+    assert duckdb.sql(f"select count(distinct path), count(*) from read_parquet({files!r})").fetchall() == [(8, 8)]
     (recipe,) = [b for b in readme_blocks("python") if "scan_delta" in b]
     scope: dict = {}
     exec(compile(recipe.replace('== "ior"', f'== "{jobs["app"][0]}"'), "README", "exec"), scope)
