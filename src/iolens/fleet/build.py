@@ -15,7 +15,6 @@ import time
 import uuid
 import warnings
 from contextlib import contextmanager
-from pathlib import Path
 
 import polars as pl
 
@@ -145,7 +144,7 @@ def _process(keys: list, diagnose: bool, files: bool, tick) -> dict:
         "files": typed_frame(file_table) if file_table else None,
     }
     timing["parquet"] = time.perf_counter() - t0
-    return {"logs": len(keys), "paths": [k[0] for k in keys], "frames": frames, "files": files,
+    return {"logs": len(keys), "paths": [k[0] for k in keys], "frames": frames,
             "jobs": len(jobs), "errors": len(errors), "timing": timing}
 
 
