@@ -159,7 +159,7 @@ class Writer:
                             writer_properties=zstd)
 
     def prune(self, paths: list) -> None:
-        """Drop every row of PATHS (logs gone from disk) in one commit per table."""
+        """Drop every row of PATHS (logs gone from disk): a commit per table and 1,000 logs."""
         from deltalake import DeltaTable
 
         for table in COMMIT_ORDER:
