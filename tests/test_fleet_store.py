@@ -159,7 +159,7 @@ def test_a_log_rewritten_in_place_replaces_its_row(tmp_path, logs_dir):
 
 def test_two_builds_at_once_give_one_row_per_log(tmp_path, corpus):
     store = tmp_path / "store"
-    first = start_build(corpus, store, "--batch", "40", "--no-diagnose")
+    first = start_build(corpus, store, "--batch", "10", "--no-diagnose")  # 20 commits: still running
     deadline = time.monotonic() + 60
     while not (store / fleet_store.LOCK_NAME).exists() or not (store / fleet_store.LOCK_NAME).read_text():
         assert time.monotonic() < deadline and first.poll() is None
