@@ -140,6 +140,7 @@ class Thresholds(dict):
 
     def __init__(self, overrides=None):
         super().__init__(DEFAULTS)
+        self.explicit = set()  # names given by the user (the cost model's fits never replace these)
         for name, value in (overrides or {}).items():
             self.set(name, value)
 
@@ -148,6 +149,7 @@ class Thresholds(dict):
         if name not in BY_NAME:
             raise ValueError(f"unknown threshold {name!r} (known: {', '.join(sorted(BY_NAME))})")
         self[name] = parse_value(BY_NAME[name], value)
+        self.explicit.add(name)
 
     def __getattr__(self, name):
         try:
