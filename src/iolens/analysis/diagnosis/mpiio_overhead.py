@@ -120,11 +120,12 @@ def check(ctx) -> list:
     who = (f"{writers} of {nranks} ranks reach the file system" if writers is not None
            else f"{nranks} ranks (shared records: per-rank times unknown)")
     title = (f"MPI-IO above the file system: {fmt_pct(share)} of the MPI-IO time ({fmt_time(total_mpiio - total_posix)}"
-             f" of {fmt_time(total_mpiio)}) is not spent in POSIX")
+             f" of {fmt_time(total_mpiio)} over all ranks) is not spent in POSIX")
     summary = (f"The ranks spend {fmt_time(total_mpiio)} in MPI-IO reads and writes but only "
                f"{fmt_time(total_posix)} in the POSIX operations inside them; {who}. The rest is ROMIO's own work: "
                "the two-phase exchange between ranks, synchronisation, and ranks waiting for the aggregators. "
-               f"The slowest rank{' (' + str(metrics['slowest_rank']) + ')' if per_rank else ''} spends "
+               + (f"The slowest rank ({metrics['slowest_rank']}) spends " if per_rank else "The average rank spends ")
+               + f"
                f"{fmt_time(slow_over)} of its {fmt_time(slow_mpiio)} above the file system"
                + (f"; per rank the share ranges from {fmt_pct(metrics['min_rank_overhead_share'])} to "
                   f"{fmt_pct(metrics['max_rank_overhead_share'])}" if per_rank else "") + ".")
@@ -158,12 +159,13 @@ def _facts(ctx, source) -> dict:
     return out
 
 
-def collective_buffer(request, nranks: int, writers) -> int:
-    """A cb_buffer_size holding what one aggregator gathers per call (a power of two, 16 MiB to 256 MiB)."""
+def collective_buffer(request, nranks: int, writers) -> int | None:
+    """A cb_buffer_size holding what one aggregator gathers per call (a power of two up to 256 MiB), or None
+    when ROMIO's default (16 MiB) already holds it (or the request size is unknown)."""
     if not request:
-        return 16 * MiB
+        return None
     per_aggregator = int(request * max(nranks, 1) / max(writers or 1, 1))
-    return min(256 * MiB, max(16 * MiB, 1 << max(per_aggregator - 1, 1).bit_length()))
+    return min(256 * MiB, 1 << (per_aggregator - 1).bit_length()) if per_aggregator > 16 * MiB else None
 
 
 def _recs(ctx, metrics: dict, saving: float, slow_mpiio: float, floor: float) -> list:
@@ -193,18 +195,20 @@ def _recs(ctx, metrics: dict, saving: float, slow_mpiio: float, floor: float) ->
             out.append(rec.mpi_hints_c(hints, "More collective-buffering aggregators (cb_nodes, cb_config_list)",
                                        why))
         buf = collective_buffer(request, nranks, writers)
-        out.append(rec.mpi_hints_c({"cb_buffer_size": str(buf)}, f"A larger collective buffer "
-                                   f"(cb_buffer_size={fmt_bytes(buf)})",
-                                   "Each aggregator moves at most cb_buffer_size bytes per exchange round (16 MiB "
-                                   "by default): a buffer as large as what one aggregator writes per call means "
-                                   "fewer rounds of exchange and synchronisation."))
+        if buf:
+            hints["cb_buffer_size"] = str(buf)
+            out.append(rec.mpi_hints_c({"cb_buffer_size": str(buf)}, f"A larger collective buffer "
+                                       f"(cb_buffer_size={fmt_bytes(buf)})",
+                                       "Each aggregator moves at most cb_buffer_size bytes per exchange round "
+                                       "(16 MiB by default): a buffer as large as what one aggregator gathers per "
+                                       "call means fewer rounds of exchange and synchronisation."))
         large = request is not None and request >= ctx.th.large_request_bytes
         out.append(rec.mpi_hints_c({cb: "disable"}, f"Or turn collective buffering off ({cb}=disable)",
                                    ("The ranks' requests are large (" + fmt_bytes(request) + " median): each rank "
                                     "can write its own part directly, with no exchange at all." if large else
                                     "Each rank then issues its own requests with no exchange; with small "
                                     "interleaved requests this is usually slower: measure before keeping it.")))
-        all_hints = {**hints, "cb_buffer_size": str(buf)}
+        all_hints = hints or {cb: "disable"}
     else:
         ds = "romio_ds_write" if write else "romio_ds_read"
         out.append(rec.mpi_hints_c({ds: "disable"}, f"Turn off data sieving ({ds}=disable)",
