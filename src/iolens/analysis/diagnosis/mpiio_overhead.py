@@ -125,8 +125,7 @@ def check(ctx) -> list:
                f"{fmt_time(total_posix)} in the POSIX operations inside them; {who}. The rest is ROMIO's own work: "
                "the two-phase exchange between ranks, synchronisation, and ranks waiting for the aggregators. "
                + (f"The slowest rank ({metrics['slowest_rank']}) spends " if per_rank else "The average rank spends ")
-               + f"
-               f"{fmt_time(slow_over)} of its {fmt_time(slow_mpiio)} above the file system"
+               + f"{fmt_time(slow_over)} of its {fmt_time(slow_mpiio)} above the file system"
                + (f"; per rank the share ranges from {fmt_pct(metrics['min_rank_overhead_share'])} to "
                   f"{fmt_pct(metrics['max_rank_overhead_share'])}" if per_rank else "") + ".")
     if per_rank and writers and writers < nranks:
