@@ -60,14 +60,7 @@ def fit_points(sizes, durations, weights=None, small_bytes: int = 100 * 1024) ->
     s, d, w = s[keep], d[keep], w[keep]
     if w.sum() < MIN_FIT_REQUESTS:
         return None, None
-    bins = np.floor(np.log2(s)).astype(int)
-    xs, ys, ws = [], [], []
-    for b in np.unique(bins):
-        m = bins == b
-        xs.append(_weighted_median(s[m], w[m]))
-        ys.append(_weighted_median(d[m], w[m]))
-        ws.append(np.sqrt(w[m].sum()))
-    x, y, wt = np.array(xs), np.array(ys), np.array(ws)
+    x, y, wt = _bin_medians(s, d, w, weighted=weights is not None)
     if x.max() / x.min() < MIN_SIZE_SPAN:
         x0, y0 = _weighted_median(x, wt), _weighted_median(y, wt)
         if y0 <= 0:
@@ -75,6 +68,22 @@ def fit_points(sizes, durations, weights=None, small_bytes: int = 100 * 1024) ->
         return (y0, None) if x0 <= small_bytes else (None, x0 / y0)
     latency, slope = _nonnegative_line(x, y, wt)
     return latency, (1.0 / slope if slope > 0 else None)
+
+
+def _bin_medians(s, d, w, weighted: bool) -> tuple:
+    """Per power-of-two size bin: median size, median duration, sqrt(requests)."""
+    bins = np.floor(np.log2(s)).astype(np.int64)
+    if not weighted:  # a trace: millions of points, one polars group-by
+        t = (pl.DataFrame({"b": bins, "s": s, "d": d}).group_by("b")
+             .agg(pl.col("s").median(), pl.col("d").median(), pl.len().alias("n")).sort("b"))
+        return t["s"].to_numpy(), t["d"].to_numpy(), np.sqrt(t["n"].to_numpy().astype(float))
+    xs, ys, ws = [], [], []
+    for b in np.unique(bins):
+        m = bins == b
+        xs.append(_weighted_median(s[m], w[m]))
+        ys.append(_weighted_median(d[m], w[m]))
+        ws.append(np.sqrt(w[m].sum()))
+    return np.array(xs), np.array(ys), np.array(ws)
 
 
 def _weighted_median(values, weights) -> float:
@@ -97,18 +106,25 @@ def _nonnegative_line(x, y, w) -> tuple:
     return 0.0, float(max(sxy / sxx, 0.0))  # through the origin: all bandwidth
 
 
-def fit_segments(seg: pl.DataFrame, layer: str, op: str, small_bytes: int) -> Fit | None:
-    """The fit of traced operations `op` ('read', 'write' or None for both) of one DXT layer."""
-    if seg.is_empty():
-        return None
+def segment_bins(seg: pl.DataFrame) -> pl.DataFrame:
+    """Per operation and power-of-two size bin of traced operations: median size `s`, median duration `d`,
+    count `n` (one group-by, shared by every fit of the layer)."""
+    return (seg.filter(pl.col("length") > 0)
+            .group_by("op", pl.col("length").cast(pl.Float64).log(2).floor().cast(pl.Int64).alias("b"))
+            .agg(pl.col("length").median().alias("s"), (pl.col("end") - pl.col("start")).median().alias("d"),
+                 pl.len().alias("n")).sort("op", "b"))
+
+
+def fit_segments(bins: pl.DataFrame, layer: str, op: str | None, small_bytes: int) -> Fit | None:
+    """The fit of traced operations `op` ('read', 'write' or None for both) from their `segment_bins`."""
     if op is not None:
-        seg = seg.filter(pl.col("op") == op)
-    if seg.is_empty():
+        bins = bins.filter(pl.col("op") == op)
+    if bins.is_empty():
         return None
-    lat, bw = fit_points(seg["length"].to_numpy(), (seg["end"] - seg["start"]).to_numpy(), None, small_bytes)
+    lat, bw = fit_points(bins["s"].to_numpy(), bins["d"].to_numpy(), bins["n"].to_numpy(), small_bytes)
     if lat is None and bw is None:
         return None
-    return Fit(lat, bw, seg.height, "dxt", layer, op or "both")
+    return Fit(lat, bw, int(bins["n"].sum()), "dxt", layer, op or "both")
 
 
 COUNTERS = {  # layer -> op -> (request count columns, bytes column, time column)
@@ -161,7 +177,7 @@ def _fit_of(ctx, layer, op):
     small = int(ctx.th.small_request_bytes)
     seg = ctx.seg_posix if layer == "posix" else ctx.seg_mpiio
     if not seg.is_empty() and ctx.trace_complete(dxt_module, op):
-        fit = fit_segments(seg, layer, op, small)
+        fit = fit_segments(ctx.memo(("fs_bins", layer), lambda: segment_bins(seg)), layer, op, small)
         if fit is not None:
             return fit
     return fit_counters(ctx.counters(module), layer, op, small)

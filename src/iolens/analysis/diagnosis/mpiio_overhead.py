@@ -5,7 +5,9 @@ the two-phase exchange of data between ranks, synchronisation, and ranks waiting
 rank, the share of its MPI-IO read/write time not spent in POSIX operations measures that. With DXT, each
 rank's POSIX operations are matched to the MPI-IO operation they run inside (same rank and file, starting
 within it); without it, the counters' MPI-IO and POSIX read/write times of the same files are compared.
-Open, close, sync and set_view are left out: their waiting is not what the knobs below move.
+Open, close, sync and set_view are left out: their waiting is not what the knobs below move. Only files
+accessed mostly collectively count: independent MPI-IO above POSIX (data sieving, locks) is what DATA_SIEVING
+and NO_COLLECTIVE_IO describe, and the collective-buffering knobs do not move it.
 """
 from __future__ import annotations
 
@@ -49,13 +51,23 @@ def overhead_by_rank(mpiio: pl.DataFrame, posix: pl.DataFrame) -> pl.DataFrame:
             .sort(["overhead_s", "rank"], descending=[True, False]))
 
 
-def _counter_table(ctx) -> pl.DataFrame | None:
+def collective_files(ctx) -> list:
+    """Files with MPI-IO and POSIX records whose MPI-IO reads and writes are mostly collective."""
+    mpi = ctx.counters("MPI-IO")
+    if mpi is None or not ctx.has("POSIX"):
+        return []
+    coll = sum((clip(f"MPIIO_COLL_{k}") for k in ("READS", "WRITES")), pl.lit(0))
+    indep = sum((clip(f"MPIIO_{m}_{k}") for m in ("INDEP", "SPLIT", "NB") for k in ("READS", "WRITES")), pl.lit(0))
+    t = mpi.group_by("file_id").agg(coll.sum().alias("coll"), indep.sum().alias("indep"))
+    t = t.filter((pl.col("coll") > 0) & (pl.col("coll") >= pl.col("indep")))
+    return sorted(set(t["file_id"].to_list()) & ctx.ids_in("POSIX"))
+
+
+def _counter_table(ctx, files: list) -> pl.DataFrame | None:
     """The same table from the counters: per rank where records are per rank, one row (rank -1) for the
-    shared records, over the files that have both MPI-IO and POSIX records."""
+    shared records, over `files`."""
     mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
-    if mpi is None or posix is None:
-        return None
-    both = pl.Series(sorted(ctx.ids_in("MPI-IO") & ctx.ids_in("POSIX")), dtype=pl.UInt64).implode()
+    both = pl.Series(files, dtype=pl.UInt64).implode()
     m = (mpi.filter(pl.col("file_id").is_in(both)).group_by("rank")
          .agg((clip("MPIIO_F_READ_TIME") + clip("MPIIO_F_WRITE_TIME")).sum().alias("mpiio_s")))
     p = (posix.filter(pl.col("file_id").is_in(both)).group_by("rank")
@@ -68,23 +80,26 @@ def _counter_table(ctx) -> pl.DataFrame | None:
             .filter(pl.col("mpiio_s") > 0).sort(["overhead_s", "rank"], descending=[True, False]))
 
 
-def _table(ctx) -> tuple:
-    """(per-rank table, source, partial)."""
+def _table(ctx, files: list) -> tuple:
+    """(per-rank table over `files`, source, partial)."""
     seg_m, seg_p = ctx.seg_mpiio, ctx.seg_posix
     if not seg_m.is_empty() and not seg_p.is_empty():
-        posix_files = seg_p["file_id"].unique().implode()
-        traced = seg_m.filter(pl.col("file_id").is_in(posix_files))
+        ids = pl.Series(files, dtype=pl.UInt64).implode()
+        traced = seg_m.filter(pl.col("file_id").is_in(ids) & pl.col("file_id").is_in(seg_p["file_id"].unique().implode()))
         if not traced.is_empty():
             partial = not (ctx.trace_complete("DXT_MPIIO") and ctx.trace_complete("DXT_POSIX"))
-            return overhead_by_rank(traced, seg_p), "dxt", partial
-    return _counter_table(ctx), "counters", False
+            return overhead_by_rank(traced, seg_p.filter(pl.col("file_id").is_in(ids))), "dxt", partial
+    return _counter_table(ctx, files), "counters", False
 
 
 def check(ctx) -> list:
     th = ctx.th
-    if not ctx.has("MPI-IO"):
+    if not ctx.total("MPI-IO", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES"):
+        return []  # no collective call at all (most logs): nothing to look at
+    files = collective_files(ctx)
+    if not files:
         return []
-    table, source, partial = _table(ctx)
+    table, source, partial = _table(ctx, files)
     if table is None or table.is_empty():
         return []
     total_mpiio = float(table["mpiio_s"].sum())
@@ -134,12 +149,14 @@ def check(ctx) -> list:
     window = ctx.seg_window(ctx.seg_mpiio) if source == "dxt" else ctx.counter_window("MPI-IO")
     strong = share >= th.mpiio_overhead_warning_share
     return [Insight("MPIIO_OVERHEAD", severity, title, summary,
-                    Evidence(ranks=ranks, files=ctx.names_of(_files(ctx)), time_window=window, metrics=metrics),
+                    Evidence(ranks=ranks, files=ctx.names_of(_files(ctx, files)), time_window=window,
+                             metrics=metrics),
                     recs, source=source, partial=partial, score=share, demotable=not strong)]
 
 
-def _files(ctx) -> list:
-    mpi = ctx.counters("MPI-IO")
+def _files(ctx, files: list) -> list:
+    """`files`, the most MPI-IO time first."""
+    mpi = ctx.counters("MPI-IO").filter(pl.col("file_id").is_in(pl.Series(files, dtype=pl.UInt64).implode()))
     t = (mpi.group_by("file_id").agg((clip("MPIIO_F_READ_TIME") + clip("MPIIO_F_WRITE_TIME")).sum().alias("t"))
          .filter(pl.col("t") > 0).sort("t", descending=True))
     return t["file_id"].to_list()
@@ -168,54 +185,45 @@ def collective_buffer(request, nranks: int, writers) -> int | None:
 
 
 def _recs(ctx, metrics: dict, saving: float, slow_mpiio: float, floor: float) -> list:
+    """The knobs that move it: aggregator count and placement, the collective buffer, buffering on or off."""
     nranks = int(metrics["mpiio_ranks"])
     hosts = int(metrics.get("hosts") or 0)
     writers = metrics.get("ranks_with_posix_io")
     request = metrics.get("mpiio_median_request_bytes")
     write = ctx.total("MPI-IO", "MPIIO_BYTES_WRITTEN") >= ctx.total("MPI-IO", "MPIIO_BYTES_READ")
     cb = "romio_cb_write" if write else "romio_cb_read"
+    out, hints = [], {}
+    if not writers or writers < nranks:  # every rank an aggregator already: nothing to spread
+        agg = nranks if not writers else min(nranks, max(2 * writers, hosts))
+        per_host = max(1, nranks // hosts) if hosts else None
+        hints["cb_nodes"] = str(agg)
+        if per_host and agg > hosts:
+            hints["cb_config_list"] = f"*:{per_host}"
+        why = (f"Collective buffering funnels the data through {writers or 'a few'} aggregator rank(s): the "
+               f"others wait. cb_nodes={agg} spreads the file-system work" +
+               (f"; cb_config_list=*:{per_host} allows {per_host} aggregators per node (ROMIO's default is one)"
+                if "cb_config_list" in hints else "") + ". Measure: on one node more aggregators can also slow "
+               "the exchange (iolens tune tries the values).")
+        out.append(rec.mpi_hints_c(dict(hints), "More collective-buffering aggregators (cb_nodes, cb_config_list)",
+                                   why))
+    buf = collective_buffer(request, nranks, writers)
+    if buf:
+        hints["cb_buffer_size"] = str(buf)
+        out.append(rec.mpi_hints_c({"cb_buffer_size": str(buf)}, f"A larger collective buffer "
+                                   f"(cb_buffer_size={fmt_bytes(buf)})",
+                                   "Each aggregator moves at most cb_buffer_size bytes per exchange round (16 MiB "
+                                   "by default): a buffer as large as what one aggregator gathers per call means "
+                                   "fewer rounds of exchange and synchronisation."))
+    large = request is not None and request >= ctx.th.large_request_bytes
+    out.append(rec.mpi_hints_c({cb: "disable"}, f"Or turn collective buffering off ({cb}=disable)",
+                               ("The ranks' requests are large (" + fmt_bytes(request) + " median): each rank can "
+                                "write its own part directly, with no exchange at all." if large else
+                                "Each rank then issues its own requests with no exchange; with small interleaved "
+                                "requests this is usually slower: measure before keeping it.")))
+    out.append(rec.romio_hints_file(hints or {cb: "disable"}))
     basis = (f"the slowest rank's MPI-IO time here ({fmt_time(slow_mpiio)}) minus its share of the POSIX time "
              f"inside MPI-IO ({fmt_time(floor)}: the total over {nranks} ranks): an upper bound, what is left if "
              "nothing remained above the file system")
-    out = []
-    if metrics["collective_ops"]:
-        hints = {}
-        if not writers or writers < nranks:  # every rank an aggregator already: nothing to spread
-            agg = nranks if not writers else min(nranks, max(2 * writers, hosts or 0))
-            per_host = max(1, nranks // hosts) if hosts else None
-            hints["cb_nodes"] = str(agg)
-            if per_host and agg > (hosts or 0):
-                hints["cb_config_list"] = f"*:{per_host}"
-            why = (f"Collective buffering funnels the data through {writers or 'a few'} aggregator rank(s): the "
-                   f"others wait. cb_nodes={agg} spreads the file-system work" +
-                   (f"; cb_config_list=*:{per_host} allows {per_host} aggregators per node (ROMIO's default is "
-                    "one)" if "cb_config_list" in hints else "") + ". Measure: on one node more aggregators can "
-                   "also slow the exchange (iolens tune tries the values).")
-            out.append(rec.mpi_hints_c(hints, "More collective-buffering aggregators (cb_nodes, cb_config_list)",
-                                       why))
-        buf = collective_buffer(request, nranks, writers)
-        if buf:
-            hints["cb_buffer_size"] = str(buf)
-            out.append(rec.mpi_hints_c({"cb_buffer_size": str(buf)}, f"A larger collective buffer "
-                                       f"(cb_buffer_size={fmt_bytes(buf)})",
-                                       "Each aggregator moves at most cb_buffer_size bytes per exchange round "
-                                       "(16 MiB by default): a buffer as large as what one aggregator gathers per "
-                                       "call means fewer rounds of exchange and synchronisation."))
-        large = request is not None and request >= ctx.th.large_request_bytes
-        out.append(rec.mpi_hints_c({cb: "disable"}, f"Or turn collective buffering off ({cb}=disable)",
-                                   ("The ranks' requests are large (" + fmt_bytes(request) + " median): each rank "
-                                    "can write its own part directly, with no exchange at all." if large else
-                                    "Each rank then issues its own requests with no exchange; with small "
-                                    "interleaved requests this is usually slower: measure before keeping it.")))
-        all_hints = hints or {cb: "disable"}
-    else:
-        ds = "romio_ds_write" if write else "romio_ds_read"
-        out.append(rec.mpi_hints_c({ds: "disable"}, f"Turn off data sieving ({ds}=disable)",
-                                   "The MPI-IO calls are independent: time above the file system is data sieving "
-                                   "(reading and locking whole extents) or lock waits; without it each piece is "
-                                   "its own request."))
-        all_hints = {ds: "disable"}
-    out.append(rec.romio_hints_file(all_hints))
     for r in out:
         r.expected_saving, r.saving_basis = saving, basis
     return out
