@@ -257,13 +257,20 @@ def project(ctx, metrics: dict, here_seconds: float, *, requests: float = 0, loc
     if fs.scale_ranks <= ctx.nprocs:
         return (f"Cost: {here}, already at {fmt_count(ctx.nprocs)} ranks (no projection to "
                 f"{fmt_count(fs.scale_ranks)}: the measured cost is the cost at that scale). Model: {fs.constants()}.")
-    at_scale = fs.cost(ctx.nprocs, requests, lock_conflicts, nbytes)
+    # every constant the cost needs is this machine's: the measured cost itself scales (weak scaling, the
+    # file system shared by S/n times the ranks); the model evaluated with the fit would describe the average
+    # rank, not the busiest one the measurement is about
+    used = ([fs.latency_from] if requests else []) + ([fs.bandwidth_from] if nbytes else []) \
+        + (["assumed"] if lock_conflicts else [])
+    if used and set(used) == {"fitted"} and here_seconds > 0:
+        at_scale = here_seconds * fs.scale_ranks / ctx.nprocs
+        where = "on this machine's file system (the cost measured here, weak scaling)"
+    else:
+        at_scale = fs.cost(ctx.nprocs, requests, lock_conflicts, nbytes)
+        where = (f"on a Lustre-like file system ({fs.osts} OSTs)" if "fitted" not in used
+                 else f"on this machine's file system where fitted, {fs.osts} OSTs where assumed")
     metrics["projected_time_s"] = at_scale
     metrics["projected_ranks"] = fs.scale_ranks
-    kinds = {fs.latency_from, fs.bandwidth_from}
-    where = ("on this machine's file system (weak scaling)" if kinds == {"fitted"}
-             else f"on a Lustre-like file system ({fs.osts} OSTs)" if kinds == {"assumed"}
-             else f"on this machine's file system where fitted, {fs.osts} OSTs where assumed")
     return (f"Cost: {here}; ≈ {fmt_time(at_scale)} at {fmt_count(fs.scale_ranks)} ranks {where} "
             f"({fs.constants()}{', lock conflict ' + fmt_time(fs.lock_latency) + ' assumed' if lock_conflicts else ''}"
             "; see the cost model in docs/diagnosis.md).")
