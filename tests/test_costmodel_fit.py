@@ -12,8 +12,8 @@ import pytest
 
 import iolens
 from iolens.analysis.diagnosis import diagnose
-from iolens.analysis.diagnosis.costmodel import (FsProfile, counter_points, fit_counters, fit_points, fit_segments,
-                                                 segment_bins)
+from iolens.analysis.diagnosis.costmodel import (Fit, FsProfile, counter_points, fit_counters, fit_points,
+                                                 fit_segments, segment_bins)
 from iolens.analysis.diagnosis.thresholds import Thresholds
 
 from conftest import run_iolens
@@ -83,8 +83,8 @@ def test_fit_from_the_counters_mean_size_against_mean_time():
 
 
 def test_fitted_constants_give_back_the_measured_cost_at_the_runs_own_scale():
-    fit = fit_points(np.repeat([1 * KiB, 1 * MiB], 50), LAT + np.repeat([1 * KiB, 1 * MiB], 50) / BW)
-    from iolens.analysis.diagnosis.costmodel import Fit
+    sizes = np.repeat([1 * KiB, 1 * MiB], 50)
+    fit = fit_points(sizes, LAT + sizes / BW)
     fs = FsProfile.from_thresholds(Thresholds(), Fit(*fit, 100, "dxt"))
     assert (fs.latency_from, fs.bandwidth_from) == ("fitted", "fitted")
     # 4 ranks did 1,000 requests each: each rank spent 1,000 x LAT; at 4 ranks that is the cost, at 8 twice it
