@@ -16,7 +16,7 @@ import polars as pl
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
 from .insight import Evidence, Insight
-from .units import fmt_bytes, fmt_pct, fmt_ranks, fmt_time
+from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
 DATA_OPS = ("read", "write")
 MiB = 1 << 20
@@ -132,19 +132,9 @@ def check(ctx) -> list:
         metrics["min_rank_overhead_share"] = float(table["overhead_share"].min())
         metrics["ranks_with_posix_io"] = writers
     ranks = [int(r) for r in table["rank"].to_list() if r >= 0][:MAX_RANKS]
-    who = (f"{writers} of {nranks} ranks reach the file system" if writers is not None
-           else f"{nranks} ranks (shared records: per-rank times unknown)")
     title = (f"MPI-IO above the file system: {fmt_pct(share)} of the MPI-IO time ({fmt_time(total_mpiio - total_posix)}"
              f" of {fmt_time(total_mpiio)} over all ranks) is not spent in POSIX")
-    summary = (f"The ranks spend {fmt_time(total_mpiio)} in MPI-IO reads and writes but only "
-               f"{fmt_time(total_posix)} in the POSIX operations inside them; {who}. The rest is ROMIO's own work: "
-               "the two-phase exchange between ranks, synchronisation, and ranks waiting for the aggregators. "
-               + (f"The slowest rank ({metrics['slowest_rank']}) spends " if per_rank else "The average rank spends ")
-               + f"{fmt_time(slow_over)} of its {fmt_time(slow_mpiio)} above the file system"
-               + (f"; per rank the share ranges from {fmt_pct(metrics['min_rank_overhead_share'])} to "
-                  f"{fmt_pct(metrics['max_rank_overhead_share'])}" if per_rank else "") + ".")
-    if per_rank and writers and writers < nranks:
-        summary += f" Aggregators: {fmt_ranks(table.filter(pl.col('posix_s') > 0)['rank'].sort().to_list())}."
+    summary = _summary(metrics, table if per_rank else None)
     recs = _recs(ctx, metrics, saving, slow_mpiio, floor)
     window = ctx.seg_window(ctx.seg_mpiio) if source == "dxt" else ctx.counter_window("MPI-IO")
     strong = share >= th.mpiio_overhead_warning_share
@@ -152,6 +142,26 @@ def check(ctx) -> list:
                     Evidence(ranks=ranks, files=ctx.names_of(_files(ctx, files)), time_window=window,
                              metrics=metrics),
                     recs, source=source, partial=partial, score=share, demotable=not strong)]
+
+
+def _summary(m: dict, table) -> str:
+    """What the numbers say; `table` (per rank) is None for shared records."""
+    writers, nranks = m.get("ranks_with_posix_io"), m["mpiio_ranks"]
+    who = (f"{fmt_count(writers)} of {fmt_count(nranks)} ranks reach the file system" if table is not None
+           else f"{fmt_count(nranks)} ranks (shared records: per-rank times unknown)")
+    text = (f"The ranks spend {fmt_time(m['mpiio_time_s'])} in MPI-IO reads and writes but only "
+            f"{fmt_time(m['posix_time_inside_s'])} in the POSIX operations inside them; {who}. The rest is ROMIO's "
+            "own work: the two-phase exchange between ranks, synchronisation, and ranks waiting for the "
+            "aggregators. " + (f"The slowest rank ({m['slowest_rank']})" if table is not None else "The average rank")
+            + f" spends {fmt_time(m['slowest_rank_overhead_s'])} of its {fmt_time(m['slowest_rank_mpiio_time_s'])} "
+            "above the file system")
+    if table is None:
+        return text + "."
+    text += (f"; per rank the share ranges from {fmt_pct(m['min_rank_overhead_share'])} to "
+             f"{fmt_pct(m['max_rank_overhead_share'])}.")
+    if writers and writers < nranks:
+        text += f" Aggregators: {fmt_ranks(table.filter(pl.col('posix_s') > 0)['rank'].sort().to_list())}."
+    return text
 
 
 def _files(ctx, files: list) -> list:
