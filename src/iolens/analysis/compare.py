@@ -163,6 +163,7 @@ KEY_METRICS = {
     "estimated_aggregators": ("aggregator ranks (estimated)", "count", None),
     "collective_writes": ("collective MPI-IO writes", "count", "collective_writes"),
     "collective_reads": ("collective MPI-IO reads", "count", "collective_reads"),
+    "overhead_share": ("of the MPI-IO time above the file system", "share", None),
     "unrequested_read_bytes": ("read but never requested", "bytes", "unrequested_read_bytes"),
     "metadata_time_share": ("of the time in metadata", "share", None),
     "small_metadata_writes": ("small metadata writes", "count", None),

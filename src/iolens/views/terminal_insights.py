@@ -30,6 +30,11 @@ def format_metric(name: str, value) -> str:
     return human_count(value)
 
 
+def saving_line(r: dict) -> str:
+    """The expected saving in one short line (the JSON's saving_basis says how it was derived)."""
+    return f"expected saving here: ≈ {human_seconds(r['expected_saving'])} of the slowest rank's I/O time"
+
+
 def _ranks(ranks, limit=12) -> str:
     if not ranks:
         return "all / not rank-specific"
@@ -87,6 +92,8 @@ def _panel(i: dict, seen: set) -> Panel:
     parts += [Text(""), facts]
     for n, r in enumerate(i["recommendations"], 1):
         parts.append(Text(f"\n{n}. {r['title']}", style="bold"))
+        if r.get("expected_saving"):
+            parts.append(Text(saving_line(r), style="dim"))
         key = (r["title"], r["snippet"])
         if key in seen:
             parts.append(Text("(as above)", style="dim"))
@@ -124,6 +131,8 @@ def _render_plain(path: str, shown: list, hidden: int, job: dict | None) -> None
         out(f"  source: {i['source']}{' (partial)' if i['partial'] else ''}\n")
         for n, r in enumerate(i["recommendations"], 1):
             out(f"  {n}. {r['title']}\n")
+            if r.get("expected_saving"):
+                out(f"     {saving_line(r)}\n")
             if (r["title"], r["snippet"]) in seen:
                 out("     (as above)\n")
                 continue

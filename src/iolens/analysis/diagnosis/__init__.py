@@ -12,7 +12,8 @@ from __future__ import annotations
 import traceback
 import warnings
 
-from . import collective, conflicts, hdf5, interfaces, lustre, metadata, ranks, redundancy, requests, trace
+from . import (collective, conflicts, hdf5, interfaces, lustre, metadata, mpiio_overhead, ranks, redundancy, requests,
+               savings, trace)
 from .context import Context
 from .insight import (CODES, JSON_SCHEMA, SCHEMA_VERSION, SEVERITIES, Evidence, Insight, Recommendation,
                       sort_key)
@@ -33,6 +34,7 @@ CHECKS = (
     ("straggler", ranks.check_straggler),
     ("no_collective_io", collective.check_no_collective),
     ("collective_io", collective.check_collective),
+    ("mpiio_overhead", mpiio_overhead.check),
     ("data_sieving", collective.check_sieving),
     ("hdf5_metadata", hdf5.check),
     ("lustre_striping", lustre.check_striping),
@@ -70,6 +72,7 @@ def diagnose(log, thresholds=None, strict: bool = False) -> list:
             found[-1].summary += " " + traceback.format_exc(limit=1).strip().splitlines()[-1]
     found = _dedupe(found)
     _demote_if_io_is_negligible(ctx, found)
+    savings.attach(ctx, found)
     return sorted(found, key=sort_key)
 
 

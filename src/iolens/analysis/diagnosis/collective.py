@@ -95,7 +95,7 @@ def check_no_collective(ctx) -> list:
                    "being aggregated by collective buffering.")
         if severity == "info":
             summary += f" They cost the busiest rank only {fmt_time(stake)}: not worth changing for this run."
-        summary += " " + project(ctx, metrics, stake, requests=indep)
+        summary += " " + project(ctx, metrics, stake, requests=indep, layer="mpiio", op=op)
         kinds = ctx.kinds(fids[:20])
         recs = []
         if "hdf5" in kinds:
@@ -279,7 +279,7 @@ def check_sieving(ctx) -> list:
                    f"Likely cause: {cause}.")
     if severity == "info":
         summary += f" It costs the busiest rank only {fmt_time(stake)}: not worth changing for this run."
-    summary += " " + project(ctx, metrics, stake, nbytes=extra)
+    summary += " " + project(ctx, metrics, stake, nbytes=extra, op="read")
     recs = []
     if collective:
         recs.append(rec.Recommendation(

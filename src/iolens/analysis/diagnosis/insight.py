@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-SCHEMA_VERSION = 2  # 2: + key_metric (the insight's headline number, for compare and fleet)
+SCHEMA_VERSION = 3  # 2: + key_metric (the insight's headline number, for compare and fleet)
+# 3: + recommendations[].expected_saving, .saving_basis and .knobs (what a fix should save, what to turn)
 
 SEVERITIES = ("critical", "warning", "info", "ok")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
@@ -27,6 +28,7 @@ CODES = {
     "SERIALIZED_IO": "One rank does I/O alone while the other ranks wait.",
     "NO_COLLECTIVE_IO": "Many ranks use small independent MPI-IO requests on a shared file.",
     "COLLECTIVE_IO": "Collective buffering is in use (how many aggregators reached the file system).",
+    "MPIIO_OVERHEAD": "Most MPI-IO time is spent above the file system (two-phase exchange, waiting for aggregators).",
     "DATA_SIEVING": "The file system sees reads the application never asked for (read-modify-write).",
     "HDF5_METADATA": "HDF5 metadata operations take a large share of the HDF5 time or of the requests.",
     "LUSTRE_STRIPING": "A large shared file sits on too few Lustre stripes.",
@@ -53,6 +55,7 @@ KEY_METRICS = {
     "SERIALIZED_IO": ("serial_share",),
     "NO_COLLECTIVE_IO": ("independent_writes", "independent_reads"),
     "COLLECTIVE_IO": ("aggregators", "estimated_aggregators", "collective_writes", "collective_reads"),
+    "MPIIO_OVERHEAD": ("overhead_share",),
     "DATA_SIEVING": ("unrequested_read_bytes",),
     "HDF5_METADATA": ("metadata_time_share", "small_metadata_writes"),
     "LUSTRE_STRIPING": ("largest_file_bytes",),
@@ -74,13 +77,21 @@ class Recommendation:
     detail: str = ""
     snippet: str = ""
     language: str = "text"
+    # seconds of the slowest rank's I/O time this fix should save on this run (None: not estimated), and how
+    # that number was derived (savings.py); the runtime knobs it turns: [{"name": "romio.cb_nodes", "value": "8"}]
+    expected_saving: float | None = None
+    saving_basis: str = ""
+    knobs: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.language not in LANGUAGES:
             raise ValueError(f"unknown snippet language {self.language!r}")
 
     def to_dict(self) -> dict:
-        return {"title": self.title, "detail": self.detail, "snippet": self.snippet, "language": self.language}
+        saving = None if self.expected_saving is None else _number(max(float(self.expected_saving), 0.0))
+        return {"title": self.title, "detail": self.detail, "snippet": self.snippet, "language": self.language,
+                "expected_saving": saving, "saving_basis": self.saving_basis,
+                "knobs": [{"name": str(k["name"]), "value": str(k["value"])} for k in self.knobs]}
 
 
 @dataclass
@@ -173,12 +184,17 @@ def sort_key(insight: Insight):
 # JSON Schema (draft 2020-12) of `iolens diagnose --json`; docs/diagnosis.md shows it with an example.
 _RECOMMENDATION_SCHEMA = {
     "type": "object",
-    "required": ["title", "detail", "snippet", "language"],
+    "required": ["title", "detail", "snippet", "language", "expected_saving", "saving_basis", "knobs"],
     "properties": {
         "title": {"type": "string"},
         "detail": {"type": "string"},
         "snippet": {"type": "string"},
         "language": {"enum": list(LANGUAGES)},
+        "expected_saving": {"oneOf": [{"type": "null"}, {"type": "number", "minimum": 0}]},
+        "saving_basis": {"type": "string"},
+        "knobs": {"type": "array", "items": {"type": "object", "required": ["name", "value"],
+                                             "properties": {"name": {"type": "string", "pattern": "^[a-z]+[.]"},
+                                                            "value": {"type": "string"}}}},
     },
 }
 INSIGHT_SCHEMA = {

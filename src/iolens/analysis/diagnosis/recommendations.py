@@ -22,7 +22,12 @@ def mpi_hints_c(hints: dict, title: str, detail: str) -> Recommendation:
     mode = "MPI_MODE_RDONLY" if any("read" in k for k in hints) else "MPI_MODE_CREATE | MPI_MODE_WRONLY"
     lines += [f"MPI_File_open(comm, path, {mode}, info, &fh);",
               "MPI_Info_free(&info);"]
-    return Recommendation(title, detail, "\n".join(lines), "c")
+    return Recommendation(title, detail, "\n".join(lines), "c", knobs=romio_knobs(hints))
+
+
+def romio_knobs(hints: dict) -> list:
+    """The hints as knobs in tune's namespace (romio.KEY)."""
+    return [{"name": f"romio.{k}", "value": str(v)} for k, v in hints.items()]
 
 
 def romio_hints_file(hints: dict) -> Recommendation:
@@ -33,7 +38,7 @@ def romio_hints_file(hints: dict) -> Recommendation:
     return Recommendation("Or set the same hints without recompiling (ROMIO hints file)",
                           "ROMIO reads one 'key value' pair per line from the file named by ROMIO_HINTS at "
                           "MPI_File_open. Cray MPICH also accepts MPICH_MPIIO_HINTS=\"*:key=value:...\".",
-                          snippet, "shell")
+                          snippet, "shell", knobs=romio_knobs(hints))
 
 
 def collective_io(op: str, nodes: int | None, stripe_count: int | None = None) -> list:

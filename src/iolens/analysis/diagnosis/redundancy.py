@@ -157,7 +157,7 @@ def check(ctx) -> list:
             severity, strong = ctx.judge(stake, excess / moved)
         if severity == "info":
             summary += f" The repeated traffic costs the busiest rank about {fmt_time(stake)}: not worth fixing for this run."
-        summary += " " + project(ctx, metrics, stake, nbytes=excess)
+        summary += " " + project(ctx, metrics, stake, nbytes=excess, op=op)
         out.append(Insight(code, severity, title, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
                            recs, source=source, partial=partial, score=ratio, demotable=not strong))

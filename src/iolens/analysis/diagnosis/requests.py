@@ -181,7 +181,8 @@ def check_small(ctx) -> list:
     if severity == "info":
         summary += (f" They cost the busiest rank only {fmt_time(stake)} ({fmt_pct(stake / ctx.run_time)} of the run), "
                     "so this is not worth fixing for this run." if ctx.run_time > 0 else "")
-    summary += " " + project(ctx, metrics, stake, requests=metrics["small_requests"])
+    summary += " " + project(ctx, metrics, stake, requests=metrics["small_requests"],
+                              op=flagged[0] if len(flagged) == 1 else None)
     return [Insight("SMALL_IO", severity, title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(file_ids), time_window=window, metrics=metrics),
                     _small_recs(ctx, file_ids, flagged), source=source, partial=partial,
@@ -443,7 +444,7 @@ def check_random(ctx) -> list:
         severity, strong = ctx.judge(stake, n_small_random / total)
         if severity == "info":
             summary += f" They cost the busiest rank at most {fmt_time(stake)}: not worth fixing for this run."
-        summary += " " + project(ctx, metrics, stake, requests=n_small_random)
+        summary += " " + project(ctx, metrics, stake, requests=n_small_random, op=op)
         recs = [rec.aggregate_requests(op)]
         if op == "read":
             recs.insert(0, rec.Recommendation(

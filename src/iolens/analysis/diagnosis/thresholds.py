@@ -81,6 +81,14 @@ DEFINITIONS = (
               "DATA_SIEVING: POSIX reads the application did not ask for are at least this share of the bytes "
               "written to the file, or their read time is at least this share of the POSIX time on it ..."),
     Threshold("sieving_min_bytes", 16 * MiB, "bytes", "... and at least this many bytes."),
+    Threshold("mpiio_overhead_min_share", 0.25, "share",
+              "MPIIO_OVERHEAD: the MPI-IO read/write time not spent in POSIX operations (two-phase exchange, "
+              "synchronisation, waiting for aggregators) is at least this share of the MPI-IO time (info) ..."),
+    Threshold("mpiio_overhead_warning_share", 0.5, "share", "... a warning from this share ..."),
+    Threshold("mpiio_overhead_critical_share", 0.8, "share", "... critical from this share ..."),
+    Threshold("mpiio_overhead_min_seconds", 0.01, "seconds",
+              "... and the slowest rank spends at least this long above the file system (only against timer "
+              "jitter: the share decides the severity)."),
     # HDF5
     Threshold("hdf5_meta_min_share", 0.5, "share",
               "HDF5_METADATA: metadata time (H5F/H5D open, close, flush) is at least this share of the HDF5 "
@@ -140,6 +148,7 @@ class Thresholds(dict):
 
     def __init__(self, overrides=None):
         super().__init__(DEFAULTS)
+        self.explicit = set()  # names given by the user (the cost model's fits never replace these)
         for name, value in (overrides or {}).items():
             self.set(name, value)
 
@@ -148,6 +157,7 @@ class Thresholds(dict):
         if name not in BY_NAME:
             raise ValueError(f"unknown threshold {name!r} (known: {', '.join(sorted(BY_NAME))})")
         self[name] = parse_value(BY_NAME[name], value)
+        self.explicit.add(name)
 
     def __getattr__(self, name):
         try:

@@ -1,0 +1,114 @@
+"""Issue 17, item 3: MPIIO_OVERHEAD, the MPI-IO time spent above the file system.
+
+Hand-built segment tables check the per-rank arithmetic; the real logs check what a user reads (the
+README of each folder says what the program did)."""
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+import iolens
+from iolens.analysis.diagnosis import diagnose
+from iolens.analysis.diagnosis.mpiio_overhead import collective_buffer, overhead_by_rank
+
+from conftest import run_iolens
+
+MiB = 1 << 20
+
+
+def _seg(rows) -> pl.DataFrame:
+    """rows: (rank, file_id, op, start, end)."""
+    rank, fid, op, start, end = zip(*rows)
+    return pl.DataFrame({"rank": list(rank), "file_id": pl.Series(fid, dtype=pl.UInt64), "op": list(op),
+                         "start": list(start), "end": list(end)})
+
+
+def test_per_rank_share_counts_only_posix_inside_the_ranks_own_mpiio_calls():
+    mpiio = _seg([(0, 1, "write", 0.0, 2.0), (1, 1, "write", 0.0, 2.0), (0, 1, "write", 3.0, 4.0)])
+    posix = _seg([(0, 1, "write", 0.5, 1.0),    # inside rank 0's first call: 0.5 s
+                  (0, 1, "write", 1.5, 2.5),    # runs past the call's end: only 0.5 s counts
+                  (0, 1, "write", 2.6, 2.9),    # between two calls: not MPI-IO's
+                  (0, 2, "write", 3.1, 3.9),    # another file: not this call's
+                  (0, 1, "write", 3.2, 3.4),    # inside rank 0's second call: 0.2 s
+                  (1, 1, "read", 10.0, 11.0)])  # rank 1 reads long after its call ended
+    t = overhead_by_rank(mpiio, posix)
+    got = {r["rank"]: (r["mpiio_s"], r["posix_s"], r["overhead_s"], r["overhead_share"]) for r in t.iter_rows(named=True)}
+    assert got[0] == pytest.approx((3.0, 1.2, 1.8, 0.6))
+    assert got[1] == pytest.approx((2.0, 0.0, 2.0, 1.0))  # not an aggregator: all of it is waiting
+    assert t["rank"].to_list() == [1, 0]  # most time above the file system first
+
+
+def test_open_close_and_sync_are_not_counted():
+    mpiio = _seg([(0, 1, "open", 0.0, 5.0), (0, 1, "write", 5.0, 6.0)])
+    posix = _seg([(0, 1, "write", 5.0, 6.0)])
+    row = overhead_by_rank(mpiio, posix).row(0, named=True)
+    assert (row["mpiio_s"], row["overhead_s"]) == pytest.approx((1.0, 0.0))
+
+
+def test_collective_buffer_holds_what_one_aggregator_gathers():
+    assert collective_buffer(4 * MiB, 8, 2) is None  # 16 MiB per aggregator: ROMIO's default holds it
+    assert collective_buffer(8 * MiB, 8, 2) == 32 * MiB
+    assert collective_buffer(64 * MiB, 64, 1) == 256 * MiB  # capped
+    assert collective_buffer(None, 8, 2) is None
+
+
+# --- real logs ------------------------------------------------------------------------------------------
+def _insights(path, *args):
+    return json.loads(run_iolens("diagnose", "--json", *args, path).stdout)["insights"]
+
+
+def _overhead(insights):
+    found = [i for i in insights if i["code"] == "MPIIO_OVERHEAD"]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def test_collective_run_with_two_aggregators_is_mostly_above_the_file_system(generated):
+    # collective_2phase: 8 ranks write 256 MiB collectively; 2 aggregators (ranks 0, 1) do all POSIX writes
+    o = _overhead(_insights(generated / "collective_2phase.darshan"))
+    m = o["evidence"]["metrics"]
+    assert o["severity"] == "critical" and o["source"] == "dxt"
+    assert m["overhead_share"] > 0.9 and m["ranks_with_posix_io"] == 2 and m["mpiio_ranks"] == 8
+    assert m["slowest_rank"] not in (0, 1) and m["slowest_rank_overhead_share"] == 1  # waits, writes nothing
+    assert sorted(o["evidence"]["ranks"]) == list(range(8)) and "Aggregators: ranks 0, 1." in o["summary"]
+    knobs = {k["name"] for r in o["recommendations"] for k in r["knobs"]}
+    assert {"romio.cb_nodes", "romio.cb_config_list", "romio.romio_cb_write"} <= knobs
+    hints = next(r for r in o["recommendations"] if "ROMIO hints file" in r["title"])
+    assert "cb_nodes 4\n" in hints["snippet"] and "export ROMIO_HINTS=" in hints["snippet"]
+    for r in o["recommendations"]:  # at most the slowest rank's MPI-IO time, at least its time above POSIX
+        assert m["slowest_rank_overhead_s"] * 0.9 <= r["expected_saving"] <= m["slowest_rank_mpiio_time_s"]
+
+
+def test_severity_follows_the_share_not_the_seconds(generated):
+    path = generated / "collective_2phase.darshan"
+    assert _overhead(_insights(path, "-t", "mpiio_overhead_critical_share=99%"))["severity"] == "warning"
+    assert _overhead(_insights(path, "-t", "mpiio_overhead_min_seconds=60")) is None  # only against jitter
+
+
+def test_small_collective_run_has_its_exchange_named(logs_dir):
+    # small_coll: 2 ranks, both aggregators (cb_nodes=2), 5 MiB collective calls: ~60% of MPI-IO above POSIX
+    o = _overhead(_insights(logs_dir / "pairs" / "small_coll.darshan"))
+    m = o["evidence"]["metrics"]
+    assert o["severity"] == "warning" and 0.5 <= m["overhead_share"] < 0.8
+    assert m["ranks_with_posix_io"] == 2
+    titles = " ".join(r["title"] for r in o["recommendations"])
+    assert "cb_nodes" not in titles  # every rank is an aggregator already: nothing to spread
+    assert "romio_cb_write=disable" in titles
+
+
+@pytest.mark.parametrize("name", ["generated2/healthy_large_sequential", "pairs/repeat_1", "pairs/repeat_2",
+                                  "pairs/aligned", "generated2/random_small_reads", "pairs/small_indep"])
+def test_quiet_where_mpiio_is_a_thin_layer_or_independent(logs_dir, name):
+    # independent MPI-IO writes of whole blocks: MPI-IO adds < 1% above POSIX; independent small requests are
+    # NO_COLLECTIVE_IO's finding, not this one
+    assert _overhead(_insights(logs_dir / f"{name}.darshan")) is None
+
+
+def test_from_the_counters_without_a_trace(public):
+    # a 65,536-rank collective run without DXT: only the shared records' sums
+    log = iolens.read(str(public / "darshan-logs" / "skew_io" / "skew-app.darshan"))
+    o = next(i for i in diagnose(log) if i.code == "MPIIO_OVERHEAD")
+    assert o.source == "counters" and o.evidence.metrics["mpiio_ranks"] == 65536
+    assert "average rank" in o.summary and "ranks_with_posix_io" not in o.evidence.metrics
