@@ -74,13 +74,15 @@ class Recommendation:
     detail: str = ""
     snippet: str = ""
     language: str = "text"
+    try_now: str = ""  # the `iolens run --set ...` line that applies it to the unchanged program, if one can
 
     def __post_init__(self):
         if self.language not in LANGUAGES:
             raise ValueError(f"unknown snippet language {self.language!r}")
 
     def to_dict(self) -> dict:
-        return {"title": self.title, "detail": self.detail, "snippet": self.snippet, "language": self.language}
+        return {"title": self.title, "detail": self.detail, "snippet": self.snippet, "language": self.language,
+                "try_now": self.try_now}
 
 
 @dataclass
