@@ -292,7 +292,7 @@ static void count_applied(const int *ok, int from, int to, const char *call) {
 static hid_t mpio_files[MAX_FILES];
 static int n_mpio_files;
 static void remember_file(hid_t file, hid_t fapl) {
-    if (file < 0 || !h5.usable) return;
+    if (file < 0 || !configured || !knobs[K_TRANSFER].set || !h5_init()) return;
     quiet(1);
     int mpio = is_mpio(fapl);
     quiet(0);

@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
     double w0;
     H5Pget_chunk_cache(access, &slots, &cache_bytes, &w0);
     if (rank == 0) {
-        for (int d = 0; d < 3; d++) printf("offset %s %llu\n", names[d], (unsigned long long)H5Dget_offset(dsets[d]));
+        for (int d = 0; d < 3; d++) printf("offset.%s %llu\n", names[d], (unsigned long long)H5Dget_offset(dsets[d]));
         printf("actual_io_mode %s\n", mode == H5D_MPIO_CONTIGUOUS_COLLECTIVE ? "contiguous-collective"
                : mode == H5D_MPIO_CHUNK_COLLECTIVE ? "chunk-collective" : mode == H5D_MPIO_NO_COLLECTIVE ? "independent"
                : "mixed");
