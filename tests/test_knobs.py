@@ -223,3 +223,17 @@ def test_the_knob_layer_loads_on_old_glibc():
                 for word in line.split() if word.startswith("(GLIBC_")}
     assert versions and max(versions) <= (2, 17), versions
     assert not [line for line in text.splitlines() if " H5" in line and "*UND*" in line]  # HDF5: dlsym only
+
+
+def test_diagnose_gives_the_run_line_beside_the_hdf5_snippets(public):
+    from conftest import run_iolens
+
+    log = public / "drishti-samples" / \
+        "jlbez_8a_benchmark_write_parallel_id1322696_8-21-14519-8141979180909667175_12.darshan"
+    insights = json.loads(run_iolens("diagnose", "--all", "--json", log).stdout)["insights"]
+    hdf5 = next(i for i in insights if i["code"] == "HDF5_METADATA")
+    lines = {r["try_now"] for r in hdf5["recommendations"]}
+    assert "iolens run -o after.darshan --set hdf5.coll_metadata=on -- mpiexec -n $NPROCS ./app" in lines
+    assert all("try_now" in r for i in insights for r in i["recommendations"])
+    text = run_iolens("diagnose", "--all", log).stdout
+    assert "without recompiling: iolens run -o after.darshan --set hdf5.coll_metadata=on" in text
