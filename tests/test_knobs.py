@@ -22,6 +22,7 @@ from iolens.knobs.layer import LIBRARY
 from test_run import SOURCE_LOG, iolens_run, stand_in  # noqa: F401  (the Darshan stand-in fixture, reused)
 
 APP = Path(__file__).parent / "programs" / "hdf5_knobs_app.c"
+NC_APP = Path(__file__).parent / "programs" / "netcdf_fill_app.c"
 MiB = 1 << 20
 
 
@@ -110,6 +111,49 @@ def test_chunk_cache_reaches_chunked_datasets(stand_in, hdf5_app, tmp_path, logs
                                app_args=["chunked"])
     assert plain["chunk_cache_bytes"] == str(MiB) and tuned["chunk_cache_bytes"] == str(4 * MiB) and err == ""
     assert tuned["actual_io_mode"] == "chunk-collective" and plain["actual_io_mode"] == "independent"
+
+
+@pytest.fixture(scope="module")
+def netcdf_app(tmp_path_factory):
+    cc = _need("cc")
+    out = tmp_path_factory.mktemp("ncapp") / "netcdf_fill_app"
+    r = subprocess.run([cc, "-o", str(out), str(NC_APP), "-lnetcdf"], capture_output=True, text=True)
+    if r.returncode != 0:
+        msg = f"cannot build a netCDF program (apt-get install libnetcdf-dev): {r.stderr.strip()[:200]}"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return out
+
+
+def _storage_offset(h5: Path, dataset: str) -> int:
+    text = subprocess.run(["h5dump", "-p", "-H", "-d", dataset, str(h5)], capture_output=True, text=True).stdout
+    return int(text.split("STORAGE_LAYOUT", 1)[1].split("OFFSET", 1)[1].split()[0])
+
+
+@pytest.mark.parametrize("fmt", ["classic", "nc4"])
+def test_netcdf_fill_off_and_hdf5_knobs_reach_an_unchanged_netcdf_program(stand_in, netcdf_app, tmp_path,  # noqa: F811
+                                                                         logs_dir, fmt):
+    env = {"IOLENS_DARSHAN_LIB": str(stand_in), "IOLENS_TEST_LOG": str(SOURCE_LOG)}
+    outs = {}
+    for name, sets in (("base", []), ("tuned", ["--set", "netcdf.fill=off", "--set", "hdf5.alignment=1MiB"])):
+        nc = tmp_path / f"{name}.nc"
+        r = iolens_run("-q", "-o", tmp_path / f"{name}.darshan", *sets, "--", netcdf_app, nc, fmt, env=env)
+        assert r.returncode == 0, r.stderr
+        outs[name] = (r.stdout.split("no_fill ", 1)[1].split()[0], r.stderr, nc)
+    assert outs["base"][0] == "0" and outs["tuned"][0] != "0"  # nc_inq_var_fill, the program's own call
+    knobs = {k["name"]: k for k in json.loads((tmp_path / "tuned.darshan.run.json").read_text())["knobs"]}
+    assert knobs["netcdf.fill"]["applied"] and knobs["netcdf.fill"]["how"] == ["nc_create x1"]
+    if fmt == "classic":  # no HDF5 file underneath: said once, and the file is byte for byte the same
+        assert outs["tuned"][1] == "iolens: warning: not applied (the program made no H5Fcreate/H5Fopen call): " \
+                                   "hdf5.alignment=1MiB\n"
+        assert outs["base"][2].read_bytes() == outs["tuned"][2].read_bytes()
+    else:  # netCDF-4 is HDF5 underneath: the alignment reaches it through netCDF's own H5Fcreate
+        assert outs["tuned"][1] == "" and knobs["hdf5.alignment"]["how"] == ["H5Fcreate x1"]
+        assert _storage_offset(outs["tuned"][2], "/temperature") % MiB == 0
+        assert _storage_offset(outs["base"][2], "/temperature") % MiB != 0
+        diff = subprocess.run(["h5diff", str(outs["base"][2]), str(outs["tuned"][2]), "/temperature"])
+        assert diff.returncode == 0
 
 
 def test_a_property_the_hdf5_refuses_is_one_warning_and_recorded(stand_in, hdf5_app, tmp_path, logs_dir):  # noqa: F811

@@ -447,9 +447,10 @@ herr_t H5Dread(hid_t dset, hid_t mtype, hid_t mspace, hid_t fspace, hid_t dxpl, 
 /* --- netCDF and PnetCDF: fill mode on created files -------------------------------------------- */
 #define NC_NOFILL 0x100
 #define NC_FILL 0
+static int nc_depth; /* nc_create calls nc__create in some netCDF versions: set the fill mode once, outermost */
 static void set_nc_fill(int rc, int *ncidp, const char *setter, const char *call) {
     seen_nc_call = 1;
-    if (!configured || !knobs[K_NC_FILL].set || rc != 0 || !ncidp) return;
+    if (nc_depth > 0 || !configured || !knobs[K_NC_FILL].set || rc != 0 || !ncidp) return;
     int old = 0, (*fn)(int, int, int *) = (int (*)(int, int, int *))dlsym(RTLD_DEFAULT, setter);
     int mode = knobs[K_NC_FILL].value ? NC_FILL : NC_NOFILL;
     if (fn && fn(*ncidp, mode, &old) == 0)
@@ -460,28 +461,36 @@ static void set_nc_fill(int rc, int *ncidp, const char *setter, const char *call
 
 int nc_create(const char *path, int cmode, int *ncidp) {
     int (*next)(const char *, int, int *) = (int (*)(const char *, int, int *))dlsym(RTLD_NEXT, "nc_create");
+    nc_depth++;
     int rc = next ? next(path, cmode, ncidp) : -1;
+    nc_depth--;
     set_nc_fill(rc, ncidp, "nc_set_fill", "nc_create");
     return rc;
 }
 int nc__create(const char *path, int cmode, size_t initialsz, size_t *chunk, int *ncidp) {
     int (*next)(const char *, int, size_t, size_t *, int *) =
         (int (*)(const char *, int, size_t, size_t *, int *))dlsym(RTLD_NEXT, "nc__create");
+    nc_depth++;
     int rc = next ? next(path, cmode, initialsz, chunk, ncidp) : -1;
+    nc_depth--;
     set_nc_fill(rc, ncidp, "nc_set_fill", "nc__create");
     return rc;
 }
 int nc_create_par(const char *path, int cmode, mpi_handle comm, mpi_handle info, int *ncidp) {
     int (*next)(const char *, int, mpi_handle, mpi_handle, int *) =
         (int (*)(const char *, int, mpi_handle, mpi_handle, int *))dlsym(RTLD_NEXT, "nc_create_par");
+    nc_depth++;
     int rc = next ? next(path, cmode, comm, info, ncidp) : -1;
+    nc_depth--;
     set_nc_fill(rc, ncidp, "nc_set_fill", "nc_create_par");
     return rc;
 }
 int ncmpi_create(mpi_handle comm, const char *path, int cmode, mpi_handle info, int *ncidp) {
     int (*next)(mpi_handle, const char *, int, mpi_handle, int *) =
         (int (*)(mpi_handle, const char *, int, mpi_handle, int *))dlsym(RTLD_NEXT, "ncmpi_create");
+    nc_depth++;
     int rc = next ? next(comm, path, cmode, info, ncidp) : -1;
+    nc_depth--;
     set_nc_fill(rc, ncidp, "ncmpi_set_fill", "ncmpi_create");
     return rc;
 }
