@@ -281,3 +281,25 @@ def test_diagnose_gives_the_run_line_beside_the_hdf5_snippets(public):
     assert all("try_now" in r for i in insights for r in i["recommendations"])
     text = run_iolens("diagnose", "--all", log).stdout
     assert "without recompiling: iolens run -o after.darshan --set hdf5.coll_metadata=on" in text
+
+
+def test_with_the_real_darshan_runtime_the_log_records_the_tuned_calls(hdf5_app, tmp_path):
+    from iolens.collect.run import RunError, find_darshan
+
+    try:
+        lib = find_darshan()
+    except RunError as exc:
+        pytest.skip(f"no real Darshan runtime on this machine: {exc}")
+    for name, sets in (("base", []), ("tuned", ["--set", "hdf5.transfer=collective"])):
+        r = iolens_run("-q", "--darshan", lib, "-o", tmp_path / f"{name}.darshan", *sets, "--", "mpiexec", "-n", "2",
+                       hdf5_app, tmp_path / f"{name}.h5")
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+    # the knob layer is preloaded before Darshan: Darshan sees (and counts) the transfers as they were made
+    counts = {name: iolens.read(tmp_path / f"{name}.darshan").counters for name in ("base", "tuned")}
+    if "H5D" in counts["tuned"]:
+        assert counts["base"]["H5D"]["H5D_USE_MPIIO_COLLECTIVE"].sum() == 0
+        assert counts["tuned"]["H5D"]["H5D_USE_MPIIO_COLLECTIVE"].sum() == 3
+    assert counts["base"]["MPI-IO"]["MPIIO_COLL_WRITES"].sum() == 0
+    assert counts["tuned"]["MPI-IO"]["MPIIO_COLL_WRITES"].sum() > 0
+    rows = {c["key"]: c for c in iolens.compare(tmp_path / "base.darshan", tmp_path / "tuned.darshan")["config"]}
+    assert rows["knobs"]["values"] == [{}, {"hdf5.transfer": "collective"}]

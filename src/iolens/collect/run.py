@@ -140,6 +140,14 @@ def _knob_setup(settings: dict, hints: Path | None, work: Path) -> tuple:
     return extra, hints, (layer.library(),)
 
 
+def _knob_dir(output) -> Path:
+    """A private directory beside the output, not in /tmp: on a cluster the hints file and the knob
+    report must be on a file system every node sees."""
+    out_dir = Path(output).resolve().parent if output else Path.cwd()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=".iolens-knobs-", dir=out_dir))
+
+
 def run(command: list, output: Path | None = None, darshan: str | None = None, dxt: bool = True,
         hints: Path | None = None, extra_env: dict | None = None, knobs: dict | None = None) -> RunResult:
     """Run `command` under Darshan with the user's stdin/stdout; move the log it wrote to `output`.
@@ -159,11 +167,7 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
             raise RunError(f"--hints: no such file: {hints}")
     user_hints = hints
     log_dir = Path(tempfile.mkdtemp(prefix="iolens-run-"))
-    # beside the output, not in /tmp: on a cluster the hints file and the knob report must be on a file
-    # system every node sees
-    out_dir = Path(output).resolve().parent if output else Path.cwd()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".iolens-knobs-", dir=out_dir))
+    work = _knob_dir(output) if settings else None
     try:
         try:
             knob_env, hints, preload = _knob_setup(settings, hints, work)
@@ -199,7 +203,8 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
         return RunResult(returncode, kept[0], kept[1:], partial, applied)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env, partial=False, knobs=()) -> None:
