@@ -98,7 +98,14 @@ static struct {
 } h5;
 
 static void *h5sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
-#define CALL(type, name, ...) (((type)h5sym(name)) ? ((type)h5sym(name))(__VA_ARGS__) : -1)
+/* call a library function by name; each call site keeps what it found (a miss is looked up again: the
+   library may be loaded later, e.g. by dlopen) */
+#define CALL(type, name, ...)                                                  \
+    __extension__({                                                            \
+        static void *found_;                                                   \
+        if (!found_) found_ = h5sym(name);                                     \
+        found_ ? ((type)found_)(__VA_ARGS__) : -1;                             \
+    })
 
 typedef herr_t (*get_auto_t)(hid_t, auto_fn *, void **);
 typedef herr_t (*set_auto_t)(hid_t, auto_fn, void *);
