@@ -328,7 +328,8 @@ static hid_t open_file(const char *call, hid_t fapl, hid_t (*next)(void *, hid_t
 struct fcreate_args { const char *name; unsigned flags; hid_t fcpl; };
 static hid_t do_fcreate(void *a, hid_t fapl) {
     struct fcreate_args *x = a;
-    hid_t (*next)(const char *, unsigned, hid_t, hid_t) = (hid_t (*)(const char *, unsigned, hid_t, hid_t))dlsym(RTLD_NEXT, "H5Fcreate");
+    static hid_t (*next)(const char *, unsigned, hid_t, hid_t);
+    if (!next) next = (hid_t (*)(const char *, unsigned, hid_t, hid_t))dlsym(RTLD_NEXT, "H5Fcreate");
     return next ? next(x->name, x->flags, x->fcpl, fapl) : -1;
 }
 hid_t H5Fcreate(const char *name, unsigned flags, hid_t fcpl, hid_t fapl) {
@@ -339,7 +340,8 @@ hid_t H5Fcreate(const char *name, unsigned flags, hid_t fcpl, hid_t fapl) {
 struct fopen_args { const char *name; unsigned flags; };
 static hid_t do_fopen(void *a, hid_t fapl) {
     struct fopen_args *x = a;
-    hid_t (*next)(const char *, unsigned, hid_t) = (hid_t (*)(const char *, unsigned, hid_t))dlsym(RTLD_NEXT, "H5Fopen");
+    static hid_t (*next)(const char *, unsigned, hid_t);
+    if (!next) next = (hid_t (*)(const char *, unsigned, hid_t))dlsym(RTLD_NEXT, "H5Fopen");
     return next ? next(x->name, x->flags, fapl) : -1;
 }
 hid_t H5Fopen(const char *name, unsigned flags, hid_t fapl) {
@@ -433,7 +435,8 @@ static void finish_xfer(hid_t t, hid_t dxpl, herr_t rc, const char *call) {
 
 typedef herr_t (*dwrite_t)(hid_t, hid_t, hid_t, hid_t, hid_t, const void *);
 herr_t H5Dwrite(hid_t dset, hid_t mtype, hid_t mspace, hid_t fspace, hid_t dxpl, const void *buf) {
-    dwrite_t next = (dwrite_t)dlsym(RTLD_NEXT, "H5Dwrite");
+    static dwrite_t next;
+    if (!next) next = (dwrite_t)dlsym(RTLD_NEXT, "H5Dwrite");
     if (!next) return -1;
     hid_t t = tuned_dxpl(dxpl, dset);
     herr_t rc = next(dset, mtype, mspace, fspace, t >= 0 ? t : dxpl, buf);
@@ -443,7 +446,8 @@ herr_t H5Dwrite(hid_t dset, hid_t mtype, hid_t mspace, hid_t fspace, hid_t dxpl,
 
 typedef herr_t (*dread_t)(hid_t, hid_t, hid_t, hid_t, hid_t, void *);
 herr_t H5Dread(hid_t dset, hid_t mtype, hid_t mspace, hid_t fspace, hid_t dxpl, void *buf) {
-    dread_t next = (dread_t)dlsym(RTLD_NEXT, "H5Dread");
+    static dread_t next;
+    if (!next) next = (dread_t)dlsym(RTLD_NEXT, "H5Dread");
     if (!next) return -1;
     hid_t t = tuned_dxpl(dxpl, dset);
     herr_t rc = next(dset, mtype, mspace, fspace, t >= 0 ? t : dxpl, buf);
