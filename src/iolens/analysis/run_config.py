@@ -111,6 +111,15 @@ def read_sidecar(path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def run_knobs(side: dict) -> dict:
+    """{knob: value} that `iolens run --set` applied; a knob the run could not apply says so in its value."""
+    out = {}
+    for k in side.get("knobs", []) if isinstance(side.get("knobs"), list) else []:
+        if isinstance(k, dict) and k.get("name"):
+            out[k["name"]] = str(k.get("value", "")) + ("" if k.get("applied", True) else " (not applied)")
+    return out
+
+
 def _dxt_state(log: Log) -> str:
     if not log.has_dxt:
         return "off"
@@ -128,6 +137,7 @@ def run_config(log: Log) -> dict:
         "mpiio_hints": job["metadata"].get("h", ""),
         "romio_hints_file": side.get("hints", ""),
         "env": side.get("env", {}),
+        "knobs": run_knobs(side),
         "darshan": job["lib_version"] or f"log format {job['log_version']}",
         "dxt": _dxt_state(log),
         "collective_share": None if share is None else round(share, 4),
@@ -140,7 +150,8 @@ def run_config(log: Log) -> dict:
 
 CONFIG_LABELS = {
     "nprocs": "processes", "exe": "command line", "mpiio_hints": "MPI-IO hints (log)",
-    "romio_hints_file": "ROMIO hints (iolens run)", "env": "environment (iolens run)", "darshan": "Darshan",
+    "romio_hints_file": "ROMIO hints (iolens run)", "env": "environment (iolens run)",
+    "knobs": "knobs (iolens run --set)", "darshan": "Darshan",
     "dxt": "DXT trace", "collective_share": "collective MPI-IO share", "files": "files",
 }
 

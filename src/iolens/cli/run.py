@@ -24,25 +24,35 @@ def _env_pair(text: str) -> tuple:
 @click.option("--env", "env", multiple=True, metavar="KEY=VALUE", help="Set a variable for the command (repeatable).")
 @click.option("--hints", type=click.Path(dir_okay=False, path_type=Path),
               help="A ROMIO hints file (one 'key value' per line), set through ROMIO_HINTS.")
+@click.option("--set", "knob_settings", multiple=True, metavar="KNOB=VALUE",
+              help="Apply a knob without changing the program (repeatable): romio.HINT=V, hdf5.alignment=1MiB, "
+                   "hdf5.coll_metadata=on|off, hdf5.transfer=collective, netcdf.fill=off, env.NAME=V, ... "
+                   "(docs/knobs.md).")
+@click.option("--set-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A TOML knob file (e.g. tune's best.toml); --set wins over it.")
 @click.option("-q", "--quiet", is_flag=True, help="Only the log's path, no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def command(output, no_dxt, darshan, env, hints, quiet, command):
+def command(output, no_dxt, darshan, env, hints, knob_settings, set_file, quiet, command):
     """Run COMMAND under Darshan with DXT on and keep its log, e.g.
 
         iolens run -o before.darshan -- mpiexec -n 8 ./app input.nml
 
     Prints the job summary and the diagnosis' headline; the command's exit status is passed through.
-    --env and --hints let you try a change without editing the application; what they set is recorded
-    next to the log (LOG.run.json) and shown by `iolens compare`.
+    --env, --hints and --set let you try a change without editing the application; what they set (and
+    whether each knob was applied) is recorded next to the log (LOG.run.json) and shown by `iolens compare`.
     """
     from ..collect.run import RunError, run
+    from ..knobs import KnobError, parse_setting, read_knob_file
 
     extra = dict(_env_pair(e) for e in env)
     try:
-        result = run(list(command), output, darshan, dxt=not no_dxt, hints=hints, extra_env=extra)
-    except RunError as exc:
+        knobs = read_knob_file(set_file) if set_file else {}
+        knobs.update(parse_setting(s) for s in knob_settings)
+        result = run(list(command), output, darshan, dxt=not no_dxt, hints=hints, extra_env=extra, knobs=knobs)
+    except (RunError, KnobError) as exc:
         click.echo(f"iolens: error: {exc}", err=True)
         sys.exit(2)
+    _warn_unapplied(result.knobs)
     if result.log is None:
         click.echo(f"iolens: error: Darshan wrote no log (command exit status {result.returncode}): is the "
                    "program dynamically linked, and did it exit normally (MPI programs: through MPI_Finalize)?",
@@ -66,6 +76,16 @@ def command(output, no_dxt, darshan, env, hints, quiet, command):
             click.echo(f"iolens: error: {exc}", err=True)
             sys.exit(result.returncode or 1)
     sys.exit(result.returncode)
+
+
+def _warn_unapplied(knobs: list) -> None:
+    """One line per reason, naming the knobs it kept from applying (never silently ignored)."""
+    by_reason = {}
+    for k in knobs:
+        if not k["applied"]:
+            by_reason.setdefault(k["reason"], []).append(f"{k['name']}={k['value']}")
+    for reason, names in by_reason.items():
+        click.echo(f"iolens: warning: not applied ({reason}): {', '.join(names)}", err=True)
 
 
 def _summarize(log_path: Path) -> None:

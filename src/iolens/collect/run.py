@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..knobs import layer
+from ..knobs.registry import KnobError, check_settings
+
 LIB_NAME = "libdarshan.so"
 # where Darshan is commonly installed (a prefix's lib/ or lib64/ is searched)
 COMMON_PREFIXES = ("/usr", "/usr/local", "/opt/darshan", "/opt/darshan-runtime", "/usr/local/darshan",
@@ -79,11 +82,12 @@ def program_name(command: list) -> str:
 
 
 def darshan_environment(lib: Path, log_dir: Path, command: list, dxt: bool = True, hints: Path | None = None,
-                        extra: dict | None = None, environ=None) -> dict:
-    """The command's environment: the user's, plus what makes Darshan trace it into `log_dir`."""
+                        extra: dict | None = None, environ=None, preload: tuple = ()) -> dict:
+    """The command's environment: the user's, plus what makes Darshan trace it into `log_dir`. `preload`
+    libraries (the knob layer) come before Darshan's, so Darshan records the calls as the layer changed them."""
     env = dict(os.environ if environ is None else environ)
     env.update(extra or {})
-    env["LD_PRELOAD"] = ":".join(p for p in (str(lib), env.get("LD_PRELOAD", "")) if p)
+    env["LD_PRELOAD"] = ":".join(p for p in (*map(str, preload), str(lib), env.get("LD_PRELOAD", "")) if p)
     env["DARSHAN_LOG_DIR_PATH"] = str(log_dir)  # a flat directory (3.2+)
     env["DARSHAN_LOGPATH"] = str(log_dir)  # older runtimes: the base of a year/month/day tree
     if dxt:
@@ -103,6 +107,7 @@ class RunResult:
     log: Path | None
     others: list = field(default_factory=list)  # further logs the command wrote (several processes)
     partial: set = field(default_factory=set)  # those of the logs Darshan could not finish
+    knobs: list = field(default_factory=list)  # per knob set: {name, value, applied, how, reason}
 
 
 def is_partial(path: Path) -> bool:
@@ -114,19 +119,62 @@ def partial_name(target: Path) -> Path:
     return target.with_name(f"{target.stem}.partial{target.suffix}" if target.suffix else f"{target.name}.partial")
 
 
+def _knob_setup(settings: dict, hints: Path | None, work: Path) -> tuple:
+    """(extra variables, hints file to give ROMIO, libraries to preload) for these knob settings: romio.*
+    knobs are added to the user's hints file (a knob wins over the same key there), env.* set, HDF5/netCDF
+    knobs handed to the preloaded knob layer, which reports into `work`."""
+    if not settings:
+        return {}, hints, ()
+    extra = layer.environment(settings)
+    lines = layer.hints_lines(settings)
+    if lines:
+        keys = {line.split()[0] for line in lines}
+        mine = [line for line in (hints.read_text(errors="replace").splitlines() if hints else [])
+                if line.split() and line.split()[0] not in keys]
+        hints = work / "romio-hints"
+        hints.write_text("\n".join(mine + lines) + "\n")
+    if not layer.needs_layer(settings):
+        return extra, hints, ()
+    extra[layer.CONFIG_VAR] = layer.layer_config(settings)
+    extra[layer.REPORT_VAR] = str(work / "knobs-report.txt")
+    return extra, hints, (layer.library(),)
+
+
+def _knob_dir(output) -> Path:
+    """A private directory beside the output, not in /tmp: on a cluster the hints file and the knob
+    report must be on a file system every node sees."""
+    out_dir = Path(output).resolve().parent if output else Path.cwd()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=".iolens-knobs-", dir=out_dir))
+
+
 def run(command: list, output: Path | None = None, darshan: str | None = None, dxt: bool = True,
-        hints: Path | None = None, extra_env: dict | None = None) -> RunResult:
-    """Run `command` under Darshan with the user's stdin/stdout; move the log it wrote to `output`."""
+        hints: Path | None = None, extra_env: dict | None = None, knobs: dict | None = None) -> RunResult:
+    """Run `command` under Darshan with the user's stdin/stdout; move the log it wrote to `output`.
+
+    `knobs` ({"hdf5.alignment": "1MiB", "romio.cb_nodes": 2, "env.X": "1", ...}) are applied at run time
+    without changing the program; the result says, per knob, whether it was applied."""
     if not command:
         raise RunError("no command given (iolens run [OPTIONS] -- COMMAND ...)")
+    try:
+        settings = check_settings(knobs or {})
+    except KnobError as exc:
+        raise RunError(f"knob {exc}") from None
     lib = find_darshan(darshan)
     if hints is not None:
         hints = Path(hints).resolve()
         if not hints.is_file():
             raise RunError(f"--hints: no such file: {hints}")
+    user_hints = hints
     log_dir = Path(tempfile.mkdtemp(prefix="iolens-run-"))
+    work = _knob_dir(output) if settings else None
     try:
-        env = darshan_environment(lib, log_dir, command, dxt, hints, extra_env)
+        try:
+            knob_env, hints, preload = _knob_setup(settings, hints, work)
+        except KnobError as exc:
+            raise RunError(str(exc)) from None
+        env = darshan_environment(lib, log_dir, command, dxt, hints, {**(extra_env or {}), **knob_env},
+                                  preload=preload)
         try:
             returncode = subprocess.run(command, env=env).returncode
             if returncode < 0:  # killed by a signal: the status a shell reports
@@ -135,10 +183,12 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
             raise RunError(f"command not found: {command[0]}") from None
         except PermissionError:
             raise RunError(f"command not executable: {command[0]}") from None
+        applied = layer.outcome(settings, layer.read_report(work / "knobs-report.txt") if preload else [],
+                                hints_file=hints is not None)
         logs = sorted([*log_dir.rglob("*.darshan"), *log_dir.rglob("*" + PARTIAL_SUFFIX)],
                       key=lambda p: p.stat().st_size, reverse=True)
         if not logs:
-            return RunResult(returncode, None)
+            return RunResult(returncode, None, knobs=applied)
         target = Path(output) if output else Path(f"{program_name(command)}-{time.strftime('%Y%m%d-%H%M%S')}.darshan")
         target.parent.mkdir(parents=True, exist_ok=True)
         kept, partial = [], set()
@@ -149,16 +199,18 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
                 partial.add(dst)
             shutil.move(str(log), dst)
             kept.append(dst)
-        _write_sidecar(kept[0], command, lib, dxt, hints, extra_env, partial=kept[0] in partial)
-        return RunResult(returncode, kept[0], kept[1:], partial)
+        _write_sidecar(kept[0], command, lib, dxt, user_hints, extra_env, partial=kept[0] in partial, knobs=applied)
+        return RunResult(returncode, kept[0], kept[1:], partial, applied)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
-def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env, partial=False) -> None:
-    """What this run set, next to the log: `compare` shows the hints and variables that changed."""
+def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env, partial=False, knobs=()) -> None:
+    """What this run set, next to the log: `compare` shows the hints, variables and knobs that changed."""
     data = {"command": list(command), "darshan_lib": str(lib), "dxt": dxt, "partial": partial,
             "hints_file": str(hints) if hints else "",
             "hints": hints.read_text(errors="replace").strip().replace("\n", "; ") if hints else "",
-            "env": dict(extra_env or {})}
+            "env": dict(extra_env or {}), "knobs": list(knobs)}
     Path(str(log) + SIDECAR_SUFFIX).write_text(json.dumps(data, indent=2) + "\n")

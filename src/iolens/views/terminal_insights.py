@@ -105,6 +105,8 @@ def _panel(i: dict, seen: set) -> Panel:
             parts.append(Panel(Syntax(r["snippet"], SYNTAX.get(r["language"], "text"), word_wrap=True,
                                       background_color="default"),
                                border_style="dim", expand=False))
+        if r.get("try_now"):
+            parts.append(Text(f"without recompiling: {r['try_now']}"))
     title = Text()
     title.append(f" {sev.upper()} ", style=STYLE[sev] + " reverse")
     title.append(f" {i['code']}: ", style=STYLE[sev])
@@ -142,5 +144,7 @@ def _render_plain(path: str, shown: list, hidden: int, job: dict | None) -> None
             if r["snippet"]:
                 for line in r["snippet"].splitlines():
                     out(f"       {line}\n")
+            if r.get("try_now"):
+                out(f"     without recompiling: {r['try_now']}\n")
     if hidden:
         out(f"\n{hidden} informational insight(s) hidden; --all shows them.\n")

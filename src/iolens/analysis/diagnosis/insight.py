@@ -82,6 +82,7 @@ class Recommendation:
     expected_saving: float | None = None
     saving_basis: str = ""
     knobs: list = field(default_factory=list)
+    try_now: str = ""  # the `iolens run --set ...` line that applies it to the unchanged program, if one can
 
     def __post_init__(self):
         if self.language not in LANGUAGES:
@@ -91,7 +92,8 @@ class Recommendation:
         saving = None if self.expected_saving is None else _number(max(float(self.expected_saving), 0.0))
         return {"title": self.title, "detail": self.detail, "snippet": self.snippet, "language": self.language,
                 "expected_saving": saving, "saving_basis": self.saving_basis,
-                "knobs": [{"name": str(k["name"]), "value": str(k["value"])} for k in self.knobs]}
+                "knobs": [{"name": str(k["name"]), "value": str(k["value"])} for k in self.knobs],
+                "try_now": self.try_now}
 
 
 @dataclass

@@ -13,6 +13,22 @@ from .units import fmt_size
 
 MiB = 1 << 20
 GiB = 1 << 30
+# the command that applies HDF5/netCDF knobs to the unchanged program (iolens run's knob layer, docs/knobs.md)
+RUN_PREFIX = "iolens run -o after.darshan"
+RUN_SUFFIX = "-- mpiexec -n $NPROCS ./app"
+
+
+def try_with(*settings: str) -> str:
+    """`iolens run ... --set K=V ... -- COMMAND` for these knob settings."""
+    return " ".join([RUN_PREFIX, *(f"--set {s}" for s in settings), RUN_SUFFIX])
+
+
+def knob_size(n: int) -> str:
+    """Bytes as a knob value: 1048576 -> '1MiB'."""
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", 1 << 10)):
+        if n and n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
 
 
 # --- MPI-IO ----------------------------------------------------------------------------------------
@@ -107,7 +123,7 @@ def hdf5_collective_transfer() -> Recommendation:
         "hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);\n"
         "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);\n"
         "H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, buf);\n"
-        "H5Pclose(dxpl);", "c")
+        "H5Pclose(dxpl);", "c", try_with("hdf5.transfer=collective"))
 
 
 def hdf5_collective_metadata() -> Recommendation:
@@ -120,7 +136,7 @@ def hdf5_collective_metadata() -> Recommendation:
         "H5Pset_fapl_mpio(fapl, comm, info);\n"
         "H5Pset_all_coll_metadata_ops(fapl, 1);   /* metadata reads: rank 0 reads, then broadcasts */\n"
         "H5Pset_coll_metadata_write(fapl, 1);     /* metadata writes: one collective write */\n"
-        "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c")
+        "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c", try_with("hdf5.coll_metadata=on"))
 
 
 def hdf5_metadata_cache(meta_block: int = 4 * MiB) -> list:
@@ -140,7 +156,8 @@ def hdf5_metadata_cache(meta_block: int = 4 * MiB) -> list:
             "mdc.incr_mode = H5C_incr__off;          /* required when evictions are off */\n"
             "mdc.flash_incr_mode = H5C_flash_incr__off;\n"
             "mdc.decr_mode = H5C_decr__off;\n"
-            "H5Pset_mdc_config(fapl, &mdc);", "c"),
+            "H5Pset_mdc_config(fapl, &mdc);", "c",
+            try_with(f"hdf5.meta_block_size={knob_size(meta_block)}", "hdf5.mdc_flush=deferred")),
     ]
 
 
@@ -150,7 +167,8 @@ def hdf5_alignment(alignment: int, threshold: int | None = None) -> Recommendati
         f"HDF5: align objects to {fmt_size(alignment)} boundaries",
         f"Objects of at least {fmt_size(threshold)} start on a multiple of {fmt_size(alignment)} (the file system "
         "block / Lustre stripe size), so large requests do not straddle stripes or need read-modify-write.",
-        f"H5Pset_alignment(fapl, {threshold}, {alignment});", "c")
+        f"H5Pset_alignment(fapl, {threshold}, {alignment});", "c",
+        try_with(f"hdf5.alignment={knob_size(alignment)}", f"hdf5.alignment_threshold={knob_size(threshold)}"))
 
 
 def hdf5_no_fill() -> Recommendation:
@@ -161,7 +179,8 @@ def hdf5_no_fill() -> Recommendation:
         "hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);\n"
         "H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);\n"
         "H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);\n"
-        "hid_t dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);", "c")
+        "hid_t dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);", "c",
+        try_with("hdf5.fill_time=never"))
 
 
 # --- NetCDF ------------------------------------------------------------------------------------
@@ -175,15 +194,19 @@ def netcdf_no_fill() -> Recommendation:
         "/* or for the whole file: */\n"
         "int old_mode;\n"
         "nc_set_fill(ncid, NC_NOFILL, &old_mode);\n"
-        "/* PnetCDF: ncmpi_set_fill(ncid, NC_NOFILL, &old_mode); (no-fill is PnetCDF's default) */", "c")
+        "/* PnetCDF: ncmpi_set_fill(ncid, NC_NOFILL, &old_mode); (no-fill is PnetCDF's default) */", "c",
+        try_with("netcdf.fill=off"))
 
 
 def netcdf_collective() -> Recommendation:
     return Recommendation(
         "NetCDF-4 / PnetCDF: collective variable access",
-        "NetCDF-4 parallel access is independent by default; PnetCDF's collective calls end in _all.",
+        "NetCDF-4 parallel access is independent by default; PnetCDF's collective calls end in _all. Without "
+        "recompiling, NetCDF-4 files (HDF5 underneath) take HDF5's collective transfer, provided every rank "
+        "writes every variable; PnetCDF needs the _all calls.",
         "nc_var_par_access(ncid, varid, NC_COLLECTIVE);          /* NetCDF-4 */\n"
-        "ncmpi_put_vara_double_all(ncid, varid, start, count, buf); /* PnetCDF: the _all variant */", "c")
+        "ncmpi_put_vara_double_all(ncid, varid, start, count, buf); /* PnetCDF: the _all variant */", "c",
+        try_with("hdf5.transfer=collective"))
 
 
 # --- Lustre --------------------------------------------------------------------------------------
