@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 SCHEMA_VERSION = 3  # 2: + key_metric (the insight's headline number, for compare and fleet)
 # 3: + recommendations[].expected_saving, .saving_basis and .knobs (what a fix should save, what to turn)
+# and .try_now (the `iolens run --set` line that applies it to the unchanged program)
 
 SEVERITIES = ("critical", "warning", "info", "ok")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
@@ -186,7 +187,7 @@ def sort_key(insight: Insight):
 # JSON Schema (draft 2020-12) of `iolens diagnose --json`; docs/diagnosis.md shows it with an example.
 _RECOMMENDATION_SCHEMA = {
     "type": "object",
-    "required": ["title", "detail", "snippet", "language", "expected_saving", "saving_basis", "knobs"],
+    "required": ["title", "detail", "snippet", "language", "expected_saving", "saving_basis", "knobs", "try_now"],
     "properties": {
         "title": {"type": "string"},
         "detail": {"type": "string"},
@@ -197,6 +198,7 @@ _RECOMMENDATION_SCHEMA = {
         "knobs": {"type": "array", "items": {"type": "object", "required": ["name", "value"],
                                              "properties": {"name": {"type": "string", "pattern": "^[a-z]+[.]"},
                                                             "value": {"type": "string"}}}},
+        "try_now": {"type": "string"},
     },
 }
 INSIGHT_SCHEMA = {
