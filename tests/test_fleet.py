@@ -18,7 +18,7 @@ from iolens.analysis.layers import LAYERS
 from iolens.analysis.summary import dxt_summary, layer_summary
 from iolens.fleet import store as fleet_store
 from iolens.fleet.build import build, find_logs
-from iolens.fleet.features import interval_union
+from iolens.analysis.measures import busy_time as interval_union
 
 from conftest import all_logs
 

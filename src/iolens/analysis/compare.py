@@ -19,7 +19,7 @@ import statistics
 
 from ..model import Log, read
 from .diagnosis import diagnose
-from .diagnosis.context import STD_STREAMS
+from ..model.darshan import STD_STREAMS
 from .run_config import config_diff, file_keys, match_files, run_config
 from .runs import key_measures, run_metrics
 from .diagnosis.units import fmt_bytes, fmt_count, fmt_pct, fmt_time
