@@ -12,7 +12,7 @@ from typing import Mapping, Protocol
 import numpy as np
 import polars as pl
 
-from ..model.darshan import LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
+from ..model.darshan import COUNTER_PREFIX, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
 from ..reader.counter_names import COUNTER_NAMES
 
 
@@ -116,13 +116,18 @@ def slowest_rank_time(c: Counters, layer: Layer) -> float:
     return own_max + shared
 
 
+def per_rank_sum(ranks: np.ndarray, values: np.ndarray, nranks: int = 0) -> np.ndarray:
+    """Per rank 0, 1, …: the sum of `values` over the records of that one rank, in record order (a
+    shared record, rank -1, counts for none; ranks at or past `nranks` only when `nranks` is 0)."""
+    own = (ranks >= 0) & ((ranks < nranks) if nranks else True)
+    return np.bincount(ranks[own], weights=values[own], minlength=nranks).astype(float)
+
+
 def largest_rank_sum(ranks: np.ndarray, values: np.ndarray) -> float | None:
-    """The largest per-rank sum of `values` over the records of one rank (rank >= 0), summed in record
-    order; None when no record belongs to one rank."""
-    own = ranks >= 0
-    if not own.any():
+    """The largest `per_rank_sum`; None when no record belongs to one rank."""
+    if not (ranks >= 0).any():
         return None
-    return float(np.bincount(ranks[own], weights=values[own]).max())
+    return float(per_rank_sum(ranks, values).max())
 
 
 def job_io_time(slowest: Mapping[str, float]) -> float:
@@ -170,7 +175,7 @@ def busy_time(starts: np.ndarray, ends: np.ndarray) -> float:
 def counter_windows(c: Counters, module: str) -> tuple:
     """(starts, ends) of every record's read and write windows from the counters' timestamps (records with
     an empty or unrecorded window left out): the intervals whose union is the job's busy time."""
-    prefix = {"MPI-IO": "MPIIO"}.get(module, module)
+    prefix = COUNTER_PREFIX[module]
     starts, ends = [], []
     for op in ("READ", "WRITE"):
         s, e = c.col(f"{prefix}_F_{op}_START_TIMESTAMP"), c.col(f"{prefix}_F_{op}_END_TIMESTAMP")

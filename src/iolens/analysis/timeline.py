@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-LAYER_OF_MODULE = {"DXT_MPIIO": "MPI-IO", "DXT_POSIX": "POSIX"}
+from ..model.darshan import DXT_LAYERS
+
+LAYER_OF_MODULE = DXT_LAYERS
 STRAGGLER_RATIO = 1.5
 MIN_MARGIN = 0.05  # a straggler is also slower than the median by 5% of the phase duration
 

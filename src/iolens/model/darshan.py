@@ -54,9 +54,10 @@ SEPARATE_LAYERS = ("STDIO",)
 COUNTER_PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO", "H5D": "H5D",
                   "PNETCDF_VAR": "PNETCDF_VAR"}
 
-# DXT module -> the counter layer (module) whose operations it traces, in the order of the log's records;
-# the views show the layer the application calls first, i.e. reversed(DXT_LAYERS)
+# DXT module -> the layer (its name and counter module) whose operations it traces, in the log's order
 DXT_LAYERS = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPI-IO"}
+# the same, in the order the views show them: the layer the application calls first
+DXT_VIEW_ORDER = dict(reversed(DXT_LAYERS.items()))
 
 # Darshan's access-size histogram: (counter suffix, lower bound exclusive, upper bound inclusive), and the
 # label every view prints for each bin

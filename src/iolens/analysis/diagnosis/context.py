@@ -6,7 +6,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from ...model.darshan import SIZE_BINS, STD_STREAMS  # noqa: F401 - the checks' names for them
+from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
 from .. import measures
 from ..measures import recorded
 from ..summary import dxt_summary
@@ -161,7 +161,7 @@ class Context:
         df = self.counters(module)
         if df is None:
             return None
-        prefix = {"MPI-IO": "MPIIO"}.get(module, module)
+        prefix = COUNTER_PREFIX[module]
         starts = [f"{prefix}_F_{op}_START_TIMESTAMP" for op in ops]
         ends = [f"{prefix}_F_{op}_END_TIMESTAMP" for op in ops]
         if not all(c in df.columns for c in starts + ends):

@@ -4,12 +4,14 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ...model.darshan import COUNTER_PREFIX
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
-LAYERS = (("MPI-IO", "MPIIO"), ("POSIX", "POSIX"), ("STDIO", "STDIO"))
+# (module, counter prefix) of the layers a rank's load is read at, the application's first
+LAYERS = tuple((m, COUNTER_PREFIX[m]) for m in ("MPI-IO", "POSIX", "STDIO"))
 
 
 # --- per-rank load at the layer the application calls ---------------------------------------------
