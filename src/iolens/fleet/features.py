@@ -16,7 +16,6 @@ from ..analysis.diagnosis import Thresholds
 from ..analysis.measures import RecordCounters, small_bins
 from ..model import Log
 from ..model.darshan import DXT_LAYERS, LAYER_BY_MODULE, LAYERS, SIZE_BIN_NAMES
-from ..reader.counter_names import COUNTER_NAMES
 from ..reader.lustre import COMPONENT_FIELDS
 
 # column prefix of each layer in the jobs table

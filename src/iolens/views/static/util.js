@@ -4,7 +4,7 @@
 const COLORS = {
   write: [230, 120, 30], read: [40, 110, 200],
   phase: "rgba(120, 80, 200, 0.07)", phaseEdge: "rgba(120, 80, 200, 0.45)",
-  straggler: "#d62728", busiest: "#8c564b", grid: "#e6e8eb", axis: "#5b6470", text: "#1f2933",
+  heavy: "#d62728", busiest: "#8c564b", grid: "#e6e8eb", axis: "#5b6470", text: "#1f2933",
 };
 const CALL_MARK_COLORS = {barrier: "#111827", sync: "#16a34a", open: "#9333ea", close: "#db2777"};
 const RANK_PALETTE = [
