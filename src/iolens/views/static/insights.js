@@ -98,6 +98,8 @@ function renderPhases(app) {
 
 function renderRankFacts(app) {
   const box = clear(document.getElementById("rank-facts")), an = app.meta.analysis;
+  // the diagnosis' word: a straggler finishes late, whatever its busy time (a heavy rank is busy long)
+  const late = (app.meta.insights || []).filter((i) => i.code === "STRAGGLER").flatMap((i) => (i.evidence || {}).ranks || []);
   for (const layer of Object.keys(an)) {
     const a = an[layer];
     box.append(el("h3", null, layer));
@@ -111,7 +113,8 @@ function renderRankFacts(app) {
     box.append(el("p", {class: s.length ? "bad" : "muted"}, s.length
       ? `Heavy rank${s.length > 1 ? "s" : ""} (busy ≥ 1.5× the median busy time of ${fmtSeconds(a.median_busy)}): ` +
         s.slice(0, 12).map((x) => `rank ${x.rank} (${fmtNum(x.ratio, 1)}×)`).join(", ") + (s.length > 12 ? ", …" : "")
-      : `No heavy rank: no rank is busy 1.5× the median (${fmtSeconds(a.median_busy)}). ` +
-        "A rank that finishes late is the diagnosis' STRAGGLER."));
+      : `No heavy rank: no rank is busy 1.5× the median (${fmtSeconds(a.median_busy)}).`));
+    if (late.length) box.append(el("p", {class: "bad"}, `Straggler (finishes its I/O late; see the STRAGGLER insight): ` +
+      late.slice(0, 12).map((r) => `rank ${r}`).join(", ") + (late.length > 12 ? ", …" : "")));
   }
 }
