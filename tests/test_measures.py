@@ -169,3 +169,12 @@ def test_small_bins_and_labels():
     assert measures.small_bins(100 * 1024) == ["0_100", "100_1K", "1K_10K", "10K_100K"]
     assert measures.small_bins(1 << 20) == ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M"]
     assert list(SIZE_BIN_LABELS) == list(SIZE_BIN_NAMES) and SIZE_BIN_LABELS["1G_PLUS"] == "> 1 GiB"
+
+
+def test_busy_runs_per_group_bridge_short_gaps():
+    seg = pl.DataFrame({"rank": [1, 0, 0, 0], "start": [0.0, 3.0, 0.0, 1.05], "end": [9.0, 4.0, 1.0, 2.0]})
+    runs = measures.busy_runs(seg, "rank", gap=0.1)
+    assert runs.rows() == [(0, 0.0, 2.0), (0, 3.0, 4.0), (1, 0.0, 9.0)]
+    order, reach, gaps = measures.idle_gaps(np.array([3.0, 0.0, 1.05]), np.array([4.0, 1.0, 2.0]))
+    assert order.tolist() == [1, 2, 0] and reach.tolist() == [1.0, 2.0, 4.0]
+    assert gaps == pytest.approx([0.05, 1.0])

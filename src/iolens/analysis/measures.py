@@ -151,18 +151,23 @@ def slowest_rank_times(counters: Mapping[str, Counters]) -> dict:
 
 
 # --- busy time -------------------------------------------------------------------------------------
+def idle_gaps(starts: np.ndarray, ends: np.ndarray) -> tuple:
+    """The sweep under every busy-time measure: (order, reach, gaps) with `order` the intervals sorted by
+    start, `reach` the furthest end seen so far in that order, and `gaps[i]` the idle time before the
+    (i+1)-th interval: > 0 when nothing ran between it and everything before it."""
+    order = np.argsort(starts, kind="stable")
+    reach = np.maximum.accumulate(ends[order])
+    return order, reach, starts[order][1:] - reach[:-1]
+
+
 def covered_runs(starts: np.ndarray, ends: np.ndarray, gap: float = 0.0) -> tuple:
     """The union of [start, end) intervals as (run starts, run ends), in time order: a run ends where the
-    next interval starts more than `gap` after everything before it ended (a sweep over sorted starts)."""
+    next interval starts more than `gap` after everything before it ended."""
     if not len(starts):
         return starts[:0], ends[:0]
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    reach = np.maximum.accumulate(e)  # furthest end seen so far
-    new_run = np.empty(len(s), bool)
-    new_run[0] = True
-    new_run[1:] = s[1:] > reach[:-1] + gap
-    return s[new_run], np.append(reach[np.flatnonzero(new_run)[1:] - 1], reach[-1])
+    order, reach, gaps = idle_gaps(starts, ends)
+    new_run = np.concatenate(([True], gaps > gap))
+    return starts[order][new_run], np.append(reach[np.flatnonzero(new_run)[1:] - 1], reach[-1])
 
 
 def busy_time(starts: np.ndarray, ends: np.ndarray) -> float:
@@ -170,6 +175,26 @@ def busy_time(starts: np.ndarray, ends: np.ndarray) -> float:
     the union of their intervals (overlaps counted once; IOMiner's covering set)."""
     run_start, run_end = covered_runs(starts, ends)
     return float((run_end - run_start).sum())
+
+
+def busy_added(by) -> pl.Expr:
+    """Per operation of a table sorted by (`by`, start): the time it runs past every earlier operation of its
+    group; summed per group, the group's busy time (the same union as `busy_time`, in one query)."""
+    reach = pl.col("end").cum_max().shift(1).over(by)
+    return (pl.col("end") - pl.max_horizontal("start", reach.fill_null(pl.col("start")))).clip(lower_bound=0)
+
+
+def busy_runs(seg: pl.DataFrame, by: str, gap: float = 0.0) -> pl.DataFrame:
+    """Per group of column `by`: the union of its operations as runs (`covered_runs`, gaps up to `gap`
+    bridged): columns `by`, start, end."""
+    s = (seg.select(by, "start", "end").sort([by, "start"])
+         .with_columns(pl.col("end").cum_max().shift(1).over(by).alias("prev")))
+    # sorted by group then start, each run is a run of rows: it starts at a group's first operation or after
+    # a gap; its start is the run's first start, its end the run's largest end
+    start, end, prev = (s[c].to_numpy() for c in ("start", "end", "prev"))
+    runs = np.flatnonzero(np.isnan(prev) | (start > prev + gap))
+    return pl.DataFrame({by: s[by].to_numpy()[runs], "start": start[runs],
+                         "end": np.maximum.reduceat(end, runs) if len(runs) else end[:0]})
 
 
 def counter_windows(c: Counters, module: str) -> tuple:

@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from ..model.darshan import DXT_LAYERS
+from .measures import busy_added, idle_gaps
 
 LAYER_OF_MODULE = DXT_LAYERS
 HEAVY_RATIO = 1.5
@@ -32,11 +33,8 @@ def phase_of_segments(start: np.ndarray, end: np.ndarray, *, max_phases: int = 4
     n = len(start)
     if n == 0:
         return np.zeros(0, dtype=np.int32)
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    busy_until = np.maximum.accumulate(e)
-    gap = s[1:] - busy_until[:-1]  # > 0: nobody is doing I/O between these two operations
-    span = float(busy_until[-1] - s[0])
+    order, busy_until, gap = idle_gaps(start, end)  # gap > 0: nobody is doing I/O between two operations
+    span = float(busy_until[-1] - start[order[0]])
     if min_gap is None:
         min_gap = max(1e-5, 2e-3 * span)
     cut = np.flatnonzero(gap > min_gap)
@@ -52,11 +50,7 @@ def phase_of_segments(start: np.ndarray, end: np.ndarray, *, max_phases: int = 4
 def rank_busy(segments: pl.DataFrame, by=("rank",)) -> pl.DataFrame:
     """Per group: operations, bytes, busy time (`measures.busy_time` of its operations), first start, last end."""
     by = list(by)
-    # sorted by start within a group, an operation adds what it runs past every earlier one's end: the
-    # sum is the length of the union (the sweep of measures.covered_runs, per group in one query)
-    reach = pl.col("end").cum_max().shift(1).over(by)
-    added = (pl.col("end") - pl.max_horizontal("start", reach.fill_null(pl.col("start")))).clip(lower_bound=0)
-    return segments.sort([*by, "start"]).with_columns(added.alias("_added")).group_by(by).agg(
+    return segments.sort([*by, "start"]).with_columns(busy_added(by).alias("_added")).group_by(by).agg(
         pl.len().alias("ops"),
         pl.col("length").clip(lower_bound=0).sum().alias("bytes"),
         pl.col("_added").sum().alias("busy"),

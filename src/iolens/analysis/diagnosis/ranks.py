@@ -5,6 +5,7 @@ import numpy as np
 import polars as pl
 
 from ...model.darshan import COUNTER_PREFIX
+from ..measures import busy_runs
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
 from .insight import Evidence, Insight
@@ -421,14 +422,7 @@ def check_straggler(ctx) -> list:
 # --- SERIALIZED_IO --------------------------------------------------------------------------------
 def busy_intervals(seg: pl.DataFrame, gap: float) -> pl.DataFrame:
     """Per rank, its operations merged into busy intervals (gaps shorter than `gap` bridged)."""
-    s = (seg.select("rank", "start", "end").sort(["rank", "start"])
-         .with_columns(pl.col("end").cum_max().shift(1).over("rank").alias("prev")))
-    # sorted by rank then start, each interval is a run of rows: it starts at a rank's first operation or
-    # after a gap; its start is the run's first start, its end the run's largest end (numpy, same values)
-    start, end, prev = (s[c].to_numpy() for c in ("start", "end", "prev"))
-    runs = np.flatnonzero(np.isnan(prev) | (start > prev + gap))
-    return pl.DataFrame({"rank": s["rank"].to_numpy()[runs], "start": start[runs],
-                         "end": np.maximum.reduceat(end, runs) if len(runs) else end[:0]})
+    return busy_runs(seg, "rank", gap)
 
 
 def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
