@@ -12,7 +12,7 @@ from typing import Mapping, Protocol
 import numpy as np
 import polars as pl
 
-from ..model.darshan import COUNTER_PREFIX, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
+from ..model.darshan import COUNTER_PREFIX, FILE_LAYERS, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
 from ..reader.counter_names import COUNTER_NAMES
 
 
@@ -212,7 +212,7 @@ def counter_windows(c: Counters, module: str) -> tuple:
 
 def job_busy_time(counters: Mapping[str, Counters]) -> float:
     """Seconds during which at least one rank was reading or writing at POSIX, MPI-IO or STDIO."""
-    parts = [counter_windows(c, m) for m, c in counters.items() if m in ("POSIX", "MPI-IO", "STDIO")
+    parts = [counter_windows(c, m) for m, c in counters.items() if m in FILE_LAYERS
              and len(c.ranks)]
     if not parts:
         return 0.0

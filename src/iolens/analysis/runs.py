@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Log
-from ..model.darshan import STD_STREAMS
+from ..model.darshan import BYTE_SOURCE_ORDER, STD_STREAMS
 from . import measures
 from .diagnosis import Thresholds
 from .measures import TableCounters, recorded, small_bins
@@ -106,7 +106,7 @@ def data_files(log: Log) -> int:
 
 def _byte_layer(layers: dict):
     """Bytes and requests that reached the file system: the lowest layer present (POSIX, else STDIO, …)."""
-    for name in ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF"):
+    for name in BYTE_SOURCE_ORDER:
         if name in layers:
             return layers[name]
     return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Log
-from ..model.darshan import DXT_LAYERS, LAYER_BY_MODULE, LAYERS, Layer
+from ..model.darshan import DXT_LAYERS, FILE_LAYERS, LAYER_BY_MODULE, LAYERS, Layer
 from . import measures
 from .measures import TableCounters, recorded
 
@@ -93,7 +93,7 @@ def job_measures(log: Log, layers: list | None = None, dxt: list | None = None) 
         if layers is None else layers
     dxt = dxt_summary(log) if dxt is None else dxt
     slowest = {s["module"]: s["slowest_rank_io_time"] for s in layers}
-    counters = {m: TableCounters(df) for m, df in log.counters.items() if m in ("POSIX", "MPI-IO", "STDIO")}
+    counters = {m: TableCounters(df) for m, df in log.counters.items() if m in FILE_LAYERS}
     return {
         "io_time": measures.job_io_time(slowest),
         "slowest_rank_io_time": {s["layer"]: s["slowest_rank_io_time"] for s in layers},

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..model.darshan import DXT_LAYERS
+from ..model.darshan import DXT_LAYERS, DXT_VIEW_ORDER
 from .measures import busy_added, idle_gaps
 
 LAYER_OF_MODULE = DXT_LAYERS
@@ -131,7 +131,7 @@ def timeline_analysis(segments: pl.DataFrame, *, max_phases: int = 48) -> dict:
         return {}
     phase = phase_of_segments(segments["start"].to_numpy(), segments["end"].to_numpy(), max_phases=max_phases)
     out = {}
-    for module in ("DXT_MPIIO", "DXT_POSIX"):
+    for module in DXT_VIEW_ORDER:
         mask = (segments["module"] == module).to_numpy()
         if not mask.any():
             continue

@@ -15,7 +15,7 @@ from ..analysis import measures
 from ..analysis.diagnosis import Thresholds
 from ..analysis.measures import RecordCounters, small_bins
 from ..model import Log
-from ..model.darshan import DXT_LAYERS, LAYER_BY_MODULE, LAYERS, SIZE_BIN_NAMES
+from ..model.darshan import DXT_LAYERS, FILE_LAYERS, LAYER_BY_MODULE, LAYERS, SIZE_BIN_NAMES
 from ..reader.lustre import COMPONENT_FIELDS
 
 # column prefix of each layer in the jobs table
@@ -112,7 +112,7 @@ def _files(row: dict, raw) -> None:
     """Files the job touched, and how many were shared by all ranks (a reduced record, rank -1) or opened
     by more than one rank."""
     ids, shared = [], []
-    for name in ("POSIX", "MPI-IO", "STDIO"):
+    for name in FILE_LAYERS:
         recs = raw.counters.get(name)
         if recs is None or not len(recs.ids):
             continue
@@ -173,7 +173,7 @@ def file_rows(raw, path: str) -> list:
     out = {}
     for layer in LAYERS:
         recs = raw.counters.get(layer.module)
-        if recs is None or not len(recs.ids) or layer.module not in ("POSIX", "MPI-IO", "STDIO"):
+        if recs is None or not len(recs.ids) or layer.module not in FILE_LAYERS:
             continue
         m = RecordCounters(layer.module, recs)
         p = LAYER_PREFIX[layer.module]

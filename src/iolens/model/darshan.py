@@ -47,6 +47,12 @@ LAYERS = (
 )
 LAYER_BY_MODULE = {layer.module: layer for layer in LAYERS}
 LAYER_BY_NAME = {layer.name: layer for layer in LAYERS}
+LAYER_NAMES = tuple(layer.name for layer in LAYERS)
+# the layers whose records are files (HDF5's and PnetCDF's are datasets and variables): what busy time, file
+# counts and per-file rows read
+FILE_LAYERS = ("POSIX", "MPI-IO", "STDIO")
+# bytes that reached the file system are best counted at the lowest layer present
+BYTE_SOURCE_ORDER = ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF")
 # STDIO's buffered streams write through libc internally, below Darshan's POSIX wrappers: its time is not
 # part of any other layer's. The other layers stack (HDF5/PnetCDF call MPI-IO, which calls POSIX).
 SEPARATE_LAYERS = ("STDIO",)
@@ -58,6 +64,7 @@ COUNTER_PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO", "H5D": 
 DXT_LAYERS = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPI-IO"}
 # the same, in the order the views show them: the layer the application calls first
 DXT_VIEW_ORDER = dict(reversed(DXT_LAYERS.items()))
+DXT_MODULES = tuple(DXT_LAYERS)
 
 # Darshan's access-size histogram: (counter suffix, lower bound exclusive, upper bound inclusive), and the
 # label every view prints for each bin

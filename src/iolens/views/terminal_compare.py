@@ -5,7 +5,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..model.darshan import SIZE_BIN_LABELS
+from ..model.darshan import LAYER_NAMES, SIZE_BIN_LABELS
 from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim"}
@@ -67,7 +67,7 @@ def _runs_table(runs: list, idx: list) -> Table:
                                     style=VERDICT_STYLE[r["verdict"]["verdict"]]) for r in sel])
     row("run time", human_seconds, lambda r: r["run_time"], "run_time")
     row("I/O time, slowest rank", human_seconds, lambda r: r["io_time"], "io_time")
-    layers = [name for name in ("POSIX", "MPI-IO", "STDIO", "HDF5", "PnetCDF") if any(name in r["layers"] for r in sel)]
+    layers = [name for name in LAYER_NAMES if any(name in r["layers"] for r in sel)]
     for name in layers:
         row(f"  {name}", human_seconds, lambda r, n=name: r["layers"].get(n, {}).get("slowest_rank_io_time"))
     row("bytes read", human_bytes, lambda r: r["bytes_read"], "bytes_read")

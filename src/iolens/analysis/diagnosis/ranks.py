@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ...model.darshan import COUNTER_PREFIX
+from ...model.darshan import COUNTER_PREFIX, DXT_MODULES
 from ..measures import busy_runs
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
@@ -33,7 +33,7 @@ def rank_loads(ctx):
     only from the trace.
     """
     n = ctx.nprocs
-    complete = all(ctx.trace_complete(m) for m in ("DXT_POSIX", "DXT_MPIIO") if m in ctx.dxt and ctx.dxt[m]["segments"])
+    complete = all(ctx.trace_complete(m) for m in DXT_MODULES if m in ctx.dxt and ctx.dxt[m]["segments"])
     seg = ctx.seg_app
     fsyncs = _fsyncs(ctx)
     if not seg.is_empty() and complete:
@@ -381,7 +381,7 @@ def check_straggler(ctx) -> list:
     ranks = late["rank"].head(MAX_RANKS).to_list()
     worst = float(late["delay"][0])
     waiting = per.height - late.height
-    partial = any(ctx.trace_truncated(m) for m in ("DXT_POSIX", "DXT_MPIIO"))
+    partial = any(ctx.trace_truncated(m) for m in DXT_MODULES)
     files = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
              .group_by("file_id").agg(pl.col("length").sum()).sort(["length", "file_id"], descending=[True, False])["file_id"].to_list())
     first_late = float(late["first"].min())
@@ -490,7 +490,7 @@ def check_serialized(ctx) -> list:
         recs[0].detail = "If this is a NetCDF file being pre-filled by one rank: " + recs[0].detail
         recs[1].detail = "If this is an HDF5 dataset being pre-filled: " + recs[1].detail
     recs.append(rec.parallel_write("mpiio"))
-    partial = any(ctx.trace_truncated(m) for m in ("DXT_POSIX", "DXT_MPIIO"))
+    partial = any(ctx.trace_truncated(m) for m in DXT_MODULES)
     return [Insight("SERIALIZED_IO", "critical" if share >= 0.8 else "warning", title, summary,
                     Evidence(ranks=[rank], files=ctx.names_of(files), time_window=(first, last), metrics=metrics),
                     recs, source="dxt", partial=partial, score=share)]

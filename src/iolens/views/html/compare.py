@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from ... import __version__
-from ...model.darshan import SIZE_BIN_LABELS
+from ...model.darshan import LAYER_NAMES, SIZE_BIN_LABELS
 from .encode import script_json
 from .filters import Filters
 from .jinja import render
@@ -19,7 +19,6 @@ from .page import DEFAULT_MAX_OPS, page_payload
 SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "timeline.js", "app.js", "compare.js")
 STYLES = ("report.css", "compare.css")
 RUN_COLOURS = ("#3b5bdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#1098ad", "#c92a2a", "#5c940d", "#495057")
-LAYER_ORDER = ("POSIX", "MPI-IO", "STDIO", "HDF5", "PnetCDF")
 
 
 def run_payloads(logs: list, labels: list, max_ops: int) -> tuple:
@@ -41,7 +40,7 @@ def _layer_bars(result: dict) -> list:
     runs = result["runs"]
     top = max((lay["slowest_rank_io_time"] for r in runs for lay in r["layers"].values()), default=0) or 1
     out = []
-    for name in LAYER_ORDER:
+    for name in LAYER_NAMES:
         if any(name in r["layers"] for r in runs):
             out.append((name, [(r["label"], r["layers"].get(name, {}).get("slowest_rank_io_time", 0),
                                 100 * r["layers"].get(name, {}).get("slowest_rank_io_time", 0) / top,
