@@ -178,3 +178,10 @@ def test_busy_runs_per_group_bridge_short_gaps():
     order, reach, gaps = measures.idle_gaps(np.array([3.0, 0.0, 1.05]), np.array([4.0, 1.0, 2.0]))
     assert order.tolist() == [1, 2, 0] and reach.tolist() == [1.0, 2.0, 4.0]
     assert gaps == pytest.approx([0.05, 1.0])
+
+
+def test_size_histogram_of_one_operation_at_another_layer():
+    records = [{"rank": 0, "MPIIO_SIZE_WRITE_AGG_1M_4M": 4, "MPIIO_SIZE_READ_AGG_1M_4M": 1,
+                "MPIIO_SIZE_WRITE_AGG_0_100": 2}]
+    hist = both("MPI-IO", records, lambda c: measures.size_histogram(c, "MPI-IO", ("WRITE",)))
+    assert hist == {**dict.fromkeys(SIZE_BIN_NAMES, 0), "1M_4M": 4, "0_100": 2}

@@ -264,10 +264,16 @@ def collective_share(c: Counters | None) -> float | None:
     return total(c, "MPIIO_COLL_READS", "MPIIO_COLL_WRITES") / ops if ops else None
 
 
-def size_histogram(c: Counters | None) -> dict:
-    """POSIX reads + writes per Darshan access-size bin (suffix -> count, every bin of SIZE_BINS)."""
-    return {b[0]: (total(c, f"POSIX_SIZE_READ_{b[0]}", f"POSIX_SIZE_WRITE_{b[0]}") if c is not None else 0)
-            for b in SIZE_BINS}
+# each layer's access-size counters ({op}: READ or WRITE, then the bin's suffix)
+SIZE_COUNTERS = {"POSIX": "POSIX_SIZE_{op}_", "MPI-IO": "MPIIO_SIZE_{op}_AGG_", "H5D": "H5D_SIZE_{op}_AGG_",
+                 "PNETCDF_VAR": "PNETCDF_VAR_SIZE_{op}_AGG_"}
+
+
+def size_histogram(c: Counters | None, module: str = "POSIX", ops=("READ", "WRITE")) -> dict:
+    """Requests per Darshan access-size bin (suffix -> count, every bin of SIZE_BINS), summed over `ops`,
+    from `module`'s size counters; by default what reaches the file system: POSIX reads + writes."""
+    prefixes = [SIZE_COUNTERS[module].format(op=op) for op in ops]
+    return {b[0]: (total(c, *(p + b[0] for p in prefixes)) if c is not None else 0) for b in SIZE_BINS}
 
 
 def small_bins(limit: int) -> list:

@@ -11,8 +11,6 @@ from ...model.darshan import LAYERS, SIZE_BIN_LABELS, SIZE_BIN_NAMES
 from ..units import timestamp
 from .encode import Blob
 
-SIZE_PREFIX = {"POSIX": "POSIX_SIZE_{op}_", "MPI-IO": "MPIIO_SIZE_{op}_AGG_", "HDF5": "H5D_SIZE_{op}_AGG_",
-               "PnetCDF": "PNETCDF_VAR_SIZE_{op}_AGG_"}
 MAX_FILE_ROWS = 5000
 
 
@@ -49,15 +47,14 @@ def access_sizes(log) -> list:
     out = []
     for layer in LAYERS:
         df = log.counters.get(layer.module)
-        prefix = SIZE_PREFIX.get(layer.name)
+        prefix = measures.SIZE_COUNTERS.get(layer.module)
         if df is None or df.is_empty() or prefix is None:
             continue
         row = {"layer": layer.name, "buckets": list(SIZE_BIN_LABELS.values())}
         for op in ("READ", "WRITE"):
-            cols = [prefix.format(op=op) + b for b in SIZE_BIN_NAMES]
-            if not all(c in df.columns for c in cols):
+            if not all(prefix.format(op=op) + b in df.columns for b in SIZE_BIN_NAMES):
                 break
-            row[op.lower()] = [int(df[c].clip(lower_bound=0).sum()) for c in cols]
+            row[op.lower()] = list(measures.size_histogram(TableCounters(df), layer.module, (op,)).values())
         else:
             if sum(row["read"]) + sum(row["write"]):
                 out.append(row)
