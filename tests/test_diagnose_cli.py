@@ -28,7 +28,8 @@ def test_json_is_the_documented_shape_and_nothing_else():
     r = iolens("diagnose", "--json", GEN / "small_indep_shared.darshan")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)  # stdout holds the JSON only
-    assert set(data) == {"log", "schema_version", "insights"}
+    assert set(data) == {"log", "schema_version", "measures", "insights"}
+    assert data["measures"]["io_time"] > 0 and data["measures"]["slowest_rank_io_time"]["MPI-IO"] > 0
     assert data["schema_version"] == 3 and data["log"].endswith("small_indep_shared.darshan")
     first = data["insights"][0]
     assert set(first) == {"code", "key_metric", "severity", "title", "summary", "evidence", "recommendations",

@@ -18,7 +18,6 @@ from iolens.analysis.layers import LAYERS
 from iolens.analysis.summary import dxt_summary, layer_summary
 from iolens.fleet import store as fleet_store
 from iolens.fleet.build import build, find_logs
-from iolens.fleet.features import interval_union
 
 from conftest import all_logs
 
@@ -164,12 +163,6 @@ def test_no_diagnose_gives_features_only(tmp_path, generated):
     jobs = fleet_store.read(tmp_path / "s", "jobs")
     assert summary["added"] == 1 and not [c for c in jobs.columns if c.startswith("insight_")]
     assert jobs["diagnosed"].to_list() == [False]
-
-
-def test_busy_time_counts_overlaps_once():
-    starts, ends = np.array([5.0, 0.0, 1.0, 10.0]), np.array([6.0, 2.0, 3.0, 10.5])
-    assert interval_union(starts, ends) == pytest.approx(1 + 3 + 0.5)
-    assert interval_union(np.array([0.0, 1.0]), np.array([10.0, 2.0])) == 10.0
 
 
 def test_find_logs_walks_globs_and_list_files(tmp_path, generated):

@@ -1,4 +1,4 @@
-"""`iolens report`: the page's payload, its encoding, the filters, and the phase/straggler analysis.
+"""`iolens report`: the page's payload, its encoding, the filters, and the phase/heavy-rank analysis.
 
 The browser tests (test_report_browser.py) check what a user sees; these check the data under it.
 """
@@ -158,7 +158,7 @@ def test_truncated_trace_gets_a_banner(logs_dir):
     assert banners and "truncated" in banners[0]["text"] and "800,000" in banners[0]["text"]
 
 
-# --- phases, stragglers, busiest ranks -----------------------------------------------------------
+# --- phases, heavy ranks, busiest ranks -----------------------------------------------------------
 
 def test_phases_split_on_idle_gaps():
     start = np.array([0.0, 0.5, 10.0, 10.2, 30.0])
@@ -167,20 +167,20 @@ def test_phases_split_on_idle_gaps():
     assert phase_of_segments(start, end, max_phases=2).tolist() == [0, 0, 0, 0, 1]
 
 
-def test_fill_rank0_is_a_straggler(logs_dir):
+def test_fill_rank0_is_a_heavy_rank(logs_dir):
     log = iolens.read(logs_dir / "generated/fill_rank0.darshan")
     an = timeline_analysis(log.segments)
     for layer in ("MPI-IO", "POSIX"):
         assert an[layer]["busiest"][0]["rank"] == 0
-        assert [s["rank"] for s in an[layer]["stragglers"]] == [0]
-        assert any(p["straggler"] and p["slowest_rank"] == 0 for p in an[layer]["phases"])
+        assert [s["rank"] for s in an[layer]["heavy_ranks"]] == [0]
+        assert any(p["heavy"] and p["slowest_rank"] == 0 for p in an[layer]["phases"])
 
 
-def test_balanced_logs_have_no_straggler(logs_dir):
+def test_balanced_logs_have_no_heavy_rank(logs_dir):
     for name in ("file_per_process", "collective_2phase"):
         an = timeline_analysis(iolens.read(logs_dir / f"generated/{name}.darshan").segments)
         for layer, info in an.items():
-            assert not info["stragglers"], (name, layer)
+            assert not info["heavy_ranks"], (name, layer)
     an = timeline_analysis(iolens.read(logs_dir / "generated/collective_2phase.darshan").segments)
     assert {b["rank"] for b in an["POSIX"]["busiest"]} == {0, 1}
 

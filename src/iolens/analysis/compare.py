@@ -19,10 +19,10 @@ import statistics
 
 from ..model import Log, read
 from .diagnosis import diagnose
-from .diagnosis.context import STD_STREAMS
+from ..model.darshan import STD_STREAMS
 from .run_config import config_diff, file_keys, match_files, run_config
 from .runs import key_measures, run_metrics
-from .diagnosis.units import fmt_bytes, fmt_count, fmt_pct, fmt_time
+from .units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 
 SCHEMA_VERSION = 1
 NOISE_RATIO = 1.5  # short runs of one configuration differ by up to ~1.3× (../shared/logs/pairs repeat_*)

@@ -4,10 +4,8 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Log
-from .layers import LAYERS, recorded
-
-# bytes that reached the file system are best counted at the lowest layer present
-BYTE_SOURCE_ORDER = ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF")
+from ..model.darshan import BYTE_SOURCE_ORDER, LAYERS
+from .measures import recorded
 
 
 def _prefix(layer_name: str) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 
 from ..model import Log
+from ..model.darshan import STD_STREAMS
 from .access import file_patterns
-from .diagnosis.context import STD_STREAMS
 from .runs import collective_share, data_files
 from .summary import dxt_summary
 

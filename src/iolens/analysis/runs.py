@@ -4,10 +4,10 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Log
-from .diagnosis.context import SIZE_BINS, STD_STREAMS
-from .diagnosis.requests import small_bins
-from .diagnosis.thresholds import Thresholds
-from .layers import LAYERS, recorded
+from ..model.darshan import BYTE_SOURCE_ORDER, STD_STREAMS
+from . import measures
+from .diagnosis import Thresholds
+from .measures import TableCounters, recorded, small_bins
 from .summary import job_summary
 
 SMALL_REQUEST_BYTES = int(Thresholds().small_request_bytes)  # as the diagnosis' SMALL_IO
@@ -17,9 +17,7 @@ def run_metrics(log: Log) -> dict:
     """Run time, per-layer slowest-rank I/O time, bytes, requests, size distribution, metadata time, bandwidth."""
     summary = job_summary(log)
     layers = {s["layer"]: s for s in summary["layers"] if s["io_time"] > 0 or s["reads"] or s["writes"]}
-    # the layer the application calls includes the time of the layers below it: the slowest rank's I/O
-    # time is the largest over layers, not their sum
-    io_time = max((s["slowest_rank_io_time"] for s in layers.values()), default=0.0)
+    io_time = summary["measures"]["io_time"]  # measures.job_io_time, as info and diagnose print it
     base = _byte_layer(layers)
     moved = (base["bytes_read"] + base["bytes_written"]) if base else 0
     sizes = request_sizes(log)
@@ -38,6 +36,8 @@ def run_metrics(log: Log) -> dict:
         "files": data_files(log),
         "ranks": int(log.job["nprocs"]),
         "request_sizes": sizes,
+        "dxt_coverage": summary["measures"]["dxt_coverage"],
+        "dxt_truncated": summary["measures"]["dxt_truncated"],
     }
 
 
@@ -106,21 +106,16 @@ def data_files(log: Log) -> int:
 
 def _byte_layer(layers: dict):
     """Bytes and requests that reached the file system: the lowest layer present (POSIX, else STDIO, …)."""
-    for name in ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF"):
+    for name in BYTE_SOURCE_ORDER:
         if name in layers:
             return layers[name]
     return None
 
 
 def request_sizes(log: Log) -> dict:
-    """POSIX reads + writes per Darshan access-size bin ('0_100' … '1G_PLUS'), from the counters."""
+    """POSIX reads + writes per Darshan access-size bin ('0_100' … '1G_PLUS'): `measures.size_histogram`."""
     df = log.counters.get("POSIX")
-    out = {}
-    for suffix, _, _ in SIZE_BINS:
-        cols = [f"POSIX_SIZE_{op}_{suffix}" for op in ("READ", "WRITE")]
-        out[suffix] = 0 if df is None or df.is_empty() else int(
-            df.select(pl.sum_horizontal([recorded(c) for c in cols if c in df.columns]).sum()).item() or 0)
-    return out
+    return measures.size_histogram(TableCounters(df) if df is not None and df.height else None)
 
 
 def _counter_sum(log: Log, module: str, *cols) -> int:
@@ -140,9 +135,6 @@ def _counter_diff(log: Log, module: str, total: str, part: str) -> int:
 
 
 def collective_share(log: Log):
-    """Share of MPI-IO requests made collectively (None without MPI-IO)."""
-    layer = next(lay for lay in LAYERS if lay.module == "MPI-IO")
-    total = _counter_sum(log, "MPI-IO", *layer.reads, *layer.writes)
-    if not total:
-        return None
-    return _counter_sum(log, "MPI-IO", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES") / total
+    """Share of MPI-IO requests made collectively (`measures.collective_share`; None without MPI-IO)."""
+    df = log.counters.get("MPI-IO")
+    return measures.collective_share(TableCounters(df) if df is not None else None)

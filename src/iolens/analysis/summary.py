@@ -1,11 +1,12 @@
 """Job summary: per-layer bytes, operations, time and bandwidth; DXT coverage and truncation."""
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from ..model import Log
-from .layers import DXT_LAYER, LAYERS, Layer, recorded
+from ..model.darshan import DXT_LAYERS, FILE_LAYERS, LAYER_BY_MODULE, LAYERS, Layer
+from . import measures
+from .measures import TableCounters, recorded
 
 
 def _sum(df: pl.DataFrame, cols) -> int | float:
@@ -22,7 +23,7 @@ def layer_summary(log: Log, layer: Layer) -> dict | None:
         return None
     read_time, write_time, meta_time = (_sum(df, c) for c in (layer.read_time, layer.write_time, layer.meta_time))
     total_bytes = _sum(df, [layer.bytes_read, layer.bytes_written])
-    slowest = _slowest_rank_time(df, layer)
+    slowest = measures.slowest_rank_time(TableCounters(df), layer)
     return {
         "layer": layer.name,
         "module": layer.module,
@@ -42,65 +43,25 @@ def layer_summary(log: Log, layer: Layer) -> dict | None:
     }
 
 
-def _slowest_rank_time(df: pl.DataFrame, layer: Layer) -> float:
-    """I/O time of the slowest rank: its own files plus the slowest rank's share of shared files.
-
-    This is darshan-parser's 'agg_perf_by_slowest' estimate.
-    """
-    rank = df["rank"].to_numpy()
-    own_max = shared_t = 0
-    # each half only when the log has such records: on a log of a few dozen records a query's fixed cost is
-    # what counts
-    if (rank >= 0).any():
-        t = None
-        if all(c in df.columns for c in (layer.read_time, layer.write_time, layer.meta_time)):
-            t = sum(np.maximum(df[c].to_numpy(), 0) for c in (layer.read_time, layer.write_time, layer.meta_time))
-        own_max = max_rank_sum(rank, t) if t is not None else None
-        if own_max is None:
-            t = pl.sum_horizontal([recorded(c) for c in (layer.read_time, layer.write_time, layer.meta_time)])
-            own = df.filter(pl.col("rank") >= 0).group_by("rank").agg(t.sum().alias("t"))
-            own_max = own["t"].max()
-    if (rank < 0).any():  # the same sum as a query's (polars' Series sum)
-        shared_t = pl.Series(np.maximum(df[layer.slowest_time].to_numpy()[rank < 0], 0)).sum()
-    return float((own_max or 0.0) + (shared_t or 0))
-
-
-def max_rank_sum(rank: np.ndarray, values: np.ndarray):
-    """The largest per-rank sum of `values` over the records of ranks >= 0 (None if there are none), in numpy
-    when no rank has more than two records: a sum of one or two floats is the same in any order, hence the
-    same as polars' group-by sum. None when a rank has more (the summation order matters: ask polars)."""
-    own = rank >= 0
-    if not own.any():
-        return None
-    _, inv, counts = np.unique(rank[own], return_inverse=True, return_counts=True)
-    if counts.max() > 2:
-        return None
-    sums = np.zeros(len(counts))
-    np.add.at(sums, inv, values[own])
-    return float(sums.max())
-
-
 def dxt_summary(log: Log) -> list:
-    """Per DXT module: what was traced, and whether the trace holds fewer operations than the counters."""
+    """Per DXT module: what was traced, and whether the trace holds fewer operations than the counters
+    (`measures.dxt_counts`, `measures.dxt_truncated`)."""
     out = []
     if log.dxt_records.is_empty() and not any(m.name.startswith("DXT") for m in log.modules):
         return out
     recs = log.dxt_records
-    for module, layer in DXT_LAYER.items():
+    for module, counter_module in DXT_LAYERS.items():
         info = log.module(module)
         if info is None:
             continue
-        # integer counts in numpy: the same totals as polars queries, without their fixed cost per query
         mine = (recs["module"] == module).to_numpy()
-        traced_w = int(recs["write_count"].to_numpy()[mine].sum())
-        traced_r = int(recs["read_count"].to_numpy()[mine].sum())
+        layer = LAYER_BY_MODULE[counter_module]
         counters = log.counters.get(layer.module)
-        counted_w = counted_r = None
-        if counters is not None:
-            on_traced = np.isin(counters["file_id"].to_numpy(), recs["file_id"].to_numpy()[mine])
-            counted_w, counted_r = (sum(int(np.maximum(counters[c].to_numpy()[on_traced], 0).sum())
-                                        for c in cols if c in counters.columns)
-                                    for cols in (layer.writes, layer.reads))
+        counts = measures.dxt_counts(recs["file_id"].to_numpy()[mine], recs["read_count"].to_numpy()[mine],
+                                     recs["write_count"].to_numpy()[mine],
+                                     TableCounters(counters) if counters is not None else None, layer)
+        traced_r, traced_w, counted_r, counted_w = (counts[k] for k in ("reads", "writes", "counter_reads",
+                                                                        "counter_writes"))
         reasons = []
         if info.partial:
             reasons.append(f"Darshan ran out of {module} memory during the run (module flagged partial)")
@@ -119,21 +80,42 @@ def dxt_summary(log: Log) -> list:
             "counter_writes": counted_w,
             "counter_reads": counted_r,
             "partial": info.partial,
-            "truncated": bool(reasons),
+            "truncated": measures.dxt_truncated(counts, info.partial),
             "truncation_reasons": reasons,
         })
     return out
+
+
+def job_measures(log: Log, layers: list | None = None, dxt: list | None = None) -> dict:
+    """The job-level measures every command prints alike: the job's I/O time (`measures.job_io_time`), the
+    slowest rank's I/O time per layer, the busy time, DXT coverage and truncation, the collective share."""
+    layers = [s for s in (layer_summary(log, layer) for layer in LAYERS) if s is not None] \
+        if layers is None else layers
+    dxt = dxt_summary(log) if dxt is None else dxt
+    slowest = {s["module"]: s["slowest_rank_io_time"] for s in layers}
+    counters = {m: TableCounters(df) for m, df in log.counters.items() if m in FILE_LAYERS}
+    return {
+        "io_time": measures.job_io_time(slowest),
+        "slowest_rank_io_time": {s["layer"]: s["slowest_rank_io_time"] for s in layers},
+        "busy_io_time": measures.job_busy_time(counters),
+        "dxt_segments": sum(d["segments"] for d in dxt),
+        "dxt_coverage": measures.dxt_coverage(dxt),
+        "dxt_truncated": any(d["truncated"] for d in dxt),
+        "collective_share": measures.collective_share(counters.get("MPI-IO")),
+    }
 
 
 def job_summary(log: Log) -> dict:
     """Everything `iolens info` shows, as plain data (also the `--json` output)."""
     job = log.job
     layers = [s for s in (layer_summary(log, layer) for layer in LAYERS) if s is not None]
+    dxt = dxt_summary(log)
     out = {
         "path": log.path,
         "job": job,
         "layers": layers,
-        "dxt": dxt_summary(log),
+        "dxt": dxt,
+        "measures": job_measures(log, layers, dxt),
         "files": log.files.height,
         "has_dxt": log.has_dxt,
     }

@@ -1,4 +1,4 @@
-"""What the DXT timeline shows at a glance: I/O phases, the slowest rank of each, stragglers, busiest ranks.
+"""What the DXT timeline shows at a glance: I/O phases, the slowest rank of each, heavy ranks, busiest ranks.
 
 All functions take the `Log.segments` table (possibly filtered) and work per layer, since one MPI-IO call
 and the POSIX calls it turns into are two views of the same I/O.
@@ -6,18 +6,25 @@ and the POSIX calls it turns into are two views of the same I/O.
 * An **I/O phase** is a span where some rank is doing I/O: the union of every operation's
   [start, end], with idle gaps shorter than `min_gap` bridged. When there are more than `max_phases`
   spans, only the longest idle gaps split phases.
-* A rank's **busy time** in a phase is the summed duration of its operations there.
-* A phase's **slowest rank** is the one with the most busy time; it is a **straggler** when it is busy at
-  least `STRAGGLER_RATIO` times the median rank's busy time of that phase (and by a visible margin).
+* A rank's **busy time** in a phase is the time during which it has an operation running there: the union
+  of its operations' intervals (`measures.busy_time`).
+* A phase's **slowest rank** is the one with the most busy time; it is a **heavy rank** when it is busy at
+  least `HEAVY_RATIO` times the median rank's busy time of that phase (and by a visible margin).
+
+"Heavy" is the timeline's word for this load rule; a **straggler** is the diagnosis' STRAGGLER, a rank that
+finishes its I/O late, and **imbalance** the ratio of the heaviest rank's load to the median's.
 """
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
 
-LAYER_OF_MODULE = {"DXT_MPIIO": "MPI-IO", "DXT_POSIX": "POSIX"}
-STRAGGLER_RATIO = 1.5
-MIN_MARGIN = 0.05  # a straggler is also slower than the median by 5% of the phase duration
+from ..model.darshan import DXT_LAYERS, DXT_VIEW_ORDER
+from .measures import busy_added, idle_gaps
+
+LAYER_OF_MODULE = DXT_LAYERS
+HEAVY_RATIO = 1.5
+MIN_MARGIN = 0.05  # a heavy rank is also busier than the median by 5% of the phase duration
 
 
 def phase_of_segments(start: np.ndarray, end: np.ndarray, *, max_phases: int = 48,
@@ -26,11 +33,8 @@ def phase_of_segments(start: np.ndarray, end: np.ndarray, *, max_phases: int = 4
     n = len(start)
     if n == 0:
         return np.zeros(0, dtype=np.int32)
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    busy_until = np.maximum.accumulate(e)
-    gap = s[1:] - busy_until[:-1]  # > 0: nobody is doing I/O between these two operations
-    span = float(busy_until[-1] - s[0])
+    order, busy_until, gap = idle_gaps(start, end)  # gap > 0: nobody is doing I/O between two operations
+    span = float(busy_until[-1] - start[order[0]])
     if min_gap is None:
         min_gap = max(1e-5, 2e-3 * span)
     cut = np.flatnonzero(gap > min_gap)
@@ -44,11 +48,12 @@ def phase_of_segments(start: np.ndarray, end: np.ndarray, *, max_phases: int = 4
 
 
 def rank_busy(segments: pl.DataFrame, by=("rank",)) -> pl.DataFrame:
-    """Per group: operations, bytes, busy time (summed durations), first start, last end."""
-    return segments.group_by(list(by)).agg(
+    """Per group: operations, bytes, busy time (`measures.busy_time` of its operations), first start, last end."""
+    by = list(by)
+    return segments.sort([*by, "start"]).with_columns(busy_added(by).alias("_added")).group_by(by).agg(
         pl.len().alias("ops"),
         pl.col("length").clip(lower_bound=0).sum().alias("bytes"),
-        (pl.col("end") - pl.col("start")).sum().alias("busy"),
+        pl.col("_added").sum().alias("busy"),
         pl.col("start").min().alias("first"),
         pl.col("end").max().alias("last"),
     )
@@ -84,8 +89,8 @@ def _phase_row(row: dict) -> dict:
     duration = row["end"] - row["start"]
     median = row["median_busy"] or 0.0
     ratio = row["slowest_busy"] / median if median > 0 else None
-    straggler = (row["ranks"] > 1 and ratio is not None and ratio >= STRAGGLER_RATIO
-                 and row["slowest_busy"] - median >= MIN_MARGIN * duration)
+    heavy = (row["ranks"] > 1 and ratio is not None and ratio >= HEAVY_RATIO
+             and row["slowest_busy"] - median >= MIN_MARGIN * duration)
     return {
         "phase": row["phase"] + 1,
         "start": row["start"],
@@ -99,26 +104,26 @@ def _phase_row(row: dict) -> dict:
         "median_busy": median,
         "fastest_busy": row["fastest_busy"],
         "imbalance": ratio,
-        "straggler": bool(straggler),
+        "heavy": bool(heavy),
     }
 
 
 def rank_summary(segments: pl.DataFrame, *, top: int = 5) -> dict:
-    """Busiest ranks and stragglers of one layer over the whole (filtered) trace."""
+    """Busiest ranks and heavy ranks of one layer over the whole (filtered) trace."""
     if segments.is_empty():
-        return {"busiest": [], "stragglers": [], "median_busy": 0.0}
+        return {"busiest": [], "heavy_ranks": [], "median_busy": 0.0}
     busy = rank_busy(segments).sort(["busy", "rank"], descending=[True, False])
     median = float(busy["busy"].median() or 0.0)
     rows = busy.head(top).to_dicts()
-    stragglers = []
+    heavy = []
     if busy.height > 1 and median > 0:
-        slow = busy.filter(pl.col("busy") >= STRAGGLER_RATIO * median)
-        stragglers = [{**r, "ratio": r["busy"] / median} for r in slow.head(top * 4).to_dicts()]
-    return {"busiest": rows, "stragglers": stragglers, "median_busy": median}
+        slow = busy.filter(pl.col("busy") >= HEAVY_RATIO * median)
+        heavy = [{**r, "ratio": r["busy"] / median} for r in slow.head(top * 4).to_dicts()]
+    return {"busiest": rows, "heavy_ranks": heavy, "median_busy": median}
 
 
 def timeline_analysis(segments: pl.DataFrame, *, max_phases: int = 48) -> dict:
-    """layer -> {phases, busiest, stragglers, median_busy} for every traced layer.
+    """layer -> {phases, busiest, heavy_ranks, median_busy} for every traced layer.
 
     Phases are found on all layers together (a POSIX call happens inside the MPI-IO call that made it), so
     both facets of the timeline shade the same spans; each layer then gets its own slowest ranks."""
@@ -126,7 +131,7 @@ def timeline_analysis(segments: pl.DataFrame, *, max_phases: int = 48) -> dict:
         return {}
     phase = phase_of_segments(segments["start"].to_numpy(), segments["end"].to_numpy(), max_phases=max_phases)
     out = {}
-    for module in ("DXT_MPIIO", "DXT_POSIX"):
+    for module in DXT_VIEW_ORDER:
         mask = (segments["module"] == module).to_numpy()
         if not mask.any():
             continue

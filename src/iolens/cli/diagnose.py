@@ -35,8 +35,8 @@ def command(log: str, as_json: bool, overrides: tuple, config: str | None, fs_pr
 
     Prints critical and warning insights (--all: also info/ok), each with its evidence and pasteable
     recommendations, and what each pattern would cost at scale on a Lustre-like file system (--fs-profile,
-    -t fs_osts=16). --json prints {"log", "schema_version", "insights"} with every insight, whatever its
-    severity (see docs/diagnosis.md for the schema).
+    -t fs_osts=16). --json prints {"log", "schema_version", "measures", "insights"} with every insight,
+    whatever its severity, and the job's measures as `info --json` prints them (see docs/diagnosis.md).
     """
     from ..analysis.diagnosis import Thresholds, diagnose
     from ..analysis.diagnosis.insight import SCHEMA_VERSION
@@ -63,7 +63,10 @@ def command(log: str, as_json: bool, overrides: tuple, config: str | None, fs_pr
     parsed = load(log, quiet=as_json)
     insights = [i.to_dict() for i in diagnose(parsed, thresholds)]
     if as_json:
-        emit_json({"log": log, "schema_version": SCHEMA_VERSION, "insights": insights})
+        from ..analysis.summary import job_measures
+
+        emit_json({"log": log, "schema_version": SCHEMA_VERSION, "measures": job_measures(parsed),
+                   "insights": insights})
         return
     from ..views.terminal_insights import render
 

@@ -11,9 +11,9 @@ from ..reader.job import mount_of
 from ..reader.log import RawLog, read_raw
 from ..reader.lustre import COMPONENT_FIELDS
 from .columns import categorical_series, list_series
+from .darshan import DXT_MODULES
 from .osts import layouts, segment_osts
 
-DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
 OP = pl.Enum(["write", "read"])  # code 0 = write, 1 = read: the order segments are stored in
 MODULE = pl.Enum(list(DXT_MODULES))
 OP_NAMES = pl.Series(OP.categories, dtype=OP)

@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ..model.darshan import DXT_VIEW_ORDER
 from . import protobuf as pb
 from .html.filters import Filters, apply_filters
 
-LAYERS = {"DXT_MPIIO": "MPI-IO", "DXT_POSIX": "POSIX"}  # in the order their tracks are shown
+LAYERS = DXT_VIEW_ORDER  # DXT module -> layer name, in the order their tracks are shown
 BROWSER_LIMIT = 1 << 30  # past this the UI in a browser tab runs out of memory; trace_processor --httpd copes
 SEQUENCE = 1  # trusted_packet_sequence_id of every packet (one writer)
 ARG_NAMES = ("file", "offset", "length", "osts")

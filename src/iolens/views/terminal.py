@@ -70,6 +70,7 @@ def render_summary(summary: dict, console: Console) -> None:
     console.print(_modules_table(job))
     if summary["layers"]:
         console.print(_layers_table(summary["layers"], console.width))
+        console.print(_job_measures_line(summary["measures"]))
     console.print(_dxt_section(summary))
     if summary.get("recorder"):
         for table in _recorder_tables(summary["recorder"]):
@@ -148,6 +149,12 @@ def _layers_table(layers: list, width: int = 160) -> Table:
                      "* rate: bytes / slowest (darshan-parser's agg_perf_by_slowest)"
                      + (f"; not shown at this width: {', '.join(dropped)}" if dropped else ""))
     return table
+
+
+def _job_measures_line(m: dict) -> Text:
+    """The job's I/O time and busy time, as compare, diagnose and the fleet count them (docs/measures.md)."""
+    return Text(f"job I/O time {human_seconds(m['io_time'])} (slowest rank: largest of POSIX/MPI-IO/HDF5/"
+                f"PnetCDF, plus STDIO); busy {human_seconds(m['busy_io_time'])} (some rank doing I/O)")
 
 
 def _dxt_section(summary: dict):

@@ -5,16 +5,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..model.darshan import LAYER_NAMES, SIZE_BIN_LABELS
 from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim"}
 NAME_WIDTH = 24
 UNMATCHED_SHOWN = 10  # per run: a list of thousands of files would hide the rest of the comparison
 RUN_WIDTH = 20  # "736.4 MiB/s (4.14×)"
-SIZE_BIN_LABELS = {"0_100": "≤100 B", "100_1K": "100 B–1 KiB", "1K_10K": "1–10 KiB", "10K_100K": "10–100 KiB",
-                   "100K_1M": "100 KiB–1 MiB", "1M_4M": "1–4 MiB", "4M_10M": "4–10 MiB",
-                   "10M_100M": "10–100 MiB",
-                   "100M_1G": "100 MiB–1 GiB", "1G_PLUS": "> 1 GiB"}
 
 
 def runs_per_table(width: int) -> int:
@@ -70,7 +67,7 @@ def _runs_table(runs: list, idx: list) -> Table:
                                     style=VERDICT_STYLE[r["verdict"]["verdict"]]) for r in sel])
     row("run time", human_seconds, lambda r: r["run_time"], "run_time")
     row("I/O time, slowest rank", human_seconds, lambda r: r["io_time"], "io_time")
-    layers = [name for name in ("POSIX", "MPI-IO", "STDIO", "HDF5", "PnetCDF") if any(name in r["layers"] for r in sel)]
+    layers = [name for name in LAYER_NAMES if any(name in r["layers"] for r in sel)]
     for name in layers:
         row(f"  {name}", human_seconds, lambda r, n=name: r["layers"].get(n, {}).get("slowest_rank_io_time"))
     row("bytes read", human_bytes, lambda r: r["bytes_read"], "bytes_read")

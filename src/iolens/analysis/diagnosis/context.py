@@ -6,21 +6,16 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from ..summary import _slowest_rank_time, dxt_summary
-from ..layers import LAYER_BY_MODULE, recorded
+from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
+from .. import measures
+from ..measures import recorded
+from ..summary import dxt_summary
 from .thresholds import Thresholds
 
-STD_STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
 HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".h5part", ".nc4", ".cgns")
 NETCDF_SUFFIXES = (".nc", ".cdf", ".netcdf")
 MAX_RANKS = 32  # evidence lists at most this many ranks (the heaviest first)
 MAX_FILES = 10
-
-# Darshan access-size histogram bins: (suffix, lower bound exclusive, upper bound inclusive)
-SIZE_BINS = (("0_100", 0, 100), ("100_1K", 100, 1024), ("1K_10K", 1024, 10240), ("10K_100K", 10240, 102400),
-             ("100K_1M", 102400, 1 << 20), ("1M_4M", 1 << 20, 4 << 20), ("4M_10M", 4 << 20, 10 << 20),
-             ("10M_100M", 10 << 20, 100 << 20), ("100M_1G", 100 << 20, 1 << 30), ("1G_PLUS", 1 << 30, 1 << 62))
-
 
 clip = recorded  # the checks' short name for a counter read with -1 as 0
 
@@ -166,7 +161,7 @@ class Context:
         df = self.counters(module)
         if df is None:
             return None
-        prefix = {"MPI-IO": "MPIIO"}.get(module, module)
+        prefix = COUNTER_PREFIX[module]
         starts = [f"{prefix}_F_{op}_START_TIMESTAMP" for op in ops]
         ends = [f"{prefix}_F_{op}_END_TIMESTAMP" for op in ops]
         if not all(c in df.columns for c in starts + ends):
@@ -183,19 +178,13 @@ class Context:
 
     @cached_property
     def slowest_rank_io_times(self) -> dict:
-        """module -> the I/O time of its slowest rank (`summary.layer_summary`'s slowest_rank_io_time), for
-        the modules the log has among POSIX, MPI-IO and STDIO."""
-        return {m: _slowest_rank_time(self.log.counters[m], LAYER_BY_MODULE[m])
-                for m in ("POSIX", "MPI-IO", "STDIO") if self.log.counters.get(m) is not None}
+        """module -> the I/O time of its slowest rank (`measures.slowest_rank_time`), for every layer."""
+        return measures.slowest_rank_times({m: measures.TableCounters(df) for m, df in self.log.counters.items()})
 
     @cached_property
     def slowest_rank_io_time(self) -> float:
-        """The I/O time of the slowest rank, at the layer where it is largest (MPI-IO includes POSIX)."""
-        times = [t or 0.0 for t in self.slowest_rank_io_times.values()]
-        stdio = self.slowest_rank_io_times.get("STDIO") or 0.0
-        best = max(times, default=0.0)
-        # stdio is separate from POSIX/MPI-IO: add it to the larger of the two
-        return float(best + (stdio if best != stdio else 0.0))
+        """The job's I/O time (`measures.job_io_time`): what the busiest rank spent in I/O."""
+        return measures.job_io_time(self.slowest_rank_io_times)
 
     @cached_property
     def io_time_share(self):

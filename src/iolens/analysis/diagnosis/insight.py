@@ -235,6 +235,10 @@ JSON_SCHEMA = {
     "properties": {
         "log": {"type": "string"},
         "schema_version": {"const": SCHEMA_VERSION},
+        # the job's measures as `info --json` prints them (analysis.summary.job_measures); added by issue 19
+        "measures": {"type": "object", "required": ["io_time", "slowest_rank_io_time", "busy_io_time",
+                                                    "dxt_segments", "dxt_coverage", "dxt_truncated",
+                                                    "collective_share"]},
         "insights": {"type": "array", "items": INSIGHT_SCHEMA},
     },
 }

@@ -4,12 +4,15 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ...model.darshan import COUNTER_PREFIX, DXT_MODULES
+from ..measures import busy_runs
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
-LAYERS = (("MPI-IO", "MPIIO"), ("POSIX", "POSIX"), ("STDIO", "STDIO"))
+# (module, counter prefix) of the layers a rank's load is read at, the application's first
+LAYERS = tuple((m, COUNTER_PREFIX[m]) for m in ("MPI-IO", "POSIX", "STDIO"))
 
 
 # --- per-rank load at the layer the application calls ---------------------------------------------
@@ -30,7 +33,7 @@ def rank_loads(ctx):
     only from the trace.
     """
     n = ctx.nprocs
-    complete = all(ctx.trace_complete(m) for m in ("DXT_POSIX", "DXT_MPIIO") if m in ctx.dxt and ctx.dxt[m]["segments"])
+    complete = all(ctx.trace_complete(m) for m in DXT_MODULES if m in ctx.dxt and ctx.dxt[m]["segments"])
     seg = ctx.seg_app
     fsyncs = _fsyncs(ctx)
     if not seg.is_empty() and complete:
@@ -378,7 +381,7 @@ def check_straggler(ctx) -> list:
     ranks = late["rank"].head(MAX_RANKS).to_list()
     worst = float(late["delay"][0])
     waiting = per.height - late.height
-    partial = any(ctx.trace_truncated(m) for m in ("DXT_POSIX", "DXT_MPIIO"))
+    partial = any(ctx.trace_truncated(m) for m in DXT_MODULES)
     files = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
              .group_by("file_id").agg(pl.col("length").sum()).sort(["length", "file_id"], descending=[True, False])["file_id"].to_list())
     first_late = float(late["first"].min())
@@ -419,14 +422,7 @@ def check_straggler(ctx) -> list:
 # --- SERIALIZED_IO --------------------------------------------------------------------------------
 def busy_intervals(seg: pl.DataFrame, gap: float) -> pl.DataFrame:
     """Per rank, its operations merged into busy intervals (gaps shorter than `gap` bridged)."""
-    s = (seg.select("rank", "start", "end").sort(["rank", "start"])
-         .with_columns(pl.col("end").cum_max().shift(1).over("rank").alias("prev")))
-    # sorted by rank then start, each interval is a run of rows: it starts at a rank's first operation or
-    # after a gap; its start is the run's first start, its end the run's largest end (numpy, same values)
-    start, end, prev = (s[c].to_numpy() for c in ("start", "end", "prev"))
-    runs = np.flatnonzero(np.isnan(prev) | (start > prev + gap))
-    return pl.DataFrame({"rank": s["rank"].to_numpy()[runs], "start": start[runs],
-                         "end": np.maximum.reduceat(end, runs) if len(runs) else end[:0]})
+    return busy_runs(seg, "rank", gap)
 
 
 def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
@@ -494,7 +490,7 @@ def check_serialized(ctx) -> list:
         recs[0].detail = "If this is a NetCDF file being pre-filled by one rank: " + recs[0].detail
         recs[1].detail = "If this is an HDF5 dataset being pre-filled: " + recs[1].detail
     recs.append(rec.parallel_write("mpiio"))
-    partial = any(ctx.trace_truncated(m) for m in ("DXT_POSIX", "DXT_MPIIO"))
+    partial = any(ctx.trace_truncated(m) for m in DXT_MODULES)
     return [Insight("SERIALIZED_IO", "critical" if share >= 0.8 else "warning", title, summary,
                     Evidence(ranks=[rank], files=ctx.names_of(files), time_window=(first, last), metrics=metrics),
                     recs, source="dxt", partial=partial, score=share)]

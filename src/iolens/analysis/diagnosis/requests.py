@@ -6,18 +6,13 @@ import polars as pl
 
 from ..access import STRIDE_SHARE
 from . import recommendations as rec
-from ..summary import max_rank_sum
+from ..measures import largest_rank_sum, small_bins
 from .context import MAX_RANKS, SIZE_BINS, clip, float_sum
 from .costmodel import project
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
 
 OPS = (("write", "WRITE", "WRITES", "written"), ("read", "READ", "READS", "read"))
-
-
-def small_bins(limit: int):
-    """Darshan size bins that hold only requests of at most `limit` bytes."""
-    return [suffix for suffix, _, hi in SIZE_BINS if hi <= limit]
 
 
 def possibly_below_bins(limit: int):
@@ -31,12 +26,7 @@ def counter_stake(ctx, df: pl.DataFrame, est: pl.Expr) -> float:
     n = ctx.nprocs
     rank = df["rank"].to_numpy()
     values = df.select(est.fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
-    own = None
-    if (rank >= 0).any():
-        own = max_rank_sum(rank, values)
-        if own is None:  # ranks with several records: polars' own group-by sums
-            own = (pl.DataFrame({"rank": rank, "_est": values}).filter(pl.col("rank") >= 0)
-                   .group_by("rank").agg(pl.col("_est").sum())["_est"].max())
+    own = largest_rank_sum(rank, values)
     shared = float(float_sum(values[rank < 0]) or 0.0) / n if (rank < 0).any() else 0.0
     return float(own or 0.0) + shared
 

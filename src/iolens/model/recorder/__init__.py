@@ -8,6 +8,7 @@ import polars as pl
 
 from ...reader.log import ModuleInfo
 from ...reader.recorder import RecorderRaw, read_trace
+from ..darshan import DXT_MODULES
 from ..log import MODULE
 from .calls import calls_table
 from .counters import counters_table
@@ -73,7 +74,7 @@ class RecorderTrace:
             if table is not None:
                 out.append(ModuleInfo(k, name, 0, False, 0, True, table.height, "computed from Recorder calls"))
         recs = self.dxt_records
-        for k, name in enumerate(("DXT_POSIX", "DXT_MPIIO")):
+        for k, name in enumerate(DXT_MODULES):
             n = recs.filter(pl.col("module") == name).height
             if n:
                 out.append(ModuleInfo(10 + k, name, 0, False, 0, True, n, "Recorder reads and writes"))

@@ -8,12 +8,9 @@ from __future__ import annotations
 import polars as pl
 
 from ...reader.counter_names import COUNTER_NAMES
+from ..darshan import SIZE_BINS
 from .segments import POSIX_OPENS, POSIX_READS, POSIX_SEEKS, POSIX_WRITES, mpiio_op
 
-# Darshan's access-size histogram bins: upper bounds (inclusive) and counter suffixes
-SIZE_BINS = ((100, "0_100"), (1024, "100_1K"), (10240, "1K_10K"), (102400, "10K_100K"), (1 << 20, "100K_1M"),
-             (4 << 20, "1M_4M"), (10 << 20, "4M_10M"), (100 << 20, "10M_100M"), (1 << 30, "100M_1G"),
-             (None, "1G_PLUS"))
 POSIX_STATS = ("__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64")
 POSIX_META = POSIX_OPENS | POSIX_SEEKS | {"close", "fclose", "fsync", "fdatasync", "ftruncate", "truncate",
                                           *POSIX_STATS}
@@ -36,11 +33,11 @@ def _last(cond, col) -> pl.Expr:
 
 
 def _histogram(prefix: str, cond, size=pl.col("count")) -> list:
-    out, low = [], -1
-    for high, suffix in SIZE_BINS:
-        in_bin = cond & (size > low) & (size <= high if high is not None else pl.lit(True))
+    out = []
+    for suffix, low, high in SIZE_BINS:
+        low = -1 if low == 0 else low  # Darshan counts a 0-byte request in the first bin
+        in_bin = cond & (size > low) & (size <= high)
         out.append(_count(in_bin).alias(f"{prefix}_{suffix}"))
-        low = high
     return out
 
 

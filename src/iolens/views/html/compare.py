@@ -9,26 +9,23 @@ import datetime as dt
 import math
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
-
 from ... import __version__
-from ..terminal_compare import SIZE_BIN_LABELS, fmt_config
-from ..units import human_bytes, human_count, human_rate, human_ratio, human_seconds
+from ...model.darshan import LAYER_NAMES, SIZE_BIN_LABELS
 from .encode import script_json
 from .filters import Filters
-from .page import DEFAULT_MAX_OPS, _payload, _static, _views_dir
+from .jinja import render
+from .page import DEFAULT_MAX_OPS, page_payload
 
 SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "timeline.js", "app.js", "compare.js")
 STYLES = ("report.css", "compare.css")
 RUN_COLOURS = ("#3b5bdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#1098ad", "#c92a2a", "#5c940d", "#495057")
-LAYER_ORDER = ("POSIX", "MPI-IO", "STDIO", "HDF5", "PnetCDF")
 
 
 def run_payloads(logs: list, labels: list, max_ops: int) -> tuple:
     """(per-run page data, blob chunks): every run's trace packed as the report packs it."""
     metas, chunks = [], []
     for i, (log, label) in enumerate(zip(logs, labels)):
-        meta, blob = _payload(log, log.segments, Filters(), max_ops)
+        meta, blob = page_payload(log, log.segments, Filters(), max_ops)
         packed = blob.encode()
         meta["blob"] = {f"r{i}-{part}": {"columns": p["columns"], "raw_bytes": p["raw_bytes"]}
                         for part, p in packed.items()}
@@ -43,7 +40,7 @@ def _layer_bars(result: dict) -> list:
     runs = result["runs"]
     top = max((lay["slowest_rank_io_time"] for r in runs for lay in r["layers"].values()), default=0) or 1
     out = []
-    for name in LAYER_ORDER:
+    for name in LAYER_NAMES:
         if any(name in r["layers"] for r in runs):
             out.append((name, [(r["label"], r["layers"].get(name, {}).get("slowest_rank_io_time", 0),
                                 100 * r["layers"].get(name, {}).get("slowest_rank_io_time", 0) / top,
@@ -83,20 +80,15 @@ def _sweep(result: dict) -> list:
 
 
 def render_compare_page(result: dict, metas: list, chunks: list) -> str:
-    env = Environment(loader=FileSystemLoader(str(_views_dir() / "templates")),
-                      autoescape=select_autoescape(["html", "j2"]), keep_trailing_newline=True)
-    env.filters.update(seconds=human_seconds, bytes=human_bytes, count=human_count, rate=human_rate,
-                       ratio=human_ratio, config=fmt_config)
     page_meta = {"tool": {"name": "iolens", "version": __version__,
                           "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
                  "runs": metas}
     labels = [r["label"] for r in result["runs"]]
-    return env.get_template("compare.html.j2").render(
-        title="iolens compare: " + " vs ".join(labels), result=result, labels=labels,
+    return render(
+        "compare.html.j2", scripts=SCRIPTS, styles=STYLES, title="iolens compare: " + " vs ".join(labels), result=result, labels=labels,
         colours=[RUN_COLOURS[i % len(RUN_COLOURS)] for i in range(len(labels))],
         layer_bars=_layer_bars(result), sizes=_size_lines(result), sweep=_sweep(result), zip=zip,
-        size_labels=SIZE_BIN_LABELS, meta_json=script_json(page_meta), chunks=chunks,
-        css=_static(STYLES), js=_static(SCRIPTS))
+        size_labels=SIZE_BIN_LABELS, meta_json=script_json(page_meta), chunks=chunks)
 
 
 def write_compare(result: dict, logs: list, path, max_ops: int | None = None) -> dict:

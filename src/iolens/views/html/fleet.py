@@ -11,13 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ... import __version__
 from ...analysis import fleet as analysis
 from ...fleet import store as fleet_store
 from .encode import script_json
-from .page import _static, _views_dir
+from .jinja import render
 
 DRAW_MAX = 20_000
 AXES = (("nprocs", "processes", "count", True), ("run_time", "run time", "s", True),
@@ -102,11 +101,8 @@ def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
 
 
 def render_fleet(meta: dict) -> str:
-    env = Environment(loader=FileSystemLoader(str(_views_dir() / "templates")),
-                      autoescape=select_autoescape(["html", "j2"]), keep_trailing_newline=True)
-    return env.get_template("fleet.html.j2").render(
-        title=f"iolens fleet: {meta['totals']['jobs']:,} jobs", meta_json=script_json(meta),
-        css=_static(STYLES), js=_static(SCRIPTS))
+    return render("fleet.html.j2", scripts=SCRIPTS, styles=STYLES,
+                  title=f"iolens fleet: {meta['totals']['jobs']:,} jobs", meta_json=script_json(meta))
 
 
 def write_fleet_report(store, path) -> dict:

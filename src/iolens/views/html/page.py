@@ -4,17 +4,16 @@ from __future__ import annotations
 import datetime as dt
 import time
 from concurrent.futures import ThreadPoolExecutor
-from importlib import resources
 from pathlib import Path
 
 import polars as pl
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ... import __version__
 from ...analysis.timeline import timeline_analysis
 from .calls import call_marks
 from .encode import Blob, script_json
 from .filters import Filters, apply_filters
+from .jinja import render
 from .overview import heatmap_columns, overview_columns
 from .summary import summary_payload
 from .trace import cap_segments, rank_hosts, trace_columns
@@ -25,21 +24,10 @@ SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "timelin
 STYLES = ("report.css",)
 
 
-def _views_dir() -> Path:
-    return Path(str(resources.files("iolens.views")))
-
-
-def _static(names) -> str:
-    base = _views_dir() / "static"
-    return "\n".join((base / n).read_text(encoding="utf-8") for n in names)
-
-
 def diagnosis_insights(log):
-    """The diagnosis issue's insights as plain dicts; None when that module is not there yet."""
-    try:
-        from ...analysis.diagnosis import diagnose
-    except ImportError:
-        return None
+    """The diagnosis' insights as plain dicts."""
+    from ...analysis.diagnosis import diagnose
+
     try:
         return [i.to_dict() if hasattr(i, "to_dict") else dict(i) for i in diagnose(log)]
     except Exception as exc:  # noqa: BLE001 - a failing diagnosis must not cost the user the page
@@ -72,13 +60,13 @@ def build_payload(log, *, filters: Filters = Filters(), max_ops: int = DEFAULT_M
     all_segments = log.segments
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(diagnosis_insights, log) if insights is None else None
-        meta, blob = _payload(log, all_segments, filters, max_ops)
+        meta, blob = page_payload(log, all_segments, filters, max_ops)
         meta["insights"] = pending.result() if pending is not None else insights
     meta["timing"] = {"payload_s": time.perf_counter() - t0}
     return meta, blob
 
 
-def _payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
+def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
     files = log.files
     file_index = {fid: k for k, fid in enumerate(files["file_id"].to_list())}
     segments = apply_filters(all_segments, files, filters)
@@ -118,17 +106,12 @@ def _payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
 
 
 def render_page(meta: dict, blob: Blob) -> str:
-    env = Environment(loader=FileSystemLoader(str(_views_dir() / "templates")),
-                      autoescape=select_autoescape(["html", "j2"]), keep_trailing_newline=True)
     packed = blob.encode()
     meta["blob"] = {part: {"columns": p["columns"], "raw_bytes": p["raw_bytes"]} for part, p in packed.items()}
-    return env.get_template("report.html.j2").render(
-        title=f"iolens: {meta['log']['name']}",
-        meta_json=script_json(meta),
-        chunks=[(part, c) for part, p in packed.items() for c in p["chunks"]],
-        css=_static(STYLES),
-        js=_static(SCRIPTS),
-    )
+    return render("report.html.j2", scripts=SCRIPTS, styles=STYLES,
+                  title=f"iolens: {meta['log']['name']}",
+                  meta_json=script_json(meta),
+                  chunks=[(part, c) for part, p in packed.items() for c in p["chunks"]])
 
 
 def write_report(log, path, **kwargs) -> dict:

@@ -1,36 +1,24 @@
 """The summary half of the page: job facts, layers, warnings, access sizes, per-rank load, files, OSTs."""
 from __future__ import annotations
 
-import datetime as dt
-
 import numpy as np
 import polars as pl
 
-from ...analysis.layers import LAYERS, recorded
+from ...analysis import measures
+from ...analysis.measures import TableCounters
 from ...analysis.summary import job_summary
+from ...model.darshan import LAYERS, SIZE_BIN_LABELS, SIZE_BIN_NAMES
+from ..units import timestamp
 from .encode import Blob
 
-SIZE_BUCKETS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
-                "100M_1G", "1G_PLUS")
-SIZE_LABELS = ("0–100 B", "100 B–1 KiB", "1–10 KiB", "10–100 KiB", "100 KiB–1 MiB", "1–4 MiB", "4–10 MiB",
-               "10–100 MiB", "100 MiB–1 GiB", "≥ 1 GiB")
-SIZE_PREFIX = {"POSIX": "POSIX_SIZE_{op}_", "MPI-IO": "MPIIO_SIZE_{op}_AGG_", "HDF5": "H5D_SIZE_{op}_AGG_",
-               "PnetCDF": "PNETCDF_VAR_SIZE_{op}_AGG_"}
 MAX_FILE_ROWS = 5000
-
-
-def _iso(epoch) -> str:
-    try:
-        return dt.datetime.fromtimestamp(float(epoch), tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    except (OverflowError, OSError, ValueError):
-        return ""
 
 
 def job_facts(summary: dict) -> dict:
     job = summary["job"]
     return {
         "exe": job["exe"], "nprocs": job["nprocs"], "jobid": job["jobid"], "uid": job["uid"],
-        "start": _iso(job["start_time"]), "end": _iso(job["end_time"]), "run_time": job["run_time"],
+        "start": timestamp(job["start_time"]), "end": timestamp(job["end_time"]), "run_time": job["run_time"],
         "log_version": job["log_version"], "lib_version": job["lib_version"],
         "metadata": job["metadata"], "mounts": job["mounts"], "modules": job["modules"],
     }
@@ -59,15 +47,14 @@ def access_sizes(log) -> list:
     out = []
     for layer in LAYERS:
         df = log.counters.get(layer.module)
-        prefix = SIZE_PREFIX.get(layer.name)
+        prefix = measures.SIZE_COUNTERS.get(layer.module)
         if df is None or df.is_empty() or prefix is None:
             continue
-        row = {"layer": layer.name, "buckets": list(SIZE_LABELS)}
+        row = {"layer": layer.name, "buckets": list(SIZE_BIN_LABELS.values())}
         for op in ("READ", "WRITE"):
-            cols = [prefix.format(op=op) + b for b in SIZE_BUCKETS]
-            if not all(c in df.columns for c in cols):
+            if not all(prefix.format(op=op) + b in df.columns for b in SIZE_BIN_NAMES):
                 break
-            row[op.lower()] = [int(df[c].clip(lower_bound=0).sum()) for c in cols]
+            row[op.lower()] = list(measures.size_histogram(TableCounters(df), layer.module, (op,)).values())
         else:
             if sum(row["read"]) + sum(row["write"]):
                 out.append(row)
@@ -91,13 +78,15 @@ def per_rank_load(log, segments: pl.DataFrame, nranks: int, blob: Blob) -> dict:
         df = log.counters.get(layer.module)
         if df is None or df.is_empty():
             continue
-        own = df.filter((pl.col("rank") >= 0) & (pl.col("rank") < nranks))
-        shared = shared or own.height < df.height
-        if own.is_empty():
+        c = TableCounters(df)
+        own = (c.ranks >= 0) & (c.ranks < nranks)
+        shared = shared or not own.all()
+        if not own.any():
             continue
-        agg = own.group_by("rank").agg(
-            (recorded(layer.read_time) + recorded(layer.write_time) + recorded(layer.meta_time)).sum().alias("time"),
-            (recorded(layer.bytes_read) + recorded(layer.bytes_written)).sum().alias("bytes"))
+        agg = pl.DataFrame({"rank": np.arange(nranks),
+                            "time": measures.per_rank_sum(c.ranks, measures.record_io_time(c, layer), nranks),
+                            "bytes": measures.per_rank_sum(c.ranks, c.col(layer.bytes_read) + c.col(layer.bytes_written),
+                                                           nranks)})
         layers.append(_rank_arrays(layer.name, agg, nranks, blob))
     note = ("Files shared by all ranks are reduced to one record by Darshan and not split per rank here."
             if shared else "")

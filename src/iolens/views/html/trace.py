@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ...model.darshan import DXT_VIEW_ORDER
 from .encode import Blob, smallest_uint
 
-LAYERS = (("MPI-IO", "DXT_MPIIO"), ("POSIX", "DXT_POSIX"))
+LAYERS = tuple((name, module) for module, name in DXT_VIEW_ORDER.items())  # (layer name, DXT module)
 MIN_TICK = 1e-7
 U32_MAX = 2**32 - 1
 

@@ -154,7 +154,7 @@ function setupLegend(app) {
   const box = clear(document.getElementById("timeline-legend"));
   const sw = (cls, style, text) => { const s = el("span", {class: "sw " + cls}); if (style) s.style.background = style; return el("span", {class: "leg"}, [s, text]); };
   box.append(sw("", rgb(COLORS.write), "write"), sw("", rgb(COLORS.read), "read"),
-    sw("phase", null, "I/O phase"), sw("strag", null, "straggler rank / its slowest phase"),
+    sw("phase", null, "I/O phase"), sw("strag", null, "heavy rank (busy ≥ 1.5× the median) / its phase"),
     sw("busy", null, "busiest rank"),
     el("span", {class: "leg muted"}, "Dense views: colour opacity = share of time the rank was busy."));
   if (app.meta.call_marks)  // Recorder traces: the non-I/O calls between the reads and writes

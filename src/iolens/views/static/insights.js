@@ -86,8 +86,8 @@ function renderPhases(app) {
       const a = el("a", {href: "#timeline-card", title: "Zoom the timeline to this phase"}, String(p.phase));
       a.addEventListener("click", (e) => { e.preventDefault(); const pad = p.duration * 0.03; app.focus({t0: p.start - pad, t1: p.end + pad}); });
       return [{node: a}, fmtSeconds(p.start), fmtSeconds(p.duration), fmtInt(p.ranks),
-        {text: String(p.slowest_rank) + (p.straggler ? " ▲" : ""), class: p.straggler ? "bad" : "",
-          title: `busy ${fmtSeconds(p.slowest_busy)} (median rank ${fmtSeconds(p.median_busy)})` + (p.straggler ? ": a straggler" : "")},
+        {text: String(p.slowest_rank) + (p.heavy ? " ▲" : ""), class: p.heavy ? "bad" : "",
+          title: `busy ${fmtSeconds(p.slowest_busy)} (median rank ${fmtSeconds(p.median_busy)})` + (p.heavy ? ": a heavy rank" : "")},
         p.imbalance === null ? "–" : fmtNum(p.imbalance, 1) + "×"];
     });
     box.append(table(["#", "Start", "Duration", "Ranks", "Slowest", "× median"], rows,
@@ -98,6 +98,8 @@ function renderPhases(app) {
 
 function renderRankFacts(app) {
   const box = clear(document.getElementById("rank-facts")), an = app.meta.analysis;
+  // the diagnosis' word: a straggler finishes late, whatever its busy time (a heavy rank is busy long)
+  const late = (app.meta.insights || []).filter((i) => i.code === "STRAGGLER").flatMap((i) => (i.evidence || {}).ranks || []);
   for (const layer of Object.keys(an)) {
     const a = an[layer];
     box.append(el("h3", null, layer));
@@ -107,10 +109,12 @@ function renderRankFacts(app) {
       return [{node: link}, fmtSeconds(b.busy), fmtBytes(b.bytes), fmtInt(b.ops)];
     });
     box.append(table(["Rank", "Busy", "Bytes", "Ops"], rows, {numeric: [false, true, true, true], cls: "compact"}));
-    const s = a.stragglers;
+    const s = a.heavy_ranks;
     box.append(el("p", {class: s.length ? "bad" : "muted"}, s.length
-      ? `Straggler${s.length > 1 ? "s" : ""} (≥ 1.5× the median busy time of ${fmtSeconds(a.median_busy)}): ` +
+      ? `Heavy rank${s.length > 1 ? "s" : ""} (busy ≥ 1.5× the median busy time of ${fmtSeconds(a.median_busy)}): ` +
         s.slice(0, 12).map((x) => `rank ${x.rank} (${fmtNum(x.ratio, 1)}×)`).join(", ") + (s.length > 12 ? ", …" : "")
-      : `No straggler: no rank is busy 1.5× the median (${fmtSeconds(a.median_busy)}).`));
+      : `No heavy rank: no rank is busy 1.5× the median (${fmtSeconds(a.median_busy)}).`));
+    if (late.length) box.append(el("p", {class: "bad"}, `Straggler (finishes its I/O late; see the STRAGGLER insight): ` +
+      late.slice(0, 12).map((r) => `rank ${r}`).join(", ") + (late.length > 12 ? ", …" : "")));
   }
 }

@@ -71,7 +71,7 @@ class Timeline {
       }
     }
     stat.marks = this.drawCallMarks(ctx, f);
-    this.drawStragglerPhases(ctx, f);
+    this.drawHeavyPhases(ctx, f);
     this.drawPhaseLabels(ctx, f);
     ctx.restore();
     ctx.strokeStyle = "#c9ced6"; ctx.strokeRect(TL.left + 0.5, f.top + 0.5, this.plotW - 1, f.height - 1);
@@ -264,12 +264,12 @@ class Timeline {
     return drawn;
   }
 
-  drawStragglerPhases(ctx, f) {
+  drawHeavyPhases(ctx, f) {
     const phases = (this.app.meta.analysis[f.layer] || {}).phases || [];
     const v = this.app.view, rowH = f.height / (v.r1 - v.r0);
-    ctx.save(); ctx.strokeStyle = COLORS.straggler; ctx.lineWidth = 1.5; ctx.setLineDash([5, 3]);
+    ctx.save(); ctx.strokeStyle = COLORS.heavy; ctx.lineWidth = 1.5; ctx.setLineDash([5, 3]);
     for (const p of phases) {
-      if (!p.straggler || p.end < v.t0 || p.start > v.t1) continue;
+      if (!p.heavy || p.end < v.t0 || p.start > v.t1) continue;
       const r = p.slowest_rank; if (r + 1 < v.r0 || r > v.r1) continue;
       const y = f.top + (r - v.r0) * rowH;
       ctx.strokeRect(this.X(p.start), y + 0.5, this.X(p.end) - this.X(p.start), Math.max(2, rowH - 1));
@@ -280,7 +280,7 @@ class Timeline {
   drawRankAxis(ctx, f) {
     const v = this.app.view, rowH = f.height / (v.r1 - v.r0), [ra, rb] = this.rankRange();
     const info = this.app.meta.analysis[f.layer] || {};
-    const strag = new Set((info.stragglers || []).map((s) => s.rank));
+    const strag = new Set((info.heavy_ranks || []).map((s) => s.rank));
     const busiest = info.busiest && info.busiest.length ? info.busiest[0].rank : -1;
     const evidence = this.app.highlight ? this.app.highlight.ranks : new Set();
     ctx.save();
@@ -295,7 +295,7 @@ class Timeline {
     for (const r of ranks) {
       const y = f.top + (r + 0.5 - v.r0) * rowH;
       if (y < f.top || y > f.top + f.height) continue;
-      ctx.fillStyle = evidence.has(r) ? EVIDENCE.label : strag.has(r) ? COLORS.straggler : COLORS.axis;
+      ctx.fillStyle = evidence.has(r) ? EVIDENCE.label : strag.has(r) ? COLORS.heavy : COLORS.axis;
       ctx.font = r === busiest || evidence.has(r) ? "700 11px system-ui, sans-serif" : "11px system-ui, sans-serif";
       ctx.fillText(String(r), TL.left - 14, y);
     }
@@ -308,7 +308,7 @@ class Timeline {
       ctx.fill();
     };
     if (busiest >= 0) mark(busiest, COLORS.busiest, "dot");
-    for (const r of strag) mark(r, COLORS.straggler, "tri");
+    for (const r of strag) mark(r, COLORS.heavy, "tri");
     ctx.save();
     ctx.translate(12, f.top + f.height / 2); ctx.rotate(-Math.PI / 2);
     ctx.textAlign = "center"; ctx.fillStyle = COLORS.axis; ctx.font = "11px system-ui, sans-serif";

@@ -4,7 +4,7 @@
 const COLORS = {
   write: [230, 120, 30], read: [40, 110, 200],
   phase: "rgba(120, 80, 200, 0.07)", phaseEdge: "rgba(120, 80, 200, 0.45)",
-  straggler: "#d62728", busiest: "#8c564b", grid: "#e6e8eb", axis: "#5b6470", text: "#1f2933",
+  heavy: "#d62728", busiest: "#8c564b", grid: "#e6e8eb", axis: "#5b6470", text: "#1f2933",
 };
 const CALL_MARK_COLORS = {barrier: "#111827", sync: "#16a34a", open: "#9333ea", close: "#db2777"};
 const RANK_PALETTE = [
@@ -14,12 +14,18 @@ const RANK_PALETTE = [
 
 function rgb(c, a) { return a === undefined ? `rgb(${c[0]},${c[1]},${c[2]})` : `rgba(${c[0]},${c[1]},${c[2]},${a})`; }
 
+// the rules of iolens.analysis.units (fmt_bytes, fmt_time): a number reads the same in the terminal and here
+function fmtDigits(v) {  // three significant digits, trailing zeros dropped
+  const s = v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0);
+  return s.includes(".") ? s.replace(/\.?0+$/, "") : s;
+}
+
 function fmtBytes(b) {
   if (b === null || b === undefined || !isFinite(b)) return "–";
   const u = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
   let i = 0, v = Math.abs(b);
   while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-  const s = i === 0 ? String(Math.round(v)) : v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0);
+  const s = i === 0 ? String(Math.round(v)) : fmtDigits(v);
   return (b < 0 ? "-" : "") + s + " " + u[i];
 }
 
@@ -27,14 +33,13 @@ function fmtRate(bps) { return bps === null || bps === undefined ? "–" : fmtBy
 
 function fmtSeconds(s) {
   if (s === null || s === undefined || !isFinite(s)) return "–";
-  const a = Math.abs(s);
+  const a = Math.abs(s), sign = s < 0 ? "-" : "";
   if (a === 0) return "0 s";
-  if (a < 1e-6) return (s * 1e9).toFixed(0) + " ns";
-  if (a < 1e-3) return (s * 1e6).toFixed(a < 1e-5 ? 2 : 1) + " µs";
-  if (a < 1) return (s * 1e3).toFixed(a < 1e-2 ? 2 : 1) + " ms";
-  if (a < 120) return s.toFixed(a < 10 ? 3 : 2) + " s";
-  if (a < 7200) return (s / 60).toFixed(1) + " min";
-  return (s / 3600).toFixed(2) + " h";
+  for (const [limit, scale, unit] of [[1e-6, 1e9, "ns"], [1e-3, 1e6, "µs"], [1, 1e3, "ms"], [120, 1, "s"],
+                                      [3600, 1 / 60, "min"]]) {
+    if (a < limit) return sign + fmtDigits(a * scale) + " " + unit;
+  }
+  return sign + fmtDigits(a / 3600) + " h";
 }
 
 function fmtInt(n) { return n === null || n === undefined ? "–" : Math.round(n).toLocaleString("en-US"); }

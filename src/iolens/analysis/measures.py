@@ -1,0 +1,281 @@
+"""The measures: each derived number iolens prints, defined once, with what it counts and why.
+
+Pure functions over one module's counter records (`Counters`: a log's polars table through `table_counters`,
+or the fleet's light read of the reader's arrays through `record_counters`) or over plain arrays. `info`,
+`compare`, `diagnose`, the fleet and the pages all call these, so that a number means the same everywhere.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Mapping, Protocol
+
+import numpy as np
+import polars as pl
+
+from ..model.darshan import COUNTER_PREFIX, FILE_LAYERS, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
+from ..reader.counter_names import COUNTER_NAMES
+
+
+@lru_cache(maxsize=4096)
+def recorded(col: str) -> pl.Expr:
+    """A counter with Darshan's -1 ('not recorded', e.g. up-converted from an old module version) read as 0.
+
+    Cached: the diagnosis builds thousands of these per log and a polars expression is immutable."""
+    return pl.col(col).clip(lower_bound=0)
+
+
+# --- one interface to a module's counters ------------------------------------------------------------
+class Counters(Protocol):
+    """One module's records: `ranks` (-1 for a shared, reduced record), `ids` (file ids), and counters by
+    name with -1 ('not recorded') read as 0."""
+    ranks: np.ndarray
+    ids: np.ndarray
+
+    def has(self, name: str) -> bool: ...
+
+    def col(self, name: str) -> np.ndarray: ...
+
+
+class TableCounters:
+    """`Counters` over a log's counter table (`Log.counters[module]`)."""
+
+    def __init__(self, df: pl.DataFrame):
+        self.df = df
+        self.ranks = df["rank"].to_numpy()
+        self.ids = df["file_id"].to_numpy()
+
+    def has(self, name: str) -> bool:
+        return name in self.df.columns
+
+    def col(self, name: str) -> np.ndarray:
+        return np.maximum(self.df[name].to_numpy(), 0)
+
+
+class RecordCounters:
+    """`Counters` over the reader's arrays of one module (the fleet's light read: no table is built)."""
+
+    def __init__(self, module: str, recs):
+        self.recs = recs
+        self.ranks = recs.ranks
+        self.ids = recs.ids
+        self.ints, self.flts = _index(module)
+        self._sums = None
+
+    def has(self, name: str) -> bool:
+        return name in self.ints or name in self.flts
+
+    def col(self, name: str) -> np.ndarray:
+        if name in self.ints:
+            return np.maximum(self.recs.counters[:, self.ints[name]], 0)
+        return np.maximum(self.recs.fcounters[:, self.flts[name]], 0.0)
+
+    def total(self, *names) -> float:
+        """Sum over records of the named counters: every column is summed at once, the first time."""
+        if self._sums is None:
+            self._sums = (np.maximum(self.recs.counters, 0).sum(axis=0),
+                          np.maximum(self.recs.fcounters, 0).sum(axis=0))
+        ints, flts = self._sums
+        return float(sum(ints[self.ints[n]] if n in self.ints else flts[self.flts[n]]
+                         for n in names if self.has(n)))
+
+
+_INDEX: dict = {}
+
+
+def _index(module: str) -> tuple:
+    """(counter name -> column, fcounter name -> column) for a module, built once per process."""
+    if module not in _INDEX:
+        names, fnames = COUNTER_NAMES[module]
+        _INDEX[module] = ({n: i for i, n in enumerate(names)}, {n: i for i, n in enumerate(fnames)})
+    return _INDEX[module]
+
+
+def total(c: Counters, *names: str) -> int:
+    """Integer sum over records of the named integer counters (absent ones count 0)."""
+    return int(sum(int(c.col(n).sum()) for n in names if c.has(n)))
+
+
+# --- time ------------------------------------------------------------------------------------------
+def record_io_time(c: Counters, layer: Layer) -> np.ndarray:
+    """Per record: read + write + metadata time (seconds, summed over the record's ranks if shared)."""
+    return c.col(layer.read_time) + c.col(layer.write_time) + c.col(layer.meta_time)
+
+
+def slowest_rank_time(c: Counters, layer: Layer) -> float:
+    """The I/O time of the layer's slowest rank: the largest per-rank sum of read + write + metadata time
+    over the records of one rank, plus, for each shared (reduced, rank -1) record, the time Darshan
+    recorded for its slowest rank (`*_F_SLOWEST_RANK_TIME`).
+
+    This is darshan-parser's 'agg_perf_by_slowest' estimate: the time a rank waited is what a job pays,
+    so the slowest rank, not the sum over ranks, is the job's time in that layer. Per-rank sums go in
+    record order (np.bincount), the same in every caller, so every view prints the same bits."""
+    ranks = c.ranks
+    own = ranks >= 0
+    own_max = largest_rank_sum(ranks, record_io_time(c, layer)) or 0.0
+    shared = float(c.col(layer.slowest_time)[~own].sum()) if (~own).any() and c.has(layer.slowest_time) else 0.0
+    return own_max + shared
+
+
+def per_rank_sum(ranks: np.ndarray, values: np.ndarray, nranks: int = 0) -> np.ndarray:
+    """Per rank 0, 1, …: the sum of `values` over the records of that one rank, in record order (a
+    shared record, rank -1, counts for none; ranks at or past `nranks` only when `nranks` is 0)."""
+    own = (ranks >= 0) & ((ranks < nranks) if nranks else True)
+    return np.bincount(ranks[own], weights=values[own], minlength=nranks).astype(float)
+
+
+def largest_rank_sum(ranks: np.ndarray, values: np.ndarray) -> float | None:
+    """The largest `per_rank_sum`; None when no record belongs to one rank."""
+    if not (ranks >= 0).any():
+        return None
+    return float(per_rank_sum(ranks, values).max())
+
+
+def job_io_time(slowest: Mapping[str, float]) -> float:
+    """The job's I/O time from each module's slowest-rank time (`slowest_rank_time`): the largest over the
+    stacked layers (POSIX, MPI-IO, HDF5, PnetCDF) plus STDIO's.
+
+    The stacked layers nest: an HDF5 write is an MPI-IO write is POSIX writes, and each layer's timer runs
+    around the ones below, so adding them counts one write two or three times; the largest is the time the
+    application spent in them. STDIO is the one separate path: its streams write through libc internally,
+    below Darshan's POSIX wrappers, so its time is in no other layer and is added, whichever is larger.
+    (The slowest rank of two layers may be two ranks, so the sum is an upper bound by at most STDIO's time;
+    taking only the largest layer would drop a job's STDIO logging or its POSIX data entirely.)"""
+    stacked = max((t or 0.0 for m, t in slowest.items() if m not in SEPARATE_LAYERS), default=0.0)
+    return float(stacked + sum(slowest.get(m) or 0.0 for m in SEPARATE_LAYERS))
+
+
+def slowest_rank_times(counters: Mapping[str, Counters]) -> dict:
+    """module -> `slowest_rank_time` for every layer module among `counters` that has records."""
+    return {m: slowest_rank_time(c, LAYER_BY_MODULE[m]) for m, c in counters.items()
+            if m in LAYER_BY_MODULE and len(c.ranks)}
+
+
+# --- busy time -------------------------------------------------------------------------------------
+def idle_gaps(starts: np.ndarray, ends: np.ndarray) -> tuple:
+    """The sweep under every busy-time measure: (order, reach, gaps) with `order` the intervals sorted by
+    start, `reach` the furthest end seen so far in that order, and `gaps[i]` the idle time before the
+    (i+1)-th interval: > 0 when nothing ran between it and everything before it."""
+    order = np.argsort(starts, kind="stable")
+    reach = np.maximum.accumulate(ends[order])
+    return order, reach, starts[order][1:] - reach[:-1]
+
+
+def covered_runs(starts: np.ndarray, ends: np.ndarray, gap: float = 0.0) -> tuple:
+    """The union of [start, end) intervals as (run starts, run ends), in time order: a run ends where the
+    next interval starts more than `gap` after everything before it ended."""
+    if not len(starts):
+        return starts[:0], ends[:0]
+    order, reach, gaps = idle_gaps(starts, ends)
+    new_run = np.concatenate(([True], gaps > gap))
+    return starts[order][new_run], np.append(reach[np.flatnonzero(new_run)[1:] - 1], reach[-1])
+
+
+def busy_time(starts: np.ndarray, ends: np.ndarray) -> float:
+    """Busy time of a set of operations: seconds during which at least one of them runs, the length of
+    the union of their intervals (overlaps counted once; IOMiner's covering set)."""
+    run_start, run_end = covered_runs(starts, ends)
+    return float((run_end - run_start).sum())
+
+
+def busy_added(by) -> pl.Expr:
+    """Per operation of a table sorted by (`by`, start): the time it runs past every earlier operation of its
+    group; summed per group, the group's busy time (the same union as `busy_time`, in one query)."""
+    reach = pl.col("end").cum_max().shift(1).over(by)
+    return (pl.col("end") - pl.max_horizontal("start", reach.fill_null(pl.col("start")))).clip(lower_bound=0)
+
+
+def busy_runs(seg: pl.DataFrame, by: str, gap: float = 0.0) -> pl.DataFrame:
+    """Per group of column `by`: the union of its operations as runs (`covered_runs`, gaps up to `gap`
+    bridged): columns `by`, start, end."""
+    s = (seg.select(by, "start", "end").sort([by, "start"])
+         .with_columns(pl.col("end").cum_max().shift(1).over(by).alias("prev")))
+    # sorted by group then start, each run is a run of rows: it starts at a group's first operation or after
+    # a gap; its start is the run's first start, its end the run's largest end
+    start, end, prev = (s[c].to_numpy() for c in ("start", "end", "prev"))
+    runs = np.flatnonzero(np.isnan(prev) | (start > prev + gap))
+    return pl.DataFrame({by: s[by].to_numpy()[runs], "start": start[runs],
+                         "end": np.maximum.reduceat(end, runs) if len(runs) else end[:0]})
+
+
+def counter_windows(c: Counters, module: str) -> tuple:
+    """(starts, ends) of every record's read and write windows from the counters' timestamps (records with
+    an empty or unrecorded window left out): the intervals whose union is the job's busy time."""
+    prefix = COUNTER_PREFIX[module]
+    starts, ends = [], []
+    for op in ("READ", "WRITE"):
+        s, e = c.col(f"{prefix}_F_{op}_START_TIMESTAMP"), c.col(f"{prefix}_F_{op}_END_TIMESTAMP")
+        keep = (e > s) & (s > 0)
+        starts.append(s[keep])
+        ends.append(e[keep])
+    return np.concatenate(starts), np.concatenate(ends)
+
+
+def job_busy_time(counters: Mapping[str, Counters]) -> float:
+    """Seconds during which at least one rank was reading or writing at POSIX, MPI-IO or STDIO."""
+    parts = [counter_windows(c, m) for m, c in counters.items() if m in FILE_LAYERS
+             and len(c.ranks)]
+    if not parts:
+        return 0.0
+    return busy_time(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+# --- the DXT trace ---------------------------------------------------------------------------------
+def dxt_counts(ids: np.ndarray, read_counts: np.ndarray, write_counts: np.ndarray, c: Counters | None,
+               layer: Layer) -> dict:
+    """One DXT module: the operations its trace holds, and those its counter layer records on the same
+    files (None without that layer's records)."""
+    out = {"reads": int(read_counts.sum()), "writes": int(write_counts.sum()),
+           "counter_reads": None, "counter_writes": None}
+    if c is not None and len(c.ids):
+        on = np.isin(c.ids, ids)
+        out["counter_reads"] = sum(int(c.col(n)[on].sum()) for n in layer.reads if c.has(n))
+        out["counter_writes"] = sum(int(c.col(n)[on].sum()) for n in layer.writes if c.has(n))
+    return out
+
+
+def dxt_truncated(counts: dict, partial: bool) -> bool:
+    """A trace is truncated when Darshan flagged its module partial (it ran out of memory) or it holds
+    fewer reads or writes than the counters record on the same files: then a measure from the trace is a
+    lower bound."""
+    return bool(partial or any(counts[f"counter_{op}"] is not None and counts[op] < counts[f"counter_{op}"]
+                               for op in ("reads", "writes")))
+
+
+def dxt_coverage(per_module) -> float | None:
+    """Share of the counted operations (reads + writes, on the traced files, over the DXT modules) that
+    the trace holds, at most 1; None without a trace or without counters to compare against."""
+    traced = counted = 0
+    for counts in per_module:
+        for op in ("reads", "writes"):
+            if counts[f"counter_{op}"] is not None:
+                traced += min(counts[op], counts[f"counter_{op}"])
+                counted += counts[f"counter_{op}"]
+    return traced / counted if counted else None
+
+
+# --- requests --------------------------------------------------------------------------------------
+def collective_share(c: Counters | None) -> float | None:
+    """Share of MPI-IO requests (reads + writes, every kind) made collectively; None without MPI-IO
+    records or requests."""
+    if c is None or not len(c.ids):
+        return None
+    layer = LAYER_BY_MODULE["MPI-IO"]
+    ops = total(c, *layer.reads, *layer.writes)
+    return total(c, "MPIIO_COLL_READS", "MPIIO_COLL_WRITES") / ops if ops else None
+
+
+# each layer's access-size counters ({op}: READ or WRITE, then the bin's suffix)
+SIZE_COUNTERS = {"POSIX": "POSIX_SIZE_{op}_", "MPI-IO": "MPIIO_SIZE_{op}_AGG_", "H5D": "H5D_SIZE_{op}_AGG_",
+                 "PNETCDF_VAR": "PNETCDF_VAR_SIZE_{op}_AGG_"}
+
+
+def size_histogram(c: Counters | None, module: str = "POSIX", ops=("READ", "WRITE")) -> dict:
+    """Requests per Darshan access-size bin (suffix -> count, every bin of SIZE_BINS), summed over `ops`,
+    from `module`'s size counters; by default what reaches the file system: POSIX reads + writes."""
+    prefixes = [SIZE_COUNTERS[module].format(op=op) for op in ops]
+    return {b[0]: (total(c, *(p + b[0] for p in prefixes)) if c is not None else 0) for b in SIZE_BINS}
+
+
+def small_bins(limit: int) -> list:
+    """Size bins that hold only requests of at most `limit` bytes (the small requests)."""
+    return [b[0] for b in SIZE_BINS if b[2] <= limit]
