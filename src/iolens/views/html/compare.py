@@ -11,7 +11,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ... import __version__
+from ...version import __version__
 from ..terminal_compare import SIZE_BIN_LABELS, fmt_config
 from ..units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 from .encode import script_json

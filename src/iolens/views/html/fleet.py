@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ... import __version__
+from ...version import __version__
 from ...analysis import fleet as analysis
 from ...fleet import store as fleet_store
 from .encode import script_json

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ... import __version__
+from ...version import __version__
 from ...analysis.timeline import timeline_analysis
 from .calls import call_marks
 from .encode import Blob, script_json
