@@ -1,4 +1,4 @@
-//! iolens._native: the reader's hot path. Inflates a log's regions on every core and walks DXT records
+//! iolens.reader._native: the reader's hot path. Inflates a log's regions on every core and walks DXT records
 //! into columns, without the GIL. It knows zlib streams and DXT records, nothing else of the format.
 
 mod dxt;

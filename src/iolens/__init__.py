@@ -1,8 +1,8 @@
 """iolens: turn Darshan/DXT HPC I/O traces into answers."""
 from .errors import LogError, NoTraceError
 from .model import Log, read
+from .version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["Log", "LogError", "NoTraceError", "compare", "read", "__version__"]
 
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .. import __version__
+from ..version import __version__
 
 SUBCOMMANDS = {
     "info": ("iolens.cli.info", "Job summary: layers, bytes, time, DXT coverage."),

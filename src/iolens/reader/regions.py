@@ -1,4 +1,4 @@
-"""Inflate a log's regions: zlib and uncompressed ones natively (`iolens._native`: every core, no GIL,
+"""Inflate a log's regions: zlib and uncompressed ones natively (`iolens.reader._native`: every core, no GIL,
 DXT records walked into columns as they are inflated), bzip2 ones here (rare, and small).
 
 A many-rank log holds one compressed stream per rank in each region, back to back, and the header
@@ -14,10 +14,10 @@ from typing import Callable, Optional
 from ..errors import LogError
 
 try:
-    from .. import _native
+    from . import _native
 except ImportError as exc:  # a source tree used without being installed
-    raise ImportError("iolens's native reader (iolens._native) is not built: install iolens with "
-                      "`pip install .`, which needs Rust's cargo on the PATH") from exc
+    raise ImportError("iolens's native reader (iolens.reader._native) is not built: install iolens with "
+                      "`pip install .`, which needs Rust's cargo on the PATH, or from a wheel") from exc
 
 MIN_PIECE = 1 << 18  # compressed bytes per piece of a region inflated in parallel, at least ...
 MAX_PIECE = 1 << 20  # ... and at most (pieces in flight are held until parsed)

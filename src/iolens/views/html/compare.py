@@ -9,7 +9,7 @@ import datetime as dt
 import math
 from pathlib import Path
 
-from ... import __version__
+from ...version import __version__
 from ...model.darshan import LAYER_NAMES, SIZE_BIN_LABELS
 from .encode import script_json
 from .filters import Filters

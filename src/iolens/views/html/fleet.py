@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ... import __version__
+from ...version import __version__
 from ...analysis import fleet as analysis
 from ...fleet import store as fleet_store
 from .encode import script_json

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ... import __version__
+from ...version import __version__
 from ...analysis.timeline import timeline_analysis
 from .calls import call_marks
 from .encode import Blob, script_json
