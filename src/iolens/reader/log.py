@@ -11,6 +11,7 @@ from .heatmap import parse_heatmap
 from .job import JobRecord, parse_job
 from .lustre import LustreRecords, parse_lustre
 from .names import parse_names
+from .recover import is_unfinished, recover
 from .regions import inflate, read_regions
 
 
@@ -41,6 +42,8 @@ class RawLog:
     lustre: LustreRecords = field(default_factory=LustreRecords)
     heatmap: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    recovered: bool = False  # an unfinished log (no header): every value read by reader/recover.py
+    missing: list = field(default_factory=list)  # what an unfinished log lacks, named
 
 
 def read_raw(path: str, progress=None, regions=None) -> RawLog:
@@ -67,6 +70,8 @@ def read_raw(path: str, progress=None, regions=None) -> RawLog:
 
 
 def _parse(path: str, data: bytes, progress, regions=None) -> RawLog:
+    if is_unfinished(path, data) and not (len(data) >= 16 and any(data[:16])):
+        return recover(path, data)  # the header was never written: read what Darshan wrote before it
     if not data:
         raise LogError("empty file, not a Darshan log")
     header = parse_header(data, len(data))
