@@ -19,14 +19,17 @@ def render_jobs(result: dict, console: Console) -> None:
         table = Table(title=title, title_justify="left", show_edge=False)
         for col in ("step", "program", "start", "time", "processes", "ranks", "reads", "writes", "read",
                     "written", "logs"):
-            table.add_column(col, justify="left" if col in ("program", "logs") else "right",
-                             overflow="fold", no_wrap=col not in ("logs",))
+            table.add_column(col, justify="left" if col == "program" else "right", no_wrap=True)
         for i, s in enumerate(job["steps"]):
             table.add_row(str(i), Text(s["exe"]), f"+{human_seconds(s['start'] - start)}",
                           human_seconds(s["end"] - s["start"]), str(s["processes"]), str(s["ranks"] or "-"),
                           human_count(s["reads"]), human_count(s["writes"]), human_bytes(s["bytes_read"]),
-                          human_bytes(s["bytes_written"]), _log_notes(s))
+                          human_bytes(s["bytes_written"]), str(len(s["logs"])))
         console.print(table)
+        for i, s in enumerate(job["steps"]):
+            notes = _log_notes(s)
+            if notes:
+                console.print(Text(f"step {i}: " + notes, style="yellow"))
         if job["helpers"]:
             console.print(Text(f"helpers: {job['helpers']} processes that moved no data ("
                                + ", ".join(c.split(" ")[0] for c in job["helper_commands"]) + ")", style="dim"))
@@ -36,12 +39,14 @@ def render_jobs(result: dict, console: Console) -> None:
             console.print(Text(f"empty unfinished log, no step of its program: {Path(path).name}", style="yellow"))
 
 
-def _log_notes(step: dict) -> Text:
-    parts = [f"{len(step['logs'])} log" + ("s" if len(step["logs"]) != 1 else "")]
+def _log_notes(step: dict) -> str:
+    parts = []
     if step["recovered"]:
-        parts.append(f"{len(step['recovered'])} recovered")
+        parts.append(f"{len(step['recovered'])} recovered from unfinished logs ("
+                     + ", ".join(Path(p).name for p in step["recovered"]) + ")")
     if step["empty"]:
-        parts.append(f"{len(step['empty'])} empty (named: " + ", ".join(Path(p).name for p in step["empty"]) + ")")
+        parts.append(f"{len(step['empty'])} empty unfinished (named: " + ", ".join(Path(p).name for p in step["empty"])
+                     + ")")
     if step["missing_pids"]:
-        parts.append("no log from pid " + ", ".join(map(str, step["missing_pids"])) + " (a worker left none?)")
-    return Text("; ".join(parts), style="yellow" if len(parts) > 1 else "")
+        parts.append("no log from pid " + ", ".join(map(str, step["missing_pids"])) + " (a worker that left none?)")
+    return "; ".join(parts)
