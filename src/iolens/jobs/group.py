@@ -124,10 +124,19 @@ def _steps(members: list) -> list:
     for i, p in enumerate(members):
         if p.fork_parent in by_pid:
             parent[find(i)] = find(by_pid[p.fork_parent])
-        for j in range(i):
-            q = members[j]
-            if p.command and p.command == q.command and _overlap(p, q):
-                parent[find(i)] = find(j)
+    by_command: dict = {}
+    for i, p in enumerate(members):
+        if p.command:
+            by_command.setdefault(p.command, []).append(i)
+    for same in by_command.values():  # a sweep over start times: overlapping runs of one command chain up
+        same.sort(key=lambda i: members[i].start)
+        first, reach = same[0], members[same[0]].end
+        for i in same[1:]:
+            if members[i].start <= reach:
+                parent[find(i)] = find(first)
+                reach = max(reach, members[i].end)
+            else:
+                first, reach = i, members[i].end
     groups: dict = {}
     for i, p in enumerate(members):
         groups.setdefault(find(i), []).append(p)

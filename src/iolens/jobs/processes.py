@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import LogError
-from ..reader.log import read_raw
+from ..reader.log import read_job_only, read_raw
 from ..reader.recover import PARTIAL_SUFFIX, parse_log_name
 
 COUNTED_MODULES = ("POSIX", "STDIO", "MPI-IO")
@@ -74,7 +74,7 @@ def read_process(path: str, counters: bool = True) -> Process:
     """The process a log describes; LogError (one line) when the log cannot be read at all."""
     name = parse_log_name(path)
     try:
-        raw = read_raw(path, regions=("names",) + COUNTED_MODULES if counters else ())
+        raw = read_raw(path, regions=("names",) + COUNTED_MODULES) if counters else read_job_only(path)
     except LogError as exc:
         if str(path).endswith(PARTIAL_SUFFIX) and name is not None:
             # an empty unfinished log: only its name says whose it was; it is kept, never dropped
