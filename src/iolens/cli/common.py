@@ -50,3 +50,15 @@ def _default(value):
     if isinstance(value, (set, tuple)):
         return list(value)
     return str(value)
+
+
+def load_one_or_job(paths: tuple, quiet: bool, what: str):
+    """(log, label): one log read as today; a folder or several logs merged into their one job."""
+    import os
+
+    if len(paths) == 1 and not os.path.isdir(paths[0]):
+        return load(paths[0], quiet=quiet), paths[0]
+    from ..jobs import load_job
+
+    job = load_job(list(paths), what)
+    return job, job.path

@@ -71,3 +71,54 @@ def _step(step: Step) -> dict:
 
 
 __all__ = ["Job", "Process", "Step", "describe", "expand", "find_jobs", "flows", "group", "read_process"]
+
+
+def load_job(paths, what: str = "this"):
+    """The one job the logs under `paths` hold, merged into one log-like object (jobs/merged.py).
+    LogError when they hold none or several (`iolens jobs` lists them)."""
+    from ..errors import LogError
+    from .merged import merge
+
+    jobs = [j for j in find_jobs(paths) if j.steps]
+    label = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
+    if not jobs:
+        raise LogError("no job with data among these logs", str(label))
+    if len(jobs) > 1:
+        ids = ", ".join(str(j.job_id) for j in jobs)
+        raise LogError(f"{len(jobs)} jobs here ({ids}); {what} takes one job's logs (`iolens jobs` lists them)",
+                       str(label))
+    return merge(jobs[0], str(label))
+
+
+def attribute(log, ranks=(), files=()) -> list:
+    """The processes of a merged job log behind an insight: its ranks, and the processes that touched its files
+    (a recovered log has counters but no trace). [{step, exe, pid, role, log}]"""
+    chosen = {log.process_of(int(r))["rank"] for r in ranks if log.process_of(int(r))}
+    if files:
+        names = log.file_names()
+        wanted = {k for k, v in names.items() if v in set(files)}
+        for table in log.counters.values():
+            hit = table.filter(table["file_id"].is_in(list(wanted)))["rank"].unique().to_list()
+            chosen |= {log.process_of(int(r))["rank"] for r in hit if log.process_of(int(r))}
+    return [{k: p[k] for k in ("step", "exe", "pid", "role", "log")} for p in log.processes if p["rank"] in chosen]
+
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
+
+
+def diagnose_job(log, diagnose_step) -> list:
+    """Each step's findings (a step's processes ran together; steps ran one after another, so cross-rank
+    checks across steps would compare unrelated processes), ranks moved to the job's numbering, each insight
+    naming its `step` and `processes`; most severe first."""
+    out = []
+    for step in log.steps:
+        sub = log.step_log(step)
+        first = sub.processes[0]["rank"]
+        moved = {p["rank"]: p for p in log.processes if p["step"] == step}
+        for insight in diagnose_step(sub):
+            ev = insight["evidence"]
+            insight["processes"] = attribute(sub, ev["ranks"], ev["files"])
+            ev["ranks"] = [r + min(moved) - first for r in ev["ranks"]]
+            insight["step"] = step
+            out.append(insight)
+    return sorted(out, key=lambda i: SEVERITY_ORDER.get(i["severity"], 9))
