@@ -123,7 +123,7 @@ def _processes(log):
     procs = getattr(log, "processes", None)
     if not procs:
         return None
-    return [{**{k: p[k] for k in ("rank", "ranks", "step", "exe", "pid", "role", "recovered")},
+    return [{**{k: p[k] for k in ("rank", "ranks", "step", "exe", "pid", "role", "recovered", "offset")},
              "log": Path(p["log"]).name} for p in procs]
 
 
