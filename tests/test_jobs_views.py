@@ -88,3 +88,13 @@ def test_report_of_the_training_job_in_the_browser(browser, loader, tmp_path):
     assert "step 1 (python3) worker" in text and f"pid {procs[3]['pid']}" in text and "train-1_" in text
     assert p.errors == []
     p.close()
+
+
+def test_info_folder_sums_the_job(loader):
+    out = json.loads(run_iolens("info", "--json", loader).stdout)
+    truth = json.loads((loader.parent / "TRUTH.json").read_text())["loader"]["steps"]
+    posix = next(layer for layer in out["layers"] if layer["layer"] == "POSIX")
+    assert posix["reads"] == sum(s["reads"] for s in truth.values())
+    assert posix["bytes_written"] == sum(s["bytes_written"] for s in truth.values())
+    assert out["job"]["nprocs"] == 4 and out["job"]["recovered"] and len(out["job"]["processes"]) == 4
+    assert "recovered" in run_iolens("info", loader).stdout

@@ -107,7 +107,7 @@ def _modules_table(job: dict) -> Table:
             status = Text("PARTIAL: Darshan ran out of memory, data incomplete", style="bold yellow")
         elif not m["supported"]:
             status = Text(m["note"], style="dim")
-        elif job.get("recovered"):
+        elif m["note"] == "recovered":
             status = Text("recovered from an unfinished log", style="yellow")
         else:
             status = Text("complete", style="green")
