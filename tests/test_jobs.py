@@ -112,3 +112,12 @@ def test_terminal_table(workflows):
 def test_bad_path_is_one_line(tmp_path):
     proc = run_iolens("jobs", tmp_path / "nothing-*.darshan", check=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_an_unreadable_log_is_listed_not_fatal(workflows, tmp_path):
+    shutil.copytree(workflows / "pipeline", tmp_path / "pipeline")
+    (tmp_path / "pipeline" / "junk.darshan").write_bytes(b"not a log" * 100)
+    out = json.loads(run_iolens("jobs", "--json", tmp_path / "pipeline").stdout)
+    assert len(out["jobs"][0]["steps"]) == 3
+    (bad,) = out["unreadable"]
+    assert bad["path"].endswith("junk.darshan") and "not a Darshan log" in bad["error"]

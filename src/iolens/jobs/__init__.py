@@ -9,13 +9,23 @@ from .group import Job, Step, group
 from .processes import Process, expand, read_process
 
 
-def find_jobs(paths, counters: bool = True, progress=None) -> list:
+def find_jobs(paths, counters: bool = True, progress=None, unreadable=None) -> list:
     """The jobs the logs under `paths` (files, folders, globs) belong to. counters=False reads only each log's
-    header and job region (grouping alone: no totals, no helpers told apart, no flows)."""
+    header and job region (grouping alone: no totals, no helpers told apart, no flows).
+
+    unreadable: a list to collect (path, one-line reason) of logs that cannot be read; without it, the first
+    such log raises its LogError."""
+    from ..errors import LogError
+
     files = expand(paths)
     processes = []
     for i, path in enumerate(files):
-        processes.append(read_process(path, counters))
+        try:
+            processes.append(read_process(path, counters))
+        except LogError as exc:
+            if unreadable is None:
+                raise
+            unreadable.append((path, exc.message))
         if progress:
             progress((i + 1) / len(files))
     return group(processes)
@@ -34,9 +44,9 @@ def flows(job: Job) -> list:
     return out
 
 
-def describe(jobs: list) -> dict:
+def describe(jobs: list, unreadable=()) -> dict:
     """The `iolens jobs --json` structure (documented in docs/jobs.md)."""
-    return {"jobs": [_job(j) for j in jobs]}
+    return {"jobs": [_job(j) for j in jobs], "unreadable": [{"path": p, "error": e} for p, e in unreadable]}
 
 
 def _job(job: Job) -> dict:

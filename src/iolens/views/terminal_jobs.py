@@ -37,6 +37,8 @@ def render_jobs(result: dict, console: Console) -> None:
             console.print(Text(f"flow: {f['file']}: step {f['from']} → step {f['to']}"))
         for path in job["unplaced"]:
             console.print(Text(f"empty unfinished log, no step of its program: {Path(path).name}", style="yellow"))
+    for bad in result.get("unreadable", []):
+        console.print(Text(f"not read: {bad['path']}: {bad['error']}", style="yellow"))
 
 
 def _log_notes(step: dict) -> str:
