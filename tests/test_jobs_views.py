@@ -98,3 +98,16 @@ def test_info_folder_sums_the_job(loader):
     assert posix["bytes_written"] == sum(s["bytes_written"] for s in truth.values())
     assert out["job"]["nprocs"] == 4 and out["job"]["recovered"] and len(out["job"]["processes"]) == 4
     assert "recovered" in run_iolens("info", loader).stdout
+
+
+def test_export_folder_writes_the_jobs_tables(loader, tmp_path):
+    import polars as pl
+
+    run_iolens("export", loader, "-o", tmp_path / "out")
+    job = json.loads((tmp_path / "out" / "job.json").read_text())
+    assert job["nprocs"] == 4 and [p["role"] for p in job["processes"]] == ["process", "parent", "worker", "worker"]
+    posix = pl.read_parquet(tmp_path / "out" / "counters_POSIX.parquet")
+    truth = json.loads((loader.parent / "TRUTH.json").read_text())["loader"]["steps"]
+    assert int(posix["POSIX_READS"].sum()) == sum(s["reads"] for s in truth.values())
+    seg = pl.read_parquet(tmp_path / "out" / "segments.parquet")
+    assert sorted(seg["rank"].unique().to_list()) == [0, 1, 3]  # the recovered worker (rank 2) has no trace
