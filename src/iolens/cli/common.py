@@ -56,7 +56,9 @@ def load_one_or_job(paths: tuple, quiet: bool, what: str):
     """(log, label): one log read as today; a folder or several logs merged into their one job."""
     import os
 
-    if len(paths) == 1 and not os.path.isdir(paths[0]):
+    from ..reader.recorder import is_recorder_trace
+
+    if len(paths) == 1 and (not os.path.isdir(paths[0]) or is_recorder_trace(paths[0])):
         return load(paths[0], quiet=quiet), paths[0]
     from ..jobs import load_job
 
