@@ -50,3 +50,17 @@ def _default(value):
     if isinstance(value, (set, tuple)):
         return list(value)
     return str(value)
+
+
+def load_one_or_job(paths: tuple, quiet: bool, what: str):
+    """(log, label): one log read as today; a folder or several logs merged into their one job."""
+    import os
+
+    from ..jobs import expand, load_job
+    from ..reader.recorder import is_recorder_trace
+
+    if len(paths) == 1 and (not os.path.isdir(paths[0]) or is_recorder_trace(paths[0]) or not expand(paths)):
+        return load(paths[0], quiet=quiet), paths[0]  # a folder with no log in it says what it is not
+
+    job = load_job(list(paths), what)
+    return job, job.path

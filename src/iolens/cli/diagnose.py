@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .common import emit_json, json_option, load, log_argument
+from .common import emit_json, json_option, load_one_or_job
 
 
 def _list_thresholds(ctx, _param, value):
@@ -17,7 +17,7 @@ def _list_thresholds(ctx, _param, value):
 
 
 @click.command("diagnose")
-@log_argument
+@click.argument("log", nargs=-1, required=True, type=click.Path(path_type=str))
 @json_option
 @click.option("--threshold", "-t", "overrides", multiple=True, metavar="NAME=VALUE",
               help="Change a threshold, e.g. -t small_request_bytes=64KiB -t small_min_share=20%. Repeatable.")
@@ -29,9 +29,12 @@ def _list_thresholds(ctx, _param, value):
 @click.option("--all", "show_all", is_flag=True, help="Also show info and ok insights.")
 @click.option("--list-thresholds", is_flag=True, expose_value=False, is_eager=True, callback=_list_thresholds,
               help="Print every threshold with its default and exit.")
-def command(log: str, as_json: bool, overrides: tuple, config: str | None, fs_profile: str | None,
+def command(log: tuple, as_json: bool, overrides: tuple, config: str | None, fs_profile: str | None,
             show_all: bool) -> None:
     """Find I/O bottlenecks in LOG and say what to change.
+
+    A folder or several logs of one job (one log per process: workflows, Python and AI jobs) are judged as one
+    job, each finding naming the step and process it comes from.
 
     Prints critical and warning insights (--all: also info/ok), each with its evidence and pasteable
     recommendations, and what each pattern would cost at scale on a Lustre-like file system (--fs-profile,
@@ -60,13 +63,21 @@ def command(log: str, as_json: bool, overrides: tuple, config: str | None, fs_pr
             raise click.BadParameter(str(exc), param_hint="--threshold") from None
         values[name] = value
     thresholds = Thresholds(values)
-    parsed = load(log, quiet=as_json)
-    insights = [i.to_dict() for i in diagnose(parsed, thresholds)]
+    parsed, log = load_one_or_job(log, as_json, "diagnose")
+    if hasattr(parsed, "processes"):
+        from ..jobs import diagnose_job
+
+        insights = diagnose_job(parsed, lambda step_log: [i.to_dict() for i in diagnose(step_log, thresholds)])
+    else:
+        insights = [i.to_dict() for i in diagnose(parsed, thresholds)]
+    out = {"log": log, "schema_version": SCHEMA_VERSION, "measures": None, "insights": insights}
+    if hasattr(parsed, "processes"):
+        out["job"] = {"job_id": parsed.group.job_id, "processes": parsed.processes}
     if as_json:
         from ..analysis.summary import job_measures
 
-        emit_json({"log": log, "schema_version": SCHEMA_VERSION, "measures": job_measures(parsed),
-                   "insights": insights})
+        out["measures"] = job_measures(parsed)
+        emit_json(out)
         return
     from ..views.terminal_insights import render
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from .common import filter_options, load, log_argument
+from .common import filter_options, load_one_or_job, log_argument
 
 TRACE_SUFFIX = {"perfetto": ".pftrace", "chrome-json": ".json"}
 
@@ -21,7 +21,7 @@ TRACE_SUFFIX = {"perfetto": ".pftrace", "chrome-json": ".json"}
 @filter_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_name, quiet) -> None:
-    """Write job.json and one file per table (files, counters_<MODULE>, segments, dxt_records, lustre,
+    """Write job.json and one file per table (LOG may be a folder of one job's logs: its merged tables) (files, counters_<MODULE>, segments, dxt_records, lustre,
     heatmap, conflicts); see the README for the columns. With --format perfetto or chrome-json, write the DXT
     trace instead: one process per rank, a track per layer, a slice per operation.
 
@@ -38,7 +38,7 @@ def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_
         raise click.BadParameter(f"{out} is a file; give a directory", param_hint="-o")
     from ..views.export import export
 
-    for path in export(load(log, quiet=quiet), out, fmt, filters=filters):
+    for path in export(load_one_or_job((log,), quiet, "export")[0], out, fmt, filters=filters):
         click.echo(str(path))
 
 
@@ -58,7 +58,7 @@ def _export_trace(log: str, out: Path, fmt: str, filters, quiet: bool) -> None:
     from ..views import perfetto
 
     path = trace_path(log, out, fmt)
-    data = load(log, quiet=quiet)
+    data = load_one_or_job((log,), quiet, "export")[0]
     if not data.has_dxt:
         from ..errors import LogError
 

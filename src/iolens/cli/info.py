@@ -1,19 +1,21 @@
-"""`iolens info LOG`: the job summary."""
+"""`iolens info LOG`: the job summary (a folder or several logs of one job: the whole job's)."""
 from __future__ import annotations
 
 import click
 
-from .common import emit_json, json_option, load, log_argument
+from .common import emit_json, json_option, load_one_or_job
 
 
 @click.command("info")
-@log_argument
+@click.argument("log", nargs=-1, required=True, type=click.Path(path_type=str))
 @json_option
-def command(log: str, as_json: bool) -> None:
-    """Job summary: executable, ranks, run time, modules, per-layer I/O, DXT coverage."""
+def command(log: tuple, as_json: bool) -> None:
+    """Job summary: executable, ranks, run time, modules, per-layer I/O, DXT coverage.
+
+    A folder or several logs of one job are summed as one job (its processes in `job.processes`)."""
     from ..analysis.summary import job_summary
 
-    summary = job_summary(load(log, quiet=as_json))
+    summary = job_summary(load_one_or_job(log, as_json, "info")[0])
     if as_json:
         emit_json(summary)
         return

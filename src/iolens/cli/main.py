@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "diagnose": ("iolens.cli.diagnose", "Find I/O bottlenecks and say what to change."),
     "run": ("iolens.cli.run", "Run a command under Darshan with DXT on and keep its log."),
     "compare": ("iolens.cli.compare", "Did a change help? Verdict, configuration and insight diff."),
+    "jobs": ("iolens.cli.jobs", "Many logs of one job: its steps, processes, helpers and data flows."),
     "fleet": ("iolens.cli.fleet", "Many logs: a Parquet store of every job, and one page over them."),
 }
 

@@ -66,6 +66,8 @@ class Log:
             ],
             "partial": any(m.partial for m in self.modules),
             "notes": self.notes,
+            "recovered": self.raw.recovered,  # an unfinished log: every value recovered, `missing` named
+            "missing": list(self.raw.missing),
         }
 
     def module(self, name: str):

@@ -1,6 +1,7 @@
 """Read a whole Darshan log into plain records and arrays (no tables, no analysis)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from ..errors import LogError
@@ -11,10 +12,12 @@ from .heatmap import parse_heatmap
 from .job import JobRecord, parse_job
 from .lustre import LustreRecords, parse_lustre
 from .names import parse_names
+from .recover import is_unfinished, recover
 from .regions import inflate, read_regions
 
 
 NOT_READ = "not read (left out by the caller)"
+JOB_PREFIX = 1 << 14  # bytes read first by read_job_only: the header and, nearly always, the whole job region
 
 
 @dataclass
@@ -41,6 +44,8 @@ class RawLog:
     lustre: LustreRecords = field(default_factory=LustreRecords)
     heatmap: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    recovered: bool = False  # an unfinished log (no header): every value read by reader/recover.py
+    missing: list = field(default_factory=list)  # what an unfinished log lacks, named
 
 
 def read_raw(path: str, progress=None, regions=None) -> RawLog:
@@ -66,11 +71,44 @@ def read_raw(path: str, progress=None, regions=None) -> RawLog:
         raise LogError(f"corrupt log ({type(exc).__name__}: {exc})", path) from None
 
 
-def _parse(path: str, data: bytes, progress, regions=None) -> RawLog:
+def read_job_only(path: str) -> RawLog:
+    """The header and the job region of `path` and nothing else (no other byte is read): who ran, when.
+    An unfinished log (no header) is recovered whole. LogError as `read_raw`."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(JOB_PREFIX)
+            if is_unfinished(path, head) or len(head) < 16:
+                return read_raw(path, regions=())
+            header = parse_header(head, size)
+            end = job_region(header, size)
+            if end.offset + end.length > len(head):
+                fh.seek(0)
+                head = fh.read(end.offset + end.length)
+    except IsADirectoryError:
+        raise LogError("is a directory, not a Darshan log", path) from None
+    except OSError as exc:
+        raise LogError(exc.strerror or str(exc), path) from None
+    except LogError as exc:
+        exc.path = exc.path or path
+        raise
+    try:
+        return _parse(path, head, None, (), file_size=size, header=header)
+    except LogError as exc:
+        exc.path = exc.path or path
+        raise
+    except (ValueError, OverflowError, MemoryError, IndexError, UnicodeError) as exc:
+        raise LogError(f"corrupt log ({type(exc).__name__}: {exc})", path) from None
+
+
+def _parse(path: str, data: bytes, progress, regions=None, file_size=None, header=None) -> RawLog:
+    if is_unfinished(path, data) and not (len(data) >= 16 and any(data[:16])):
+        return recover(path, data)  # the header was never written: read what Darshan wrote before it
     if not data:
         raise LogError("empty file, not a Darshan log")
-    header = parse_header(data, len(data))
-    jr = job_region(header, len(data))
+    size = len(data) if file_size is None else file_size  # read_job_only holds only the file's first bytes
+    header = header or parse_header(data, size)
+    jr = job_region(header, size)
     if jr.length <= 0:
         raise LogError("truncated: no job region after the header")
     bo, version = header.byte_order, header.version

@@ -66,6 +66,9 @@ def render_summary(summary: dict, console: Console) -> None:
         facts.add_row("darshan", f"{job['lib_version'] or '?'} (log format {job['log_version']}, "
                                  f"{job['byte_order']}-endian, {job['compression']})")
     facts.add_row("files", human_count(summary["files"]))
+    if job.get("recovered"):
+        facts.add_row("recovered", Text("unfinished log (no header): what Darshan wrote before the process "
+                                        "ended; missing: " + "; ".join(job["missing"]), style="bold yellow"))
     console.print(facts)
     console.print(_modules_table(job))
     if summary["layers"]:
@@ -105,6 +108,8 @@ def _modules_table(job: dict) -> Table:
             status = Text("PARTIAL: Darshan ran out of memory, data incomplete", style="bold yellow")
         elif not m["supported"]:
             status = Text(m["note"], style="dim")
+        elif m["note"] == "recovered":
+            status = Text("recovered from an unfinished log", style="yellow")
         else:
             status = Text("complete", style="green")
         table.add_row(m["name"], str(m["version"]), human_count(m["records"]) if m["supported"] else "-", status)
@@ -159,6 +164,9 @@ def _job_measures_line(m: dict) -> Text:
 
 def _dxt_section(summary: dict):
     dxt = summary["dxt"]
+    if not dxt and summary["job"].get("recovered"):
+        return Text("DXT: none recovered (an unfinished log: its DXT regions, if any, were not written)",
+                    style="yellow")
     if not dxt:
         return Text("DXT: no trace in this log (set DXT_ENABLE_IO_TRACE=1 when running to record every "
                     "operation)", style="yellow")

@@ -84,6 +84,8 @@ def _panel(i: dict, seen: set) -> Panel:
     if ev["files"]:
         facts.add_row("files", "\n".join(ev["files"][:5]) + (f"\n… ({len(ev['files'])} listed)"
                                                                if len(ev["files"]) > 5 else ""))
+    if i.get("processes"):
+        facts.add_row("processes", processes_text(i["processes"]))
     facts.add_row("window", _window(ev["time_window"]))
     if ev["metrics"]:
         facts.add_row("numbers", ", ".join(f"{k}={format_metric(k, v)}" for k, v in list(ev["metrics"].items())[:12]))
@@ -114,6 +116,12 @@ def _panel(i: dict, seen: set) -> Panel:
     return Panel(Group(*parts), title=title, title_align="left", border_style=STYLE[sev].replace("bold ", ""))
 
 
+def processes_text(processes: list) -> str:
+    """The processes of a job behind a finding: `step 1 (python3): worker pid 3688, ...`."""
+    return "; ".join(f"step {p['step']} ({p['exe']}): {p['role']}" + (f" pid {p['pid']}" if p["pid"] else "")
+                     for p in processes)
+
+
 def _render_plain(path: str, shown: list, hidden: int, job: dict | None) -> None:
     out = sys.stdout.write
     seen: set = set()
@@ -125,6 +133,8 @@ def _render_plain(path: str, shown: list, hidden: int, job: dict | None) -> None
         out(f"\n[{i['severity'].upper()}] {i['code']}: {i['title']}\n")
         out(f"  {i['summary']}\n")
         out(f"  ranks: {_ranks(ev['ranks'])}\n")
+        if i.get("processes"):
+            out(f"  processes: {processes_text(i['processes'])}\n")
         if ev["files"]:
             out(f"  files: {', '.join(ev['files'][:5])}" + (" …" if len(ev["files"]) > 5 else "") + "\n")
         out(f"  window: {_window(ev['time_window'])}\n")

@@ -101,8 +101,18 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
         "analysis": timeline_analysis(segments),
         "summary": summary_payload(log, all_segments, file_index, nranks, blob),
         "call_marks": call_marks(log, nranks),  # Recorder traces only
+        "processes": _processes(log),  # a job of many logs: which row is which process (jobs/merged.py)
     }
     return meta, blob
+
+
+def _processes(log):
+    """[{rank, ranks, step, exe, pid, role, log, recovered}] for a merged job's log, else None."""
+    procs = getattr(log, "processes", None)
+    if not procs:
+        return None
+    return [{**{k: p[k] for k in ("rank", "ranks", "step", "exe", "pid", "role", "recovered", "offset")},
+             "log": Path(p["log"]).name} for p in procs]
 
 
 def render_page(meta: dict, blob: Blob) -> str:

@@ -110,6 +110,8 @@ class App {
     ];
     const osts = opOsts(m.lustre[String(tr.file[i])], tr.offset[i], tr.length[i]);
     if (osts) lines.push(["Lustre OSTs", osts.join(", ")]);
+    const proc = processOf(m, rank);
+    if (proc) lines.splice(3, 0, ["Process", processText(proc)], ["Log", proc.log + (proc.recovered ? " (recovered)" : "")]);
     return lines;
   }
 
@@ -221,3 +223,13 @@ async function main() {
 }
 
 if (document.body.dataset.page !== "compare") main();  // compare.js reuses App and runs its own main
+
+/* A job of many logs: the process (and step) a timeline row belongs to, or null for a single log. */
+function processOf(meta, rank) {
+  if (!meta.processes) return null;
+  return meta.processes.find((p) => p.rank <= rank && rank < p.rank + p.ranks) || null;
+}
+
+function processText(p) {
+  return `step ${p.step} (${p.exe}) ${p.role}` + (p.pid ? ` · pid ${p.pid}` : "");
+}

@@ -29,6 +29,7 @@ function testApi(app, ready) {
     selectFile(idx) { app.selectFile(idx); app.render({sync: true}); return this.state(); },
     files() { return app.meta.files.map((f, i) => ({index: i, name: f.name, ops: f.ops})); },
     /* A visible operation of `layer` on `rank` (the widest), with where to point the mouse. */
+    processes() { return app.meta.processes; },
     findOp(layer, rank) {
       const tr = app.trace, k = app.meta.trace.layers.indexOf(layer), v = app.view;
       if (!tr || k < 0) return null;

@@ -1,0 +1,134 @@
+"""Many logs of one job: logs → jobs → steps → processes, and the data flowing between steps.
+
+    jobs = iolens.jobs.find_jobs(["run/"])       # [Job], each with steps (in start order) and helpers
+    iolens.jobs.describe(jobs)                   # what `iolens jobs --json` prints
+"""
+from __future__ import annotations
+
+from .group import Job, Step, group
+from .processes import Process, expand, read_process
+
+
+def find_jobs(paths, counters: bool = True, progress=None, unreadable=None) -> list:
+    """The jobs the logs under `paths` (files, folders, globs) belong to. counters=False reads only each log's
+    header and job region (grouping alone: no totals, no helpers told apart, no flows).
+
+    unreadable: a list to collect (path, one-line reason) of logs that cannot be read; without it, the first
+    such log raises its LogError."""
+    from ..errors import LogError
+
+    files = expand(paths)
+    processes = []
+    for i, path in enumerate(files):
+        try:
+            processes.append(read_process(path, counters))
+        except LogError as exc:
+            if unreadable is None:
+                raise
+            unreadable.append((path, exc.message))
+        if progress:
+            progress((i + 1) / len(files))
+    return group(processes)
+
+
+def flows(job: Job) -> list:
+    """[{file, from, to}]: a file a step wrote that a later step read (from: the last step before `to` that
+    wrote it; steps by index)."""
+    out = []
+    for to, step in enumerate(job.steps):
+        read = {f for p in step.processes for f in p.files_read}
+        for file in sorted(read):
+            writers = [i for i in range(to) if any(file in p.files_written for p in job.steps[i].processes)]
+            if writers:
+                out.append({"file": file, "from": writers[-1], "to": to})
+    return out
+
+
+def describe(jobs: list, unreadable=()) -> dict:
+    """The `iolens jobs --json` structure (documented in docs/jobs.md)."""
+    return {"jobs": [_job(j) for j in jobs], "unreadable": [{"path": p, "error": e} for p, e in unreadable]}
+
+
+def _job(job: Job) -> dict:
+    return {
+        "job_id": job.job_id,
+        "steps": [_step(s) for s in job.steps],
+        "helpers": sum(len(s.processes) for s in job.helpers),
+        "helper_logs": [p.path for s in job.helpers for p in s.processes],
+        "helper_commands": sorted({p.command for s in job.helpers for p in s.processes}),
+        "unplaced": [p.path for p in job.unplaced],
+        "flows": flows(job),
+    }
+
+
+def _step(step: Step) -> dict:
+    head = step.head
+    return {
+        "exe": head.program,
+        "command": head.command,
+        "start": step.start,
+        "end": step.end,
+        "processes": len(step.processes) + len(step.empty),
+        "ranks": step.ranks,
+        "logs": [p.path for p in step.processes] + [p.path for p in step.empty],
+        "recovered": [p.path for p in step.processes if p.recovered],
+        "empty": [p.path for p in step.empty],
+        "missing_pids": step.missing_pids,
+        "pids": [p.pid for p in step.processes],
+        "launcher": step.launcher.command if step.launcher else None,
+        **{k: step.total(k) for k in ("reads", "writes", "bytes_read", "bytes_written")},
+    }
+
+
+__all__ = ["Job", "Process", "Step", "describe", "expand", "find_jobs", "flows", "group", "read_process"]
+
+
+def load_job(paths, what: str = "this"):
+    """The one job the logs under `paths` hold, merged into one log-like object (jobs/merged.py).
+    LogError when they hold none or several (`iolens jobs` lists them)."""
+    from ..errors import LogError
+    from .merged import merge
+
+    jobs = [j for j in find_jobs(paths) if j.steps]
+    label = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
+    if not jobs:
+        raise LogError("no job with data among these logs", str(label))
+    if len(jobs) > 1:
+        ids = ", ".join(str(j.job_id) for j in jobs)
+        raise LogError(f"{len(jobs)} jobs here ({ids}); {what} takes one job's logs (`iolens jobs` lists them)",
+                       str(label))
+    return merge(jobs[0], str(label))
+
+
+def attribute(log, ranks=(), files=()) -> list:
+    """The processes of a merged job log behind an insight: its ranks, and the processes that touched its files
+    (a recovered log has counters but no trace). [{step, exe, pid, role, log}]"""
+    chosen = {log.process_of(int(r))["rank"] for r in ranks if log.process_of(int(r))}
+    if files:
+        names = log.file_names()
+        wanted = {k for k, v in names.items() if v in set(files)}
+        for table in log.counters.values():
+            hit = table.filter(table["file_id"].is_in(list(wanted)))["rank"].unique().to_list()
+            chosen |= {log.process_of(int(r))["rank"] for r in hit if log.process_of(int(r))}
+    return [{k: p[k] for k in ("step", "exe", "pid", "role", "log")} for p in log.processes if p["rank"] in chosen]
+
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
+
+
+def diagnose_job(log, diagnose_step) -> list:
+    """Each step's findings (a step's processes ran together; steps ran one after another, so cross-rank
+    checks across steps would compare unrelated processes), ranks moved to the job's numbering, each insight
+    naming its `step` and `processes`; most severe first."""
+    out = []
+    for step in log.steps:
+        sub = log.step_log(step)
+        first = sub.processes[0]["rank"]
+        moved = {p["rank"]: p for p in log.processes if p["step"] == step}
+        for insight in diagnose_step(sub):
+            ev = insight["evidence"]
+            insight["processes"] = attribute(sub, ev["ranks"], ev["files"])
+            ev["ranks"] = [r + min(moved) - first for r in ev["ranks"]]
+            insight["step"] = step
+            out.append(insight)
+    return sorted(out, key=lambda i: SEVERITY_ORDER.get(i["severity"], 9))

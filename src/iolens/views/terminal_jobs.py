@@ -1,0 +1,54 @@
+"""Terminal rendering of `iolens jobs`: per job, its steps in start order, helpers and flows."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .units import human_bytes, human_count, human_seconds
+
+
+def render_jobs(result: dict, console: Console) -> None:
+    if not result["jobs"]:
+        console.print("no logs")
+    for job in result["jobs"]:
+        title = f"job {job['job_id']}" if job["job_id"] is not None else "job (no batch job id: grouped by time)"
+        start = min((s["start"] for s in job["steps"]), default=0.0)
+        table = Table(title=title, title_justify="left", show_edge=False)
+        for col in ("step", "program", "start", "time", "processes", "ranks", "reads", "writes", "read",
+                    "written", "logs"):
+            table.add_column(col, justify="left" if col == "program" else "right", no_wrap=True)
+        for i, s in enumerate(job["steps"]):
+            table.add_row(str(i), Text(s["exe"]), f"+{human_seconds(s['start'] - start)}",
+                          human_seconds(s["end"] - s["start"]), str(s["processes"]), str(s["ranks"] or "-"),
+                          human_count(s["reads"]), human_count(s["writes"]), human_bytes(s["bytes_read"]),
+                          human_bytes(s["bytes_written"]), str(len(s["logs"])))
+        console.print(table)
+        for i, s in enumerate(job["steps"]):
+            notes = _log_notes(s)
+            if notes:
+                console.print(Text(f"step {i}: " + notes, style="yellow"))
+        if job["helpers"]:
+            console.print(Text(f"helpers: {job['helpers']} processes that moved no data ("
+                               + ", ".join(c.split(" ")[0] for c in job["helper_commands"]) + ")", style="dim"))
+        for f in job["flows"]:
+            console.print(Text(f"flow: {f['file']}: step {f['from']} → step {f['to']}"))
+        for path in job["unplaced"]:
+            console.print(Text(f"empty unfinished log, no step of its program: {Path(path).name}", style="yellow"))
+    for bad in result.get("unreadable", []):
+        console.print(Text(f"not read: {bad['path']}: {bad['error']}", style="yellow"))
+
+
+def _log_notes(step: dict) -> str:
+    parts = []
+    if step["recovered"]:
+        parts.append(f"{len(step['recovered'])} recovered from unfinished logs ("
+                     + ", ".join(Path(p).name for p in step["recovered"]) + ")")
+    if step["empty"]:
+        parts.append(f"{len(step['empty'])} empty unfinished (named: " + ", ".join(Path(p).name for p in step["empty"])
+                     + ")")
+    if step["missing_pids"]:
+        parts.append("no log from pid " + ", ".join(map(str, step["missing_pids"])) + " (a worker that left none?)")
+    return "; ".join(parts)

@@ -1,0 +1,113 @@
+"""Views that take a job: `diagnose FOLDER` judges the training job as a whole (the workers' reads in its figures,
+each finding naming its step and process), `report FOLDER` shows the parent and its workers on one time axis in
+the real browser. A single log behaves as before."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import iolens
+from report_browser import LoadedPage
+
+from conftest import run_iolens
+
+
+@pytest.fixture(scope="module")
+def loader(logs_dir) -> Path:
+    return logs_dir / "workflows" / "loader"
+
+
+def test_diagnose_folder_judges_the_job(loader):
+    parent = next(loader.glob("train-4_*.darshan"))
+    alone = run_iolens("diagnose", parent).stdout
+    assert "No problems found" in alone  # the parent's log alone says nothing about the job's I/O
+    out = json.loads(run_iolens("diagnose", "--json", loader).stdout)
+    roles = {p["pid"]: p["role"] for p in out["job"]["processes"]}
+    assert sorted(roles.values()) == ["parent", "process", "worker", "worker"]
+    small = next(i for i in out["insights"] if i["code"] == "SMALL_IO")
+    # every data read of the train step, the recovered worker's 4,112 included, is in its figures
+    truth = json.loads((loader.parent / "TRUTH.json").read_text())["loader"]["steps"]["train"]
+    assert small["evidence"]["metrics"]["reads"] == truth["reads"] and small["severity"] in ("warning", "critical")
+    assert small["step"] == 1
+    workers = {p["pid"] for p in small["processes"] if p["role"] == "worker"}
+    assert len(workers) == 2 and all(p["step"] == 1 for p in small["processes"])
+    recovered = next(p["pid"] for p in out["job"]["processes"] if p["recovered"])
+    assert recovered in workers
+    # the parent's checkpoint: the job's writes come from the parent, named as such
+    heavy = [i for i in out["insights"] if any(p["role"] == "parent" for p in i["processes"])
+             and i["code"] != "SMALL_IO"]
+    assert heavy, [i["code"] for i in out["insights"]]
+    text = run_iolens("diagnose", loader).stdout
+    assert "No problems found" not in text and "worker pid" in text and "step 1 (python3)" in text
+
+
+def test_diagnose_several_logs_and_a_single_log_unchanged(loader, logs_dir):
+    logs = sorted(str(p) for p in loader.glob("train-*"))
+    out = json.loads(run_iolens("diagnose", "--json", *logs).stdout)
+    assert out["job"]["job_id"] == 700101 and len(out["job"]["processes"]) == 3
+    single = json.loads(run_iolens("diagnose", "--json", logs_dir / "generated/fill_rank0.darshan").stdout)
+    assert "job" not in single and all("processes" not in i for i in single["insights"])
+
+
+def test_job_log_is_on_one_clock(loader):
+    from iolens.jobs import load_job
+
+    job = load_job([str(loader)])
+    procs = job.processes
+    assert [p["step"] for p in procs] == [0, 1, 1, 1] and procs[1]["role"] == "parent"
+    seg = job.segments
+    for p in procs:
+        own = iolens.read(p["log"]).segments
+        mine = seg.filter(seg["rank"] == p["rank"])
+        assert mine.height == own.height
+        if own.height:  # each log's times, moved by its own start time from the job's first
+            assert abs(mine["start"].min() - (own["start"].min() + p["offset"])) < 1e-9
+    assert procs[1]["offset"] < procs[2]["offset"] and procs[1]["offset"] < procs[3]["offset"]
+
+
+@pytest.mark.browser
+def test_report_of_the_training_job_in_the_browser(browser, loader, tmp_path):
+    page = tmp_path / "loader.html"
+    run_iolens("report", loader, "-o", page)
+    p = LoadedPage(browser, page)
+    state = p.state()
+    assert state["nranks"] == 4 and state["ranks"] == [0, 3]  # make, the parent, two workers with logs
+    procs = p.js("() => window.iolens.processes()")
+    assert [(q["step"], q["role"]) for q in procs] == [(0, "process"), (1, "parent"), (1, "worker"), (1, "worker")]
+    # the parent's checkpoint writes and a worker's reads on one time axis: the worker reads after the parent began
+    parent = p.js("() => window.iolens.findOp('POSIX', 1)")
+    worker = p.js("() => window.iolens.findOp('POSIX', 3)")
+    assert parent and worker and worker["op"] == "read" and "shard" in worker["file"]
+    assert state["t0"] <= parent["start"] and worker["start"] > procs[3]["offset"]
+    p.page.mouse.move(worker["x"], worker["y"])
+    tip = p.page.locator("#tooltip")
+    tip.wait_for(state="visible")
+    text = tip.inner_text()
+    assert "step 1 (python3) worker" in text and f"pid {procs[3]['pid']}" in text and "train-1_" in text
+    assert p.errors == []
+    p.close()
+
+
+def test_info_folder_sums_the_job(loader):
+    out = json.loads(run_iolens("info", "--json", loader).stdout)
+    truth = json.loads((loader.parent / "TRUTH.json").read_text())["loader"]["steps"]
+    posix = next(layer for layer in out["layers"] if layer["layer"] == "POSIX")
+    assert posix["reads"] == sum(s["reads"] for s in truth.values())
+    assert posix["bytes_written"] == sum(s["bytes_written"] for s in truth.values())
+    assert out["job"]["nprocs"] == 4 and out["job"]["recovered"] and len(out["job"]["processes"]) == 4
+    assert "recovered" in run_iolens("info", loader).stdout
+
+
+def test_export_folder_writes_the_jobs_tables(loader, tmp_path):
+    import polars as pl
+
+    run_iolens("export", loader, "-o", tmp_path / "out")
+    job = json.loads((tmp_path / "out" / "job.json").read_text())
+    assert job["nprocs"] == 4 and [p["role"] for p in job["processes"]] == ["process", "parent", "worker", "worker"]
+    posix = pl.read_parquet(tmp_path / "out" / "counters_POSIX.parquet")
+    truth = json.loads((loader.parent / "TRUTH.json").read_text())["loader"]["steps"]
+    assert int(posix["POSIX_READS"].sum()) == sum(s["reads"] for s in truth.values())
+    seg = pl.read_parquet(tmp_path / "out" / "segments.parquet")
+    assert sorted(seg["rank"].unique().to_list()) == [0, 1, 3]  # the recovered worker (rank 2) has no trace
