@@ -8,8 +8,12 @@
 #   in the changed runs only (an application's own switch, e.g. KNOB_ARG='-t indep'), and removed in the
 #   baseline runs.
 # env: OUT (default /tmp/iolens-real), REPEATS (default 3), NPROCS (default 4), KNOB_ARG.
-# Needs iolens on the PATH and a Darshan runtime it can find (IOLENS_DARSHAN_LIB).
+# Needs iolens on the PATH and a Darshan runtime it can find (IOLENS_DARSHAN_LIB). COMMAND is split on
+# blanks again: no spaces inside its words.
 set -eu
+if [ $# -lt 4 ] || [ "$3" != "--" ]; then
+    echo "usage: $0 NAME 'RUN-OPTIONS' -- COMMAND..." >&2; exit 2
+fi
 name=$1; knob=$2; shift 3
 out=${OUT:-/tmp/iolens-real}/$name
 repeats=${REPEATS:-3}
