@@ -20,7 +20,7 @@ import statistics
 from ..model import Log, read
 from .diagnosis import diagnose
 from ..model.darshan import STD_STREAMS
-from .run_config import config_diff, file_keys, match_files, run_config
+from .run_config import config_diff, file_keys, match_files, run_config, run_inputs
 from .runs import key_measures, run_metrics
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 
@@ -74,9 +74,10 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
 
 
 def _run(log: Log, label: str) -> dict:
-    return {"label": label, "path": log.path, "exe": log.job["exe"], **run_metrics(log),
+    inputs = run_inputs(log)  # the hints file of one run is not a file the other runs lack
+    return {"label": label, "path": log.path, "exe": log.job["exe"], **run_metrics(log, inputs),
             "counts": key_measures(log), "config": run_config(log),
-            "file_names": log.files["name"].to_list(), "insights": diagnose(log)}
+            "file_names": [n for n in log.files["name"].to_list() if n not in inputs], "insights": diagnose(log)}
 
 
 def _default_label(path: str) -> str:

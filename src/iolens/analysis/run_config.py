@@ -120,6 +120,13 @@ def run_knobs(side: dict) -> dict:
     return out
 
 
+def run_inputs(log: Log) -> set:
+    """Files `iolens run` made the program read that are not the application's own I/O: the ROMIO hints
+    file (MPI-IO reads it in MPI_File_open, so Darshan records it in the runs that have one)."""
+    hints = read_sidecar(log.path).get("hints_file")
+    return {hints} if isinstance(hints, str) and hints else set()
+
+
 def _dxt_state(log: Log) -> str:
     if not log.has_dxt:
         return "off"
@@ -141,7 +148,7 @@ def run_config(log: Log) -> dict:
         "darshan": job["lib_version"] or f"log format {job['log_version']}",
         "dxt": _dxt_state(log),
         "collective_share": None if share is None else round(share, 4),
-        "files": data_files(log),
+        "files": data_files(log, run_inputs(log)),
         "patterns": patterns["posix"],
         "mpiio_patterns": patterns["mpiio"],
         "lustre": lustre_layouts(log),

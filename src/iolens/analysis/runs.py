@@ -13,8 +13,9 @@ from .summary import job_summary
 SMALL_REQUEST_BYTES = int(Thresholds().small_request_bytes)  # as the diagnosis' SMALL_IO
 
 
-def run_metrics(log: Log) -> dict:
-    """Run time, per-layer slowest-rank I/O time, bytes, requests, size distribution, metadata time, bandwidth."""
+def run_metrics(log: Log, excluded=()) -> dict:
+    """Run time, per-layer slowest-rank I/O time, bytes, requests, size distribution, metadata time, bandwidth.
+    `excluded`: file names not counted among the run's files (inputs `iolens run` itself gave the program)."""
     summary = job_summary(log)
     layers = {s["layer"]: s for s in summary["layers"] if s["io_time"] > 0 or s["reads"] or s["writes"]}
     io_time = summary["measures"]["io_time"]  # measures.job_io_time, as info and diagnose print it
@@ -33,7 +34,7 @@ def run_metrics(log: Log) -> dict:
         "writes": int(base["writes"]) if base else 0,
         "meta_time": float(sum(s["meta_time"] for s in layers.values() if s["layer"] in ("POSIX", "STDIO"))),
         "bandwidth": moved / io_time if io_time > 0 else None,
-        "files": data_files(log),
+        "files": data_files(log, excluded),
         "ranks": int(log.job["nprocs"]),
         "request_sizes": sizes,
         "dxt_coverage": summary["measures"]["dxt_coverage"],
@@ -99,9 +100,10 @@ def _unrequested_read_bytes(log: Log):
     return int(j.select((pl.col("read") - pl.col("asked")).clip(lower_bound=0).sum()).item() or 0)
 
 
-def data_files(log: Log) -> int:
-    """Files the run touched, the standard streams not counted (as everywhere in a comparison)."""
-    return int(log.files.filter(~pl.col("name").is_in(list(STD_STREAMS))).height)
+def data_files(log: Log, excluded=()) -> int:
+    """Files the run touched, the standard streams (and `excluded` names) not counted, as everywhere in a
+    comparison."""
+    return int(log.files.filter(~pl.col("name").is_in([*STD_STREAMS, *excluded])).height)
 
 
 def _byte_layer(layers: dict):
