@@ -123,8 +123,8 @@ def run_knobs(side: dict) -> dict:
 def run_inputs(log: Log) -> set:
     """Files `iolens run` made the program read that are not the application's own I/O: the ROMIO hints
     file (MPI-IO reads it in MPI_File_open, so Darshan records it in the runs that have one)."""
-    hints = read_sidecar(log.path).get("hints_file")
-    return {hints} if isinstance(hints, str) and hints else set()
+    side = read_sidecar(log.path)
+    return {f for f in (side.get("hints_file"), side.get("hints_read")) if isinstance(f, str) and f}
 
 
 def _dxt_state(log: Log) -> str:

@@ -199,7 +199,8 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
                 partial.add(dst)
             shutil.move(str(log), dst)
             kept.append(dst)
-        _write_sidecar(kept[0], command, lib, dxt, user_hints, extra_env, partial=kept[0] in partial, knobs=applied)
+        _write_sidecar(kept[0], command, lib, dxt, user_hints, extra_env, partial=kept[0] in partial, knobs=applied,
+                       hints_read=hints)
         return RunResult(returncode, kept[0], kept[1:], partial, applied)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
@@ -207,10 +208,12 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env, partial=False, knobs=()) -> None:
-    """What this run set, next to the log: `compare` shows the hints, variables and knobs that changed."""
+def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env, partial=False, knobs=(), hints_read=None) -> None:
+    """What this run set, next to the log: `compare` shows the hints, variables and knobs that changed.
+    `hints_read` is the file ROMIO read (the user's hints merged with `romio.*` knobs), not a file of the run."""
     data = {"command": list(command), "darshan_lib": str(lib), "dxt": dxt, "partial": partial,
             "hints_file": str(hints) if hints else "",
+            "hints_read": str(hints_read) if hints_read else "",
             "hints": hints.read_text(errors="replace").strip().replace("\n", "; ") if hints else "",
             "env": dict(extra_env or {}), "knobs": list(knobs)}
     Path(str(log) + SIDECAR_SUFFIX).write_text(json.dumps(data, indent=2) + "\n")
