@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "run": ("iolens.cli.run", "Run a command under Darshan with DXT on and keep its log."),
     "compare": ("iolens.cli.compare", "Did a change help? Verdict, configuration and insight diff."),
     "fleet": ("iolens.cli.fleet", "Many logs: a Parquet store of every job, and one page over them."),
+    "tune": ("iolens.cli.tune", "Search a command's runtime knobs (ROMIO hints, variables), model-guided."),
 }
 
 

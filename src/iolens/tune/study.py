@@ -1,0 +1,83 @@
+"""The study: Optuna holds every trial in a journal file in the study folder, so a killed tune resumes.
+
+Each trial is an Optuna trial with the knobs as categorical parameters (values are a grid, so every
+configuration is a point the model can predict) and what iolens measured as user attributes: role
+(baseline, search, confirm), how it was chosen, the objective, wall time, predicted and expected
+seconds, status, reason, log path. Nothing is kept only in memory: a kill loses at most the run under way,
+which the next start marks "interrupted" and runs again.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+JOURNAL = "study.journal"
+STUDY_NAME = "iolens-tune"
+INTERRUPTED = "interrupted: tune was stopped while it ran"
+DUPLICATE = "duplicate: this configuration was already run"
+
+
+def claim(folder: Path):
+    """Hold the study folder for this process (released by the system when it ends, even killed): a second
+    tune on the same folder is refused, and a journal lock a killed tune left behind is cleared."""
+    import fcntl
+
+    handle = open(Path(folder) / ".tune.lock", "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    stale = Path(folder) / (JOURNAL + ".lock")  # optuna's lock file: only a killed writer leaves it
+    if stale.exists() or stale.is_symlink():
+        stale.unlink()
+    return handle
+
+
+def open_study(folder: Path, seed: int = 0):
+    """(study, storage) of `folder`: created, or loaded as it was left."""
+    import optuna
+
+    optuna.logging.set_verbosity(logging.WARNING)
+    try:
+        from optuna.storages.journal import JournalFileBackend as Backend
+    except ImportError:  # optuna < 4
+        from optuna.storages import JournalFileStorage as Backend
+    storage = optuna.storages.JournalStorage(Backend(str(Path(folder) / JOURNAL)))
+    study = optuna.create_study(study_name=STUDY_NAME, storage=storage, direction="minimize",
+                                sampler=optuna.samplers.RandomSampler(seed=seed), load_if_exists=True)
+    return study, storage
+
+
+def distributions(space) -> dict:
+    from optuna.distributions import CategoricalDistribution
+
+    return {k.name: CategoricalDistribution(list(k.values)) for k in space.knobs}
+
+
+def recover(study, storage) -> int:
+    """Trials a kill left running: marked failed and "interrupted" (not a run: they neither count against
+    the budget nor appear among the trials; the loop runs what is still missing). Returns how many."""
+    from optuna.trial import TrialState
+
+    study_id = storage.get_study_id_from_name(STUDY_NAME)
+    stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    for t in stale:
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, t.number)
+        storage.set_trial_user_attr(trial_id, "status", "interrupted")
+        storage.set_trial_user_attr(trial_id, "reason", INTERRUPTED)
+        storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    return len(stale)
+
+
+def records(study) -> list:
+    """Every trial that ran to its end (measured, or failed with a reason), in run order, as dicts."""
+    out = []
+    for t in study.get_trials(deepcopy=False):
+        attrs = t.user_attrs
+        if attrs.get("status") not in ("ok", "failed"):
+            continue
+        out.append({**attrs, "trial": t.number, "config": json.loads(attrs.get("config", "{}"))})
+    out.sort(key=lambda r: r["trial"])
+    return out
