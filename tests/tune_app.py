@@ -117,7 +117,7 @@ def main(argv: list) -> int:
     log = Path(tempfile.mkdtemp(prefix="tune-app-", dir=config.get("scratch"))) / "run.darshan"
     scale_log(config, measured / config["template_io"], log)
     os.environ["IOLENS_TEST_LOG"] = str(log)  # read by the stand-in libdarshan.so at exit
-    print(f"tune_app: {measured:.3f} s of I/O")
+    print(f"tune_app: {measured:.6f} s of I/O")
     return 0
 
 

@@ -94,7 +94,7 @@ def tune(command: list, options: Options | None = None, events: Events | None = 
     if user_space is not None:
         (folder / SPACE_FILE).write_text(json.dumps(user_space.to_dict(), indent=2) + "\n")
     study, storage = studies.open_study(folder, options.seed)
-    if studies.recover(study, storage):
+    if studies.recover(study, storage, lambda number, attrs: _salvage(folder, number, attrs, options)):
         events.message("resuming: the run a stop interrupted will be run again")
     state = _State(folder, command, options, events, study, time.monotonic())
     state.space = user_space or _saved_space(folder)
@@ -289,6 +289,15 @@ class _State:
         if self.events.finished:
             self.events.finished(trial, record)
         return record
+
+
+def _salvage(folder, number: int, attrs: dict, options):
+    from .trial import salvage
+
+    if "role" not in attrs:
+        return None
+    record = salvage(folder, number, attrs["role"], options)
+    return None if record is None else {**record, "role": attrs["role"]}
 
 
 def _bytes_moved(base: dict, run_metrics, state) -> float:

@@ -56,19 +56,28 @@ def distributions(space) -> dict:
     return {k.name: CategoricalDistribution(list(k.values)) for k in space.knobs}
 
 
-def recover(study, storage) -> int:
-    """Trials a kill left running: marked failed and "interrupted" (not a run: they neither count against
-    the budget nor appear among the trials; the loop runs what is still missing). Returns how many."""
+def recover(study, storage, salvage) -> int:
+    """Trials a kill left running. One whose run had ended (its exit was recorded in the trial folder) is
+    finished from what it left: `salvage(number, user_attrs)` returns its record. The others are marked
+    failed and "interrupted": not a run, they neither count against the budget nor appear among the
+    trials, and the loop runs what is still missing. Returns how many were interrupted."""
     from optuna.trial import TrialState
 
     study_id = storage.get_study_id_from_name(STUDY_NAME)
-    stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-    for t in stale:
+    lost = 0
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, t.number)
-        storage.set_trial_user_attr(trial_id, "status", "interrupted")
-        storage.set_trial_user_attr(trial_id, "reason", INTERRUPTED)
-        storage.set_trial_state_values(trial_id, TrialState.FAIL)
-    return len(stale)
+        record = salvage(t.number, t.user_attrs)
+        if record is None:
+            lost += 1
+            record = {"status": "interrupted", "reason": INTERRUPTED}
+        for key, value in record.items():
+            storage.set_trial_user_attr(trial_id, key, value)
+        if record["status"] == "ok":
+            storage.set_trial_state_values(trial_id, TrialState.COMPLETE, [record["objective"]])
+        else:
+            storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    return lost
 
 
 def records(study) -> list:

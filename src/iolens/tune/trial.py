@@ -1,6 +1,7 @@
 """One trial: the command under one configuration, run as `iolens run` runs it, measured from its own log."""
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -8,6 +9,7 @@ from ..collect.run import RunError, run
 from . import space as spaces
 
 LOG_NAME = "run.darshan"
+RECORD = "trial.json"  # the run's exit, then its whole record: what a resumed study finishes a trial from
 
 
 def trial_dir(folder: Path, number: int, role: str) -> Path:
@@ -16,10 +18,6 @@ def trial_dir(folder: Path, number: int, role: str) -> Path:
 
 def run_trial(state, number: int, trial) -> dict:
     """Run, measure, and say how it went: a dict of the trial's record (status ok / failed, reason)."""
-    from ..analysis.runs import run_metrics
-    from ..errors import LogError
-    from ..model import read
-
     where = trial_dir(state.folder, number, trial.role)
     where.mkdir(parents=True, exist_ok=True)
     application = spaces.apply(trial.config, state.command)
@@ -31,37 +29,68 @@ def run_trial(state, number: int, trial) -> dict:
               "expected_saving": trial.expected_saving, "command": application.command,
               "env": application.env, "hints": application.hints, "dir": str(where), "log": None,
               "objective": None, "io_time": None, "wall": None, "run_time": None, "bytes": None,
-              "returncode": None, "status": "failed", "reason": ""}
+              "returncode": None, "status": "ended", "reason": ""}
     t0 = time.monotonic()
     try:
         with open(where / "stdout.txt", "wb") as out, open(where / "stderr.txt", "wb") as err:
             result = run(application.command, where / LOG_NAME, state.options.darshan, hints=hints,
                          extra_env=application.env, timeout=state.options.trial_timeout, stdout=out, stderr=err)
     except RunError as exc:
-        record["reason"] = str(exc)
+        record.update(status="failed", reason=str(exc))
+        _save(where, record)
         return record
     record["wall"] = time.monotonic() - t0
     record["returncode"] = result.returncode
     if result.log is not None:
         record["log"] = str(result.log)
-    if result.timed_out:
-        record["reason"] = f"timeout: killed after {state.options.trial_timeout:g} s (--trial-timeout)"
-        return record
-    if result.returncode != 0:
-        record["reason"] = f"exit status {result.returncode}" + _last_line(where / "stderr.txt")
-        return record
-    if result.log is None:
-        record["reason"] = "no log: Darshan wrote none (the program exited without MPI_Finalize, or is static)"
-        return record
+    record["partial_log"] = result.log in result.partial
+    record["timed_out"] = result.timed_out
+    _save(where, record)  # the run has ended: from here on a kill loses nothing
+    return measure(record, state.options)
+
+
+def salvage(folder: Path, number: int, role: str, options) -> dict | None:
+    """The record of a trial whose run ended before a kill (None: it had not, run it again)."""
+    path = trial_dir(folder, number, role) / RECORD
     try:
-        metrics = run_metrics(read(str(result.log)))
-    except LogError as exc:
-        record["reason"] = f"unreadable log: {exc}"
-        return record
-    record.update(io_time=metrics["io_time"], run_time=metrics["run_time"],
-                  bytes=metrics["bytes_read"] + metrics["bytes_written"], status="ok",
-                  reason="partial log (Darshan could not finish it)" if result.log in result.partial else "")
-    record["objective"] = record["io_time"] if state.options.objective == "io" else record["wall"]
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if record.get("status") in ("ok", "failed") else measure(record, options)
+
+
+def _save(where: Path, record: dict) -> None:
+    tmp = where / (RECORD + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=str))
+    tmp.replace(where / RECORD)
+
+
+def measure(record: dict, options) -> dict:
+    """The objective from the trial's own log, or why there is none."""
+    from ..analysis.runs import run_metrics
+    from ..errors import LogError
+    from ..model import read
+
+    where = Path(record["dir"])
+    record = dict(record, status="failed")
+    if record.pop("timed_out", False):
+        record["reason"] = f"timeout: killed after {options.trial_timeout:g} s (--trial-timeout)"
+    elif record["returncode"] != 0:
+        record["reason"] = f"exit status {record['returncode']}" + _last_line(where / "stderr.txt")
+    elif record["log"] is None:
+        record["reason"] = "no log: Darshan wrote none (the program exited without MPI_Finalize, or is static)"
+    else:
+        try:
+            metrics = run_metrics(read(record["log"]))
+        except LogError as exc:
+            record["reason"] = f"unreadable log: {exc}"
+        else:
+            record.update(io_time=metrics["io_time"], run_time=metrics["run_time"], status="ok",
+                          bytes=metrics["bytes_read"] + metrics["bytes_written"],
+                          reason="partial log (Darshan could not finish it)" if record["partial_log"] else "")
+            record["objective"] = record["io_time"] if options.objective == "io" else record["wall"]
+    record.pop("partial_log", None)
+    _save(where, record)
     return record
 
 
