@@ -15,15 +15,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-RIDGE = 1e-3  # relative to the mean squared column norm: keeps few-trial fits finite, barely biases the rest
-# the physical terms: name -> (knobs it needs, function of (f, a, b, c, s))
+RIDGE = 1e-2  # relative to the mean squared column norm: keeps few-trial fits finite, barely biases the rest
+# The physical terms, in the log space the model is fitted in: a ratio such as f/a is already the sum of
+# its knobs' log terms, so what the two-phase / striping model adds are its bends and couplings — the
+# rounds of two-phase I/O (one at least), aggregators beyond the stripe count (contention on a stripe)
+# and stripes beyond the aggregators, and the couplings of aggregators and stripes with the stripe size.
+# name -> (knobs it needs, function of log2 values (f, a, b, c, s)); bounded on the grid, unlike raw ratios
 PHYSICAL = {
-    "f/a": (("cb_nodes",), lambda f, a, b, c, s: f / a),
-    "f/(a*b)": (("cb_nodes", "cb_buffer_size"), lambda f, a, b, c, s: f / (a * b)),
-    "a/c": (("cb_nodes", "striping_factor"), lambda f, a, b, c, s: a / c),
-    "a/s": (("cb_nodes", "striping_unit"), lambda f, a, b, c, s: a / s),
-    "c*s/a": (("cb_nodes", "striping_factor", "striping_unit"), lambda f, a, b, c, s: c * s / a),
-    "c*f/a": (("cb_nodes", "striping_factor"), lambda f, a, b, c, s: c * f / a),
+    "rounds: max(0, log2 f/(a*b))": (("cb_nodes", "cb_buffer_size"), lambda f, a, b, c, s: np.maximum(0, f - a - b)),
+    "max(0, log2 a/c)": (("cb_nodes", "striping_factor"), lambda f, a, b, c, s: np.maximum(0, a - c)),
+    "max(0, log2 c/a)": (("cb_nodes", "striping_factor"), lambda f, a, b, c, s: np.maximum(0, c - a)),
+    "log2 a * log2 s": (("cb_nodes", "striping_unit"), lambda f, a, b, c, s: a * s),
+    "log2 c * log2 s": (("striping_factor", "striping_unit"), lambda f, a, b, c, s: c * s),
 }
 
 
@@ -47,7 +50,8 @@ class Basis:
             cols, names = _knob_columns(knob)
             basis.tables.append(cols)
             basis.names += names
-        keys = {k.key: j for j, k in enumerate(space.knobs) if k.namespace == "romio" and k.numeric}
+        keys = {k.key: j for j, k in enumerate(space.knobs)
+                if k.namespace == "romio" and k.numeric and all(v > 0 for v in k.values)}
         for name, (needs, fn) in PHYSICAL.items():
             if all(n in keys for n in needs):
                 basis.physical.append((name, [keys[n] for n in needs], fn))
@@ -61,9 +65,9 @@ class Basis:
         idx = np.asarray(idx, dtype=np.int64).reshape(-1, len(self.tables))
         parts = [np.ones((len(idx), 1))] + [t[idx[:, j]] for j, t in enumerate(self.tables)]
         for _, positions, fn in self.physical:
-            v = {self.keys[p]: self.values[p][idx[:, p]] for p in positions}
-            parts.append(fn(self.bytes_moved, v.get("cb_nodes", 1.0), v.get("cb_buffer_size", 1.0),
-                            v.get("striping_factor", 1.0), v.get("striping_unit", 1.0))[:, None])
+            v = {self.keys[p]: np.log2(self.values[p][idx[:, p]]) for p in positions}
+            parts.append(fn(math.log2(self.bytes_moved), v.get("cb_nodes", 0.0), v.get("cb_buffer_size", 0.0),
+                            v.get("striping_factor", 0.0), v.get("striping_unit", 0.0))[:, None])
         return np.concatenate(parts, axis=1)
 
 
@@ -85,8 +89,12 @@ class Fit:
     coefficients: np.ndarray  # β of the standardised columns, mapped back to the raw columns
     trials: int
     rms_error: float  # in log(objective): the spread the model leaves
+    lo: np.ndarray = None  # the columns' range over the fitted runs: ratios of knobs (f/a, c·s/a) can be
+    hi: np.ndarray = None  # orders of magnitude beyond it in an untried corner; held at its edge there
 
     def predict(self, X: np.ndarray) -> np.ndarray:
+        if self.lo is not None:
+            X = np.clip(X, self.lo, self.hi)
         return np.exp(np.clip(X @ self.coefficients, -50, 50))
 
     def to_dict(self) -> dict:
@@ -99,6 +107,12 @@ def fit(basis: Basis, idx: np.ndarray, objective: np.ndarray) -> Fit:
     """Least squares (ridge) of log(objective) on the basis of the tried configurations."""
     X = basis.matrix(idx)
     y = np.log(np.maximum(np.asarray(objective, dtype=float), 1e-9))
+    n_phys = len(basis.physical)
+    if n_phys and len(y) < 2 * X.shape[1]:
+        # the physical terms are ratios of the knobs the per-knob terms already hold: with few runs they
+        # only fit the noise and extrapolate it to the corners of the grid, so they wait for enough runs
+        X = X.copy()
+        X[:, X.shape[1] - n_phys:] = 0.0
     scale = np.abs(X).max(axis=0)
     scale[scale == 0] = 1.0
     Xs = X / scale
@@ -107,7 +121,11 @@ def fit(basis: Basis, idx: np.ndarray, objective: np.ndarray) -> Fit:
     reg[0, 0] = 0.0  # the intercept is not shrunk
     beta = np.linalg.solve(Xs.T @ Xs + reg, Xs.T @ y)
     resid = y - Xs @ beta
-    return Fit(basis.names, beta / scale, len(y), float(math.sqrt(float((resid ** 2).mean()))) if len(y) else 0.0)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    lo[:len(X[0]) - len(basis.physical)] = -np.inf  # only the physical terms are held (knob columns are bounded)
+    hi[:len(X[0]) - len(basis.physical)] = np.inf
+    return Fit(basis.names, beta / scale, len(y), float(math.sqrt(float((resid ** 2).mean()))) if len(y) else 0.0,
+               lo, hi)
 
 
 def untried_mask(grid: np.ndarray, dims: list, tried: set) -> np.ndarray:
