@@ -216,8 +216,7 @@ class _State:
                 predicted = float(self.fit.predict(self.basis.matrix([self.space.indices(config)]))[0]) \
                     if self.fit else None
                 return Trial("search", config, "sampler", predicted, self.expected_for(config), {"asked": t})
-            t.set_user_attr("status", "skipped")
-            t.set_user_attr("reason", studies.DUPLICATE)
+            t.set_user_attr("record", {"status": "skipped", "reason": studies.DUPLICATE})
             self.study.tell(t, state=_pruned())
         left = np.flatnonzero(fitting.untried_mask(self.grid, [len(k.values) for k in self.space.knobs], tried))
         if not len(left):
@@ -275,13 +274,11 @@ class _State:
             if dists:
                 self.study.enqueue_trial({k: v for k, v in trial.config.items() if k in dists}, skip_if_exists=False)
             asked = self.study.ask(dists)
-        asked.set_user_attr("role", trial.role)
-        asked.set_user_attr("config", json.dumps(trial.config))
+        asked.set_user_attr("plan", {"role": trial.role, "config": json.dumps(trial.config)})
         if self.events.started:
             self.events.started(trial)
         record = run_trial(self, asked.number, trial)
-        for key, value in record.items():
-            asked.set_user_attr(key, value)
+        asked.set_user_attr("record", record)  # one write: the journal syncs every write to disk
         if record["status"] == "ok":
             self.study.tell(asked, record["objective"])
         else:
@@ -294,10 +291,11 @@ class _State:
 def _salvage(folder, number: int, attrs: dict, options):
     from .trial import salvage
 
-    if "role" not in attrs:
+    role = attrs.get("plan", {}).get("role")
+    if role is None:
         return None
-    record = salvage(folder, number, attrs["role"], options)
-    return None if record is None else {**record, "role": attrs["role"]}
+    record = salvage(folder, number, role, options)
+    return None if record is None else {**record, "role": role}
 
 
 def _bytes_moved(base: dict, run_metrics, state) -> float:

@@ -1,10 +1,11 @@
 """The study: Optuna holds every trial in a journal file in the study folder, so a killed tune resumes.
 
 Each trial is an Optuna trial with the knobs as categorical parameters (values are a grid, so every
-configuration is a point the model can predict) and what iolens measured as user attributes: role
-(baseline, search, confirm), how it was chosen, the objective, wall time, predicted and expected
-seconds, status, reason, log path. Nothing is kept only in memory: a kill loses at most the run under way,
-which the next start marks "interrupted" and runs again.
+configuration is a point the model can predict) and two user attributes: `plan` (role: baseline, search,
+confirm; the configuration) when it starts, `record` (how it was chosen, the objective, wall time,
+predicted and expected seconds, status, reason, log path) when it ends — one write each, as the journal
+syncs every write to disk. Nothing is kept only in memory: a kill loses at most the run under way, which
+the next start finishes from its trial folder if the run had ended, or marks "interrupted" and runs again.
 """
 from __future__ import annotations
 
@@ -71,8 +72,7 @@ def recover(study, storage, salvage) -> int:
         if record is None:
             lost += 1
             record = {"status": "interrupted", "reason": INTERRUPTED}
-        for key, value in record.items():
-            storage.set_trial_user_attr(trial_id, key, value)
+        storage.set_trial_user_attr(trial_id, "record", record)
         if record["status"] == "ok":
             storage.set_trial_state_values(trial_id, TrialState.COMPLETE, [record["objective"]])
         else:
@@ -84,9 +84,9 @@ def records(study) -> list:
     """Every trial that ran to its end (measured, or failed with a reason), in run order, as dicts."""
     out = []
     for t in study.get_trials(deepcopy=False):
-        attrs = t.user_attrs
-        if attrs.get("status") not in ("ok", "failed"):
+        record, plan = t.user_attrs.get("record", {}), t.user_attrs.get("plan", {})
+        if record.get("status") not in ("ok", "failed"):
             continue
-        out.append({**attrs, "trial": t.number, "config": json.loads(attrs.get("config", "{}"))})
+        out.append({**record, "role": plan["role"], "trial": t.number, "config": json.loads(plan["config"])})
     out.sort(key=lambda r: r["trial"])
     return out
