@@ -257,6 +257,22 @@ def test_nothing_runnable_is_said_before_running(stand_in, app_config, tmp_path)
     assert not (tmp_path / "study").exists()
 
 
+def test_from_python_and_a_baseline_with_nothing_to_tune(stand_in, tmp_path, monkeypatch, logs_dir):  # noqa: F811
+    # POSIX only, one file per process, no Lustre: the default space has no runtime knob, and says so
+    import iolens
+
+    monkeypatch.setenv("IOLENS_DARSHAN_LIB", str(stand_in))
+    monkeypatch.setenv("IOLENS_TEST_LOG", str(logs_dir / "generated" / "file_per_process.darshan"))
+    result = iolens.tune(["true"], output=str(tmp_path / "study"))
+    assert result["runs"] == 2 and result["verdict"] is None and result["space"]["size"] == 0
+    assert result["nothing_to_tune"].startswith("nothing in the space can be changed at run time; the baseline's "
+                                                "I/O brings none of the default knobs")
+    assert result["baseline"]["median"] == pytest.approx(
+        iolens.compare(logs_dir / "generated" / "file_per_process.darshan",
+                       logs_dir / "generated" / "file_per_process.darshan")["runs"][0]["io_time"])
+    assert json.loads((tmp_path / "study" / "result.json").read_text())["runs"] == 2
+
+
 @pytest.mark.parametrize("text, message", [
     ("[romio\ncb_nodes = 1", "not valid TOML"),
     ("[nosuch]\nx = [1]\n", "unknown knob namespace 'nosuch'"),

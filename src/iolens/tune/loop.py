@@ -102,7 +102,9 @@ def tune(command: list, options: Options | None = None, events: Events | None = 
     if state.space is None:
         state.plan_default_space()
     if not state.space.knobs:
-        return finish(state, nothing=_nothing_runtime(state.space))
+        return finish(state, nothing=_nothing_runtime(state.space) + (
+            "; the baseline's I/O brings none of the default knobs (no MPI-IO, no Lustre file): give yours "
+            "with --space FILE" if state.space.source == "default" else ""))
     state.search()
     state.confirm()
     return finish(state)
