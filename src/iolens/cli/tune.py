@@ -42,7 +42,7 @@ def command(repeats, budget, max_time, trial_timeout, space, objective, output, 
     """
     from ..collect.run import RunError
     from ..tune import Options, tune
-    from ..tune.loop import Events, TuneError
+    from ..tune.loop import TuneError
     from ..tune.space import SpaceError
 
     options = Options(repeats=repeats, budget=budget, max_time=max_time, trial_timeout=trial_timeout, space=space,

@@ -259,12 +259,34 @@ class _State:
 
     def confirm(self) -> None:
         done = self.records("confirm")
-        best = {"config": done[0]["config"]} if done else self.best_search()
-        if best is None:
-            self.events.message("no search run finished: nothing to confirm")
-            return
+        if done:
+            config, how = done[0]["config"], done[0]["chosen_by"]
+        else:
+            best = self.best_search()
+            if best is None:
+                self.events.message("no search run finished: nothing to confirm")
+                return
+            config, how = self.only_what_mattered(best["config"])
         for _ in range(self.options.repeats - len(done)):
-            self.run(Trial("confirm", best["config"], "best"))
+            self.run(Trial("confirm", config, how))
+
+    def only_what_mattered(self, best: dict) -> tuple:
+        """The best configuration with the knobs whose measured effect is within the noise put back as the
+        baseline has them: what is confirmed (and written to best.hints) is what made the difference."""
+        from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS, noise_rule
+        from .result import knob_effects
+
+        measure = "io_time" if self.options.objective == "io" else "wall"
+        base = [r[measure] for r in self.records("baseline") if r["status"] == "ok"]
+        effects = knob_effects(self.records(), self.space, best, measure,
+                               noise_rule(base, NOISE_RATIO, NOISE_SECONDS))
+        # kept: what mattered, and what could not be measured apart from it (unknown is not "no effect")
+        kept = {e["knob"] for e in effects if e["mattered"] or e["effect"] is None}
+        if not any(e["mattered"] for e in effects):
+            return best, "best"
+        baseline = self.space.baseline()
+        pruned = {k: (v if k in kept else baseline.get(k)) for k, v in best.items()}
+        return pruned, "best" if pruned == best else "best, knobs that mattered only"
 
     # --- one run -----------------------------------------------------------------------------------
     def run(self, trial: Trial) -> dict:
@@ -273,8 +295,9 @@ class _State:
         asked = trial.extra.pop("asked", None)
         if asked is None:
             dists = studies.distributions(self.space) if self.space and trial.role != "baseline" else {}
+            dists = {k: d for k, d in dists.items() if trial.config.get(k) is not None}  # None: as in the baseline
             if dists:
-                self.study.enqueue_trial({k: v for k, v in trial.config.items() if k in dists}, skip_if_exists=False)
+                self.study.enqueue_trial({k: trial.config[k] for k in dists}, skip_if_exists=False)
             asked = self.study.ask(dists)
         asked.set_user_attr("plan", {"role": trial.role, "config": json.dumps(trial.config)})
         if self.events.started:

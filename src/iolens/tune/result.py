@@ -58,8 +58,9 @@ def _side(rows: list, measure: str) -> dict:
 def knob_effects(records: list, space, best: dict, measure: str, rule: dict) -> list:
     """Per knob the best configuration sets: the median objective of the runs without its best value over
     that of the runs with it, and whether that is beyond compare's noise band. Knobs are taken greedily,
-    largest effect first, each measured among the runs that share the best values of the knobs found to
-    matter before it (so a knob that only rode along with the one that mattered is not credited)."""
+    each measured among the runs that share the best values of the knobs found to matter before it (so a
+    knob that only rode along with the one that mattered is not credited); among knobs beyond the noise,
+    the one measured on the most runs (on both sides) first, then the largest effect."""
     ok = [r for r in records if r["status"] == "ok"]
     base = space.baseline()
     left = [name for name, value in best.items() if value != base.get(name)]
@@ -67,7 +68,11 @@ def knob_effects(records: list, space, best: dict, measure: str, rule: dict) -> 
     while left:
         pool = [r for r in ok if all(r["config"].get(k) == v for k, v in fixed.items())]
         effects = [_effect(pool, name, best[name], measure, rule) for name in left]
-        found = max((e for e in effects if e["effect"] is not None), key=lambda e: e["effect"], default=None)
+        # the knob that matters on the most runs first (a knob seen on two fast runs can show as large an
+        # effect as the one that made them fast), then the largest effect
+        found = max((e for e in effects if e["effect"] is not None),
+                    key=lambda e: (e["mattered"], min(e["runs_with"], e["runs_without"]) if e["mattered"] else 0,
+                                   e["effect"]), default=None)
         if found is None:
             out += [{**e, "knob": n, "value": best[n], "baseline": base.get(n), "among": dict(fixed)}
                     for n, e in zip(left, effects)]
