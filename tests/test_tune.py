@@ -208,7 +208,8 @@ def test_failed_runs_are_recorded_and_the_study_goes_on(stand_in, app_config, tm
     assert failed["objective"].is_null().all()
     assert result["failed"] == 6 and result["runs"] == 10
     # the only mode that runs is "ok" (or not set, as in the baseline)
-    assert result["best"]["config"]["romio.cb_nodes"] == 2 and result["best"]["config"]["env.TUNE_APP_MODE"] in ("ok", None)
+    best = result["best"]["config"]
+    assert best["romio.cb_nodes"] == 2 and best["env.TUNE_APP_MODE"] in ("ok", None)
     assert result["verdict"]["verdict"] == "faster"
 
 
