@@ -3,6 +3,7 @@ of the study folder (trials.parquet, model.json, best.hints / best.env / best.sh
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import statistics
 from pathlib import Path
@@ -60,7 +61,7 @@ def knob_effects(records: list, space, best: dict, measure: str, rule: dict) -> 
     that of the runs with it, and whether that is beyond compare's noise band. Knobs are taken greedily,
     each measured among the runs that share the best values of the knobs found to matter before it (so a
     knob that only rode along with the one that mattered is not credited); among knobs beyond the noise,
-    the one measured on the most runs (on both sides) first, then the largest effect."""
+    the one whose split of the runs explains most of their spread in log(objective) first."""
     ok = [r for r in records if r["status"] == "ok"]
     base = space.baseline()
     left = [name for name, value in best.items() if value != base.get(name)]
@@ -68,11 +69,10 @@ def knob_effects(records: list, space, best: dict, measure: str, rule: dict) -> 
     while left:
         pool = [r for r in ok if all(r["config"].get(k) == v for k, v in fixed.items())]
         effects = [_effect(pool, name, best[name], measure, rule) for name in left]
-        # the knob that matters on the most runs first (a knob seen on two fast runs can show as large an
-        # effect as the one that made them fast), then the largest effect
-        found = max((e for e in effects if e["effect"] is not None),
-                    key=lambda e: (e["mattered"], min(e["runs_with"], e["runs_without"]) if e["mattered"] else 0,
-                                   e["effect"]), default=None)
+        # the knob whose split of the runs explains most of their spread first: a knob that rode along on
+        # a few fast runs can show as large a ratio of medians as the one that made them fast, not as clean
+        # a split
+        found = max((e for e in effects if e["effect"] is not None), key=lambda e: e["explained"], default=None)
         if found is None:
             out += [{**e, "knob": n, "value": best[n], "baseline": base.get(n), "among": dict(fixed)}
                     for n, e in zip(left, effects)]
@@ -90,13 +90,23 @@ def _effect(pool: list, name: str, value, measure: str, rule: dict) -> dict:
     without = [r[measure] for r in pool if r["config"].get(name) != value]
     if not with_ or not without:
         return {"runs_with": len(with_), "runs_without": len(without), "median_with": None,
-                "median_without": None, "effect": None, "mattered": False}
+                "median_without": None, "effect": None, "mattered": False, "explained": 0.0}
     a, b = statistics.median(without), statistics.median(with_)
     effect = a / b if b > 0 else None
     mattered = effect is not None and (effect > rule["noise_ratio"] or effect < 1 / rule["noise_ratio"]) \
         and abs(a - b) > rule["noise_seconds"]
     return {"runs_with": len(with_), "runs_without": len(without), "median_with": b, "median_without": a,
-            "effect": effect, "mattered": bool(mattered)}
+            "effect": effect, "mattered": bool(mattered), "explained": _explained(with_, without)}
+
+
+def _explained(*groups) -> float:
+    """Share of the spread of log(objective) the split into `groups` explains (1 − within / total)."""
+    logs = [[math.log(max(v, 1e-9)) for v in g] for g in groups]
+    every = [v for g in logs for v in g]
+    mean = sum(every) / len(every)
+    total = sum((v - mean) ** 2 for v in every)
+    within = sum(sum((v - sum(g) / len(g)) ** 2 for v in g) for g in logs)
+    return 1.0 - within / total if total > 0 else 0.0
 
 
 def trials_table(records: list, space) -> pl.DataFrame:
