@@ -322,3 +322,13 @@ def test_the_study_page_opens_in_the_browser_without_errors(stand_in, app_config
     assert "<b>plain</b>" in page.inner_text("#trials")  # a value from the user's space is text, never markup
     assert page.evaluate("document.querySelectorAll('#trials b').length") == 0
     page.close()
+
+
+def test_no_darshan_runtime_is_one_line_before_anything_runs(tmp_path):
+    proc = subprocess.run([IOLENS, "tune", "-o", str(tmp_path / "study"), "--", "true"], capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, "IOLENS_DARSHAN_LIB": str(tmp_path / "missing" / "libdarshan.so")})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"iolens: error: IOLENS_DARSHAN_LIB: no Darshan runtime library at {tmp_path / 'missing' / 'libdarshan.so'}"]
+    assert not (tmp_path / "study").exists()

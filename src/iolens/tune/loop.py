@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..collect.run import program_name
+from ..collect.run import find_darshan, program_name
 from . import model as fitting
 from . import space as spaces
 from . import study as studies
@@ -86,6 +86,7 @@ def tune(command: list, options: Options | None = None, events: Events | None = 
                         "): give their values with --space FILE ([arg] NAME = [...])")
     if user_space is not None and not user_space.knobs:
         raise TuneError(_nothing_runtime(user_space))  # said before anything runs
+    find_darshan(options.darshan)  # RunError: no runtime, said before a study folder is made
     folder.mkdir(parents=True, exist_ok=True)
     _check_settings(folder, command, options)
     claim = studies.claim(folder)
