@@ -161,10 +161,11 @@ class _State:
         from ..analysis.runs import run_metrics
 
         reserve = self.options.repeats - len(self.records("confirm"))  # runs the confirmation still needs
-        if self.records("confirm"):
-            return  # the search ended before a stop: go on confirming
         base = self.records("baseline")[0]
         self.basis = fitting.Basis.of(self.space, _bytes_moved(base, run_metrics, self))
+        if self.records("confirm"):
+            self.refit()
+            return  # the search ended before a stop: go on confirming
         self.grid = self.space.grid()
         self.expected = self._expected_savings()
         while self.runs_left() > reserve and not self.out_of_time():

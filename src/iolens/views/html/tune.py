@@ -13,7 +13,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ... import __version__
-from ..units import human_ratio, human_seconds
+from ..units import human_bytes, human_ratio, human_seconds
 from .encode import script_json
 from .page import _static, _views_dir
 
@@ -55,6 +55,7 @@ def knob_panels(records: list, space: dict) -> list:
     for knob in (space or {}).get("knobs", []):
         values = ["not set" if knob["default"] is None else str(knob["default"])]
         values += [str(v) for v in knob["values"] if str(v) not in values]
+        shown = [_value_label(v) for v in values]
         x = _scale(0, max(len(values) - 1, 1), PAD, 300 - 10)
         y = _scale(0, top, 160 - 30, 10)
         pts = []
@@ -65,8 +66,15 @@ def knob_panels(records: list, space: dict) -> list:
                 pts.append({"x": x(values.index(label)), "y": y(r["objective"]), "title": _title(r),
                             "colour": ROLE_COLOURS[r["role"]]})
         panels.append({"name": knob["name"], "why": knob["why"], "points": pts,
-                       "labels": [(x(i), v) for i, v in enumerate(values)], "ticks": _ticks(top, y, 3)})
+                       "labels": [(x(i), v) for i, v in enumerate(shown)], "ticks": _ticks(top, y, 3)})
     return panels
+
+
+def _value_label(text: str) -> str:
+    """Sizes as people read them (1048576 -> 1 MiB); anything else as it is."""
+    if text.isdigit() and int(text) >= 1024 and int(text) % 1024 == 0:
+        return human_bytes(int(text)).replace(".0 ", " ")
+    return text
 
 
 def predicted_measured(records: list) -> dict:
