@@ -56,7 +56,7 @@ def knob_panels(records: list, space: dict) -> list:
         values = ["not set" if knob["default"] is None else str(knob["default"])]
         values += [str(v) for v in knob["values"] if str(v) not in values]
         shown = [_value_label(v) for v in values]
-        x = _scale(0, max(len(values) - 1, 1), PAD, 300 - 10)
+        x = _scale(0, max(len(values) - 1, 1), PAD + 5, 300 - 35)  # room for the last label
         y = _scale(0, top, 160 - 30, 10)
         pts = []
         for r in ok:
