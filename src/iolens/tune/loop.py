@@ -119,6 +119,7 @@ class _State:
         self.basis = None
         self.fit = None
         self.baseline_insights = None
+        self._baseline_log = None
 
     # --- bookkeeping -------------------------------------------------------------------------------
     def records(self, role=None) -> list:
@@ -142,10 +143,13 @@ class _State:
             raise TuneError(f"the baseline did not run: {reasons} (trials in {self.folder / 'trials'})")
 
     def baseline_log(self):
-        from ..model import read
+        """The first successful baseline run's log (read once)."""
+        if self._baseline_log is None:
+            from ..model import read
 
-        ok = [r for r in self.records("baseline") if r["status"] == "ok"]
-        return read(ok[0]["log"])
+            ok = [r for r in self.records("baseline") if r["status"] == "ok"]
+            self._baseline_log = read(ok[0]["log"])
+        return self._baseline_log
 
     def plan_default_space(self) -> None:
         from ..analysis.diagnosis import diagnose
@@ -161,12 +165,11 @@ class _State:
         from ..analysis.runs import run_metrics
 
         reserve = self.options.repeats - len(self.records("confirm"))  # runs the confirmation still needs
-        base = self.records("baseline")[0]
-        self.basis = fitting.Basis.of(self.space, _bytes_moved(base, run_metrics, self))
+        self.basis = fitting.Basis.of(self.space, *_log_scale(run_metrics(self.baseline_log())))
         if self.records("confirm"):
             self.refit()
             return  # the search ended before a stop: go on confirming
-        self.grid = self.space.grid()
+        self.grid, self.features = self.space.grid(), None
         self.expected = self._expected_savings()
         while self.runs_left() > reserve and not self.out_of_time():
             trial = self.propose()
@@ -205,7 +208,9 @@ class _State:
         if fitted is not None:
             best = min(r["objective"] for r in self.records() if r["status"] == "ok")
             dims = [len(k.values) for k in self.space.knobs]
-            idx, predicted, how = fitting.choose(fitted, self.basis, self.grid, dims, tried, best)
+            if self.features is None:
+                self.features = self.basis.matrix(self.grid)  # the grid's basis: built once per search
+            idx, predicted, how = fitting.choose(fitted, self.basis, self.grid, dims, tried, best, self.features)
             if idx is not None:
                 config = self.space.config(idx)
                 return Trial("search", config, how, predicted, self.expected_for(config))
@@ -325,11 +330,11 @@ def _salvage(folder, number: int, attrs: dict, options):
     return None if record is None else {**record, "role": role}
 
 
-def _bytes_moved(base: dict, run_metrics, state) -> float:
-    if base.get("bytes"):
-        return float(base["bytes"])
-    m = run_metrics(state.baseline_log())
-    return float(m["bytes_read"] + m["bytes_written"])
+def _log_scale(metrics: dict) -> tuple:
+    """(bytes moved, mean request size) of the baseline at the file system, for the model's basis."""
+    moved = metrics["bytes_read"] + metrics["bytes_written"]
+    requests = metrics["reads"] + metrics["writes"]
+    return float(moved), float(moved / requests) if requests else 0.0
 
 
 def _pruned():

@@ -20,13 +20,21 @@ RIDGE = 1e-2  # relative to the mean squared column norm: keeps few-trial fits f
 # its knobs' log terms, so what the two-phase / striping model adds are its bends and couplings — the
 # rounds of two-phase I/O (one at least), aggregators beyond the stripe count (contention on a stripe)
 # and stripes beyond the aggregators, and the couplings of aggregators and stripes with the stripe size.
-# name -> (knobs it needs, function of log2 values (f, a, b, c, s)); bounded on the grid, unlike raw ratios
+# name -> (knobs it needs, function of the log2 values: f the bytes and r the mean request of the
+# baseline's log, and the knobs by key); bounded on the grid, unlike the raw ratios
 PHYSICAL = {
-    "rounds: max(0, log2 f/(a*b))": (("cb_nodes", "cb_buffer_size"), lambda f, a, b, c, s: np.maximum(0, f - a - b)),
-    "max(0, log2 a/c)": (("cb_nodes", "striping_factor"), lambda f, a, b, c, s: np.maximum(0, a - c)),
-    "max(0, log2 c/a)": (("cb_nodes", "striping_factor"), lambda f, a, b, c, s: np.maximum(0, c - a)),
-    "log2 a * log2 s": (("cb_nodes", "striping_unit"), lambda f, a, b, c, s: a * s),
-    "log2 c * log2 s": (("striping_factor", "striping_unit"), lambda f, a, b, c, s: c * s),
+    "rounds: max(0, log2 f/(a*b))": (("cb_nodes", "cb_buffer_size"),
+                                     lambda v: np.maximum(0, v["f"] - v["cb_nodes"] - v["cb_buffer_size"])),
+    "max(0, log2 a/c)": (("cb_nodes", "striping_factor"),
+                         lambda v: np.maximum(0, v["cb_nodes"] - v["striping_factor"])),
+    "max(0, log2 c/a)": (("cb_nodes", "striping_factor"),
+                         lambda v: np.maximum(0, v["striping_factor"] - v["cb_nodes"])),
+    "log2 a * log2 s": (("cb_nodes", "striping_unit"), lambda v: v["cb_nodes"] * v["striping_unit"]),
+    "log2 c * log2 s": (("striping_factor", "striping_unit"), lambda v: v["striping_factor"] * v["striping_unit"]),
+    # a request larger than the buffer that carries it is cut into several
+    "max(0, log2 r/b)": (("cb_buffer_size",), lambda v: np.maximum(0, v["r"] - v["cb_buffer_size"])),
+    "max(0, log2 r/ind_wr)": (("ind_wr_buffer_size",), lambda v: np.maximum(0, v["r"] - v["ind_wr_buffer_size"])),
+    "max(0, log2 r/ind_rd)": (("ind_rd_buffer_size",), lambda v: np.maximum(0, v["r"] - v["ind_rd_buffer_size"])),
 }
 
 
@@ -42,10 +50,12 @@ class Basis:
     tables: list = field(default_factory=list)  # per knob: array (values × its columns)
     physical: list = field(default_factory=list)  # [(name, [knob positions], function)]
     bytes_moved: float = 0.0
+    request_size: float = 0.0
 
     @classmethod
-    def of(cls, space, bytes_moved: float = 0.0) -> "Basis":
-        basis = cls(bytes_moved=float(bytes_moved) or 1.0)
+    def of(cls, space, bytes_moved: float = 0.0, request_size: float = 0.0) -> "Basis":
+        """`bytes_moved`, `request_size`: the baseline's bytes and mean request at the file system."""
+        basis = cls(bytes_moved=float(bytes_moved) or 1.0, request_size=float(request_size) or 1.0)
         for knob in space.knobs:
             cols, names = _knob_columns(knob)
             basis.tables.append(cols)
@@ -56,18 +66,20 @@ class Basis:
             if all(n in keys for n in needs):
                 basis.physical.append((name, [keys[n] for n in needs], fn))
                 basis.names.append(name)
-        basis.values = [np.asarray(k.values, dtype=float) if k.numeric else None for k in space.knobs]
+        basis.log2 = {p: np.log2(np.asarray(space.knobs[p].values, dtype=float))
+                      for _, positions, _ in basis.physical for p in positions}
         basis.keys = {j: k.key for j, k in enumerate(space.knobs)}
         return basis
 
     def matrix(self, idx: np.ndarray) -> np.ndarray:
         """Features (configurations × columns) of value indices (configurations × knobs), intercept first."""
-        idx = np.asarray(idx, dtype=np.int64).reshape(-1, len(self.tables))
+        idx = np.asarray(idx).reshape(-1, len(self.tables))
         parts = [np.ones((len(idx), 1))] + [t[idx[:, j]] for j, t in enumerate(self.tables)]
+        logs = {p: table[idx[:, p]] for p, table in self.log2.items()}
         for _, positions, fn in self.physical:
-            v = {self.keys[p]: np.log2(self.values[p][idx[:, p]]) for p in positions}
-            parts.append(fn(math.log2(self.bytes_moved), v.get("cb_nodes", 0.0), v.get("cb_buffer_size", 0.0),
-                            v.get("striping_factor", 0.0), v.get("striping_unit", 0.0))[:, None])
+            v = {self.keys[p]: logs[p] for p in positions}
+            v.update(f=math.log2(self.bytes_moved), r=math.log2(self.request_size))
+            parts.append(np.broadcast_to(fn(v), (len(idx),))[:, None])
         return np.concatenate(parts, axis=1)
 
 
@@ -93,8 +105,10 @@ class Fit:
     hi: np.ndarray = None  # orders of magnitude beyond it in an untried corner; held at its edge there
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        if self.lo is not None:
-            X = np.clip(X, self.lo, self.hi)
+        held = np.flatnonzero(np.isfinite(self.lo)) if self.lo is not None else []
+        if len(held):
+            X = X.copy()
+            X[:, held] = np.clip(X[:, held], self.lo[held], self.hi[held])
         return np.exp(np.clip(X @ self.coefficients, -50, 50))
 
     def to_dict(self) -> dict:
@@ -139,13 +153,14 @@ def untried_mask(grid: np.ndarray, dims: list, tried: set) -> np.ndarray:
     return np.array([tuple(int(v) for v in row) not in tried for row in grid])
 
 
-def choose(fitted: Fit, basis: Basis, grid: np.ndarray, dims: list, tried: set, best_measured: float) -> tuple:
+def choose(fitted: Fit, basis: Basis, grid: np.ndarray, dims: list, tried: set, best_measured: float,
+           features: np.ndarray | None = None) -> tuple:
     """(value indices, predicted objective, how) of the next configuration, or (None, None, None).
 
     The best predicted untried configuration, unless the model promises nothing beyond the best run so far
     (by more than its own residual spread): then the best predicted among those with the most knob values
     no run has tried yet, so that a value the data says nothing about is not ruled out by a flat model."""
-    pred = fitted.predict(basis.matrix(grid))
+    pred = fitted.predict(basis.matrix(grid) if features is None else features)
     open_ = untried_mask(grid, dims, tried)
     if not open_.any():
         return None, None, None
