@@ -332,3 +332,16 @@ def test_no_darshan_runtime_is_one_line_before_anything_runs(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"iolens: error: IOLENS_DARSHAN_LIB: no Darshan runtime library at {tmp_path / 'missing' / 'libdarshan.so'}"]
     assert not (tmp_path / "study").exists()
+
+
+def test_objective_wall_judges_the_wall_times(stand_in, app_config, tmp_path):  # noqa: F811
+    config = write_config(tmp_path, app_config, 1.5, [{"knob": "romio.cb_nodes", "value": 2, "factor": 0.05}])
+    space = write_space(tmp_path, "[romio]\ncb_nodes = [1, 2, 4]\n")
+    proc = tune(tmp_path, stand_in, config, "--objective", "wall", "--budget", 7, "--space", space)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["objective"] == "wall" and result["rule"]["measure"] == "wall"
+    assert result["verdict"]["verdict"] == "faster" and result["verdict"]["reason"].startswith("wall time")
+    t = trials(tmp_path / "study").filter(pl.col("status") == "ok")
+    assert (t["objective"] == t["wall"]).all() and (t["wall"] > t["io_time"]).all()
+    assert result["best"]["config"]["romio.cb_nodes"] == 2
