@@ -13,11 +13,14 @@ def compare(*logs, **options) -> dict:
     return _compare(*logs, **options)
 
 
-
 def __getattr__(name):
     # `iolens.tune` is the tune package, callable: iolens.tune(["mpiexec", "-n", "4", "./app"], budget=12)
     if name == "tune":
         import importlib
 
-        return importlib.import_module(".tune", __name__)
+        from .views.html.tune import write_tune_page
+
+        module = importlib.import_module(".tune", __name__)
+        module.PAGE = write_tune_page
+        return module
     raise AttributeError(f"module 'iolens' has no attribute {name!r}")

@@ -48,6 +48,9 @@ def command(repeats, budget, max_time, trial_timeout, space, objective, output, 
     options = Options(repeats=repeats, budget=budget, max_time=max_time, trial_timeout=trial_timeout, space=space,
                       objective=objective, output=output, darshan=darshan, seed=seed)
     with _progress(budget, quiet or as_json) as events:
+        from ..views.html.tune import write_tune_page
+
+        events.page = write_tune_page
         try:
             result = tune(list(command), options, events)
         except (TuneError, SpaceError, RunError) as exc:

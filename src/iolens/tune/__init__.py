@@ -10,17 +10,18 @@
 import sys
 import types
 
-from .loop import Options, TuneError, tune
+from .loop import Events, Options, TuneError, tune
 
-__all__ = ["Options", "TuneError", "tune"]
+__all__ = ["Events", "Options", "TuneError", "tune"]
+PAGE = None  # the study page's writer: set by the `iolens` package (views are not imported from here)
 
 
 class _Callable(types.ModuleType):
-    """`iolens.tune(command, **options)`: the package called is `tune(command, Options(**options))`, the
-    `iolens tune --json` structure."""
+    """`iolens.tune(command, **options)`: the package called is `tune(command, Options(**options))` with
+    the study page written, the `iolens tune --json` structure."""
 
     def __call__(self, command, **options) -> dict:
-        return tune(list(command), Options(**options))
+        return tune(list(command), Options(**options), Events(page=PAGE))
 
 
 sys.modules[__name__].__class__ = _Callable

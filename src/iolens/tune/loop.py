@@ -43,10 +43,13 @@ class Options:
 
 @dataclass
 class Events:
-    """What the loop tells its caller: messages, and a run started / finished (for a progress bar)."""
+    """What the loop tells its caller: messages, a run started / finished (for a progress bar), and the
+    study's end: `page(result, records, path)` writes the study page (the views' writer, given by the
+    caller: tune sits beside the views and does not import them)."""
     say: object = None
     started: object = None
     finished: object = None
+    page: object = None
 
     def message(self, text: str) -> None:
         if self.say:

@@ -137,10 +137,9 @@ def write_files(state, records: list, result: dict) -> dict:
     best = result.get("best")
     if best:
         files.update(write_best(folder, best))
-    from ..views.html.tune import write_tune_page
-
-    write_tune_page(result, records, folder / "tune.html")
-    files["page"] = str(folder / "tune.html")
+    if state.events.page is not None:
+        state.events.page(result, records, folder / "tune.html")
+        files["page"] = str(folder / "tune.html")
     return files
 
 
