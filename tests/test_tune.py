@@ -284,6 +284,7 @@ def test_from_python_and_a_baseline_with_nothing_to_tune(stand_in, tmp_path, mon
         iolens.compare(logs_dir / "generated" / "file_per_process.darshan",
                        logs_dir / "generated" / "file_per_process.darshan")["runs"][0]["io_time"])
     assert json.loads((tmp_path / "study" / "result.json").read_text())["runs"] == 2
+    assert result["files"]["page"] == str(tmp_path / "study" / "tune.html") and Path(result["files"]["page"]).is_file()
 
 
 @pytest.mark.parametrize("text, message", [

@@ -7,6 +7,7 @@
     loop.py    baseline → run, measure, refit → confirmation
     result.py  compare's verdict, the knobs that mattered, the study folder's files
 """
+import importlib
 import sys
 import types
 
@@ -21,6 +22,8 @@ class _Callable(types.ModuleType):
     the study page written, the `iolens tune --json` structure."""
 
     def __call__(self, command, **options) -> dict:
+        if PAGE is None:  # imported as `iolens.tune` before the iolens package wired the page in: let it
+            importlib.import_module(__name__.rsplit(".", 1)[0]).__getattr__("tune")
         return tune(list(command), Options(**options), Events(page=PAGE))
 
 
