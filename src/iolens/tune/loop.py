@@ -72,7 +72,6 @@ def default_folder(command: list) -> Path:
 
 def tune(command: list, options: Options | None = None, events: Events | None = None) -> dict:
     """Tune `command`; returns the result (the `iolens tune --json` structure)."""
-    from .result import finish
 
     options, events = options or Options(), events or Events()
     if not command:
@@ -95,8 +94,15 @@ def tune(command: list, options: Options | None = None, events: Events | None = 
     claim = studies.claim(folder)
     if claim is None:
         raise TuneError(f"{folder}: another iolens tune is running on this study")
-    if user_space is not None:
-        (folder / SPACE_FILE).write_text(json.dumps(user_space.to_dict(), indent=2) + "\n")
+    with claim:  # held until the study ends (the system releases it if this process is killed)
+        if user_space is not None:
+            (folder / SPACE_FILE).write_text(json.dumps(user_space.to_dict(), indent=2) + "\n")
+        return _study(folder, command, options, events, user_space)
+
+
+def _study(folder: Path, command: list, options: Options, events: Events, user_space) -> dict:
+    from .result import finish
+
     study, storage = studies.open_study(folder, options.seed)
     if studies.recover(study, storage, lambda number, attrs: _salvage(folder, number, attrs, options)):
         events.message("resuming: the run a stop interrupted will be run again")
