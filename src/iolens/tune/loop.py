@@ -72,7 +72,6 @@ def default_folder(command: list) -> Path:
 
 def tune(command: list, options: Options | None = None, events: Events | None = None) -> dict:
     """Tune `command`; returns the result (the `iolens tune --json` structure)."""
-
     options, events = options or Options(), events or Events()
     if not command:
         raise TuneError("no command given (iolens tune [OPTIONS] -- COMMAND ...)")
