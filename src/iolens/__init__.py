@@ -3,7 +3,7 @@ from .errors import LogError, NoTraceError
 from .model import Log, read
 from .version import __version__
 
-__all__ = ["Log", "LogError", "NoTraceError", "compare", "read", "__version__"]
+__all__ = ["Log", "LogError", "NoTraceError", "compare", "read", "tune", "__version__"]
 
 
 def compare(*logs, **options) -> dict:
@@ -11,3 +11,16 @@ def compare(*logs, **options) -> dict:
     from .analysis.compare import compare as _compare
 
     return _compare(*logs, **options)
+
+
+def __getattr__(name):
+    # `iolens.tune` is the tune package, callable: iolens.tune(["mpiexec", "-n", "4", "./app"], budget=12)
+    if name == "tune":
+        import importlib
+
+        from .views.html.tune import write_tune_page
+
+        module = importlib.import_module(".tune", __name__)
+        module.PAGE = write_tune_page
+        return module
+    raise AttributeError(f"module 'iolens' has no attribute {name!r}")

@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "compare": ("iolens.cli.compare", "Did a change help? Verdict, configuration and insight diff."),
     "jobs": ("iolens.cli.jobs", "Many logs of one job: its steps, processes, helpers and data flows."),
     "fleet": ("iolens.cli.fleet", "Many logs: a Parquet store of every job, and one page over them."),
+    "tune": ("iolens.cli.tune", "Search a command's runtime knobs (ROMIO hints, variables), model-guided."),
 }
 
 

@@ -6,8 +6,10 @@ temporary directory, from which the one log is picked up and moved where the use
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -108,6 +110,7 @@ class RunResult:
     others: list = field(default_factory=list)  # further logs the command wrote (several processes)
     partial: set = field(default_factory=set)  # those of the logs Darshan could not finish
     knobs: list = field(default_factory=list)  # per knob set: {name, value, applied, how, reason}
+    timed_out: bool = False  # stopped after `timeout` seconds (its process group killed)
 
 
 def is_partial(path: Path) -> bool:
@@ -149,8 +152,10 @@ def _knob_dir(output) -> Path:
 
 
 def run(command: list, output: Path | None = None, darshan: str | None = None, dxt: bool = True,
-        hints: Path | None = None, extra_env: dict | None = None, knobs: dict | None = None) -> RunResult:
-    """Run `command` under Darshan with the user's stdin/stdout; move the log it wrote to `output`.
+        hints: Path | None = None, extra_env: dict | None = None, knobs: dict | None = None,
+        timeout: float | None = None, stdout=None, stderr=None) -> RunResult:
+    """Run `command` under Darshan with the user's stdin/stdout (or the open files `stdout`/`stderr`); move
+    the log it wrote to `output`. Past `timeout` seconds the command's process group is killed.
 
     `knobs` ({"hdf5.alignment": "1MiB", "romio.cb_nodes": 2, "env.X": "1", ...}) are applied at run time
     without changing the program; the result says, per knob, whether it was applied."""
@@ -176,7 +181,7 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
         env = darshan_environment(lib, log_dir, command, dxt, hints, {**(extra_env or {}), **knob_env},
                                   preload=preload)
         try:
-            returncode = subprocess.run(command, env=env).returncode
+            returncode, timed_out = _execute(command, env, timeout, stdout, stderr)
             if returncode < 0:  # killed by a signal: the status a shell reports
                 returncode = 128 - returncode
         except FileNotFoundError:
@@ -188,7 +193,7 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
         logs = sorted([*log_dir.rglob("*.darshan"), *log_dir.rglob("*" + PARTIAL_SUFFIX)],
                       key=lambda p: p.stat().st_size, reverse=True)
         if not logs:
-            return RunResult(returncode, None, knobs=applied)
+            return RunResult(returncode, None, knobs=applied, timed_out=timed_out)
         target = Path(output) if output else Path(f"{program_name(command)}-{time.strftime('%Y%m%d-%H%M%S')}.darshan")
         target.parent.mkdir(parents=True, exist_ok=True)
         kept, partial = [], set()
@@ -201,11 +206,30 @@ def run(command: list, output: Path | None = None, darshan: str | None = None, d
             kept.append(dst)
         _write_sidecar(kept[0], command, lib, dxt, user_hints, extra_env, partial=kept[0] in partial, knobs=applied,
                        hints_read=hints)
-        return RunResult(returncode, kept[0], kept[1:], partial, applied)
+        return RunResult(returncode, kept[0], kept[1:], partial, applied, timed_out)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _execute(command: list, env: dict, timeout, stdout, stderr) -> tuple:
+    """(exit status, timed out). With a timeout the command gets a session of its own, so that an MPI
+    launcher and every rank it started are killed together."""
+    if timeout is None:
+        return subprocess.run(command, env=env, stdout=stdout, stderr=stderr).returncode, False
+    proc = subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout), False
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait(), True
+    except BaseException:  # Ctrl-C: the command is in its own session and would not get the signal
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
 
 
 def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env, partial=False, knobs=(), hints_read=None) -> None:
