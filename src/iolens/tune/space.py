@@ -1,9 +1,9 @@
 """The search space: which knobs tune may turn, the values each may take, and how a value reaches the run.
 
 A knob is named `<namespace>.<key>`: `romio.cb_nodes` (a ROMIO hint, written to a hints file named by
-ROMIO_HINTS), `env.NAME` (an environment variable), `arg.NAME` (a `{NAME}` placeholder in the command).
-How a namespace reaches the process is one entry of NAMESPACES, so a run-time knob layer (issue 18's
-`hdf5.*`, `netcdf.*`) is one more entry; until one is registered those knobs are code changes to try.
+ROMIO_HINTS), `env.NAME` (an environment variable), `arg.NAME` (a `{NAME}` placeholder in the command),
+`hdf5.*` and `netcdf.*` (set by iolens' preloaded knob layer, `iolens.knobs`, on the unchanged program).
+How a namespace reaches the process is one entry of NAMESPACES.
 
 The space is a grid (the product of the knobs' value lists) that is never enumerated as runs: `grid()`
 gives value indices for every configuration up to a limit, a uniform sample beyond.
@@ -41,6 +41,7 @@ class Application:
     env: dict = field(default_factory=dict)
     hints: dict = field(default_factory=dict)
     args: dict = field(default_factory=dict)
+    knobs: dict = field(default_factory=dict)  # hdf5.* / netcdf.*: handed to collect.run's knob layer
 
     def hints_text(self) -> str:
         return "".join(f"{k} {v}\n" for k, v in self.hints.items())
@@ -63,8 +64,10 @@ NAMESPACES = {
     "romio": Namespace("romio", "a ROMIO hints file named by ROMIO_HINTS", lambda a, k, v: a.hints.__setitem__(k, v)),
     "env": Namespace("env", "an environment variable of the command", lambda a, k, v: a.env.__setitem__(k, v)),
     "arg": Namespace("arg", "a {NAME} placeholder in the command", lambda a, k, v: a.args.__setitem__(k, v)),
-    "hdf5": Namespace("hdf5", "an HDF5 property list call in the application"),
-    "netcdf": Namespace("netcdf", "a netCDF call in the application (nc_set_fill)"),
+    "hdf5": Namespace("hdf5", "an HDF5 property set by iolens' preloaded knob layer (docs/knobs.md)",
+                      lambda a, k, v: a.knobs.__setitem__(f"hdf5.{k}", v)),
+    "netcdf": Namespace("netcdf", "a netCDF setting made by iolens' preloaded knob layer (docs/knobs.md)",
+                        lambda a, k, v: a.knobs.__setitem__(f"netcdf.{k}", v)),
 }
 
 
@@ -262,6 +265,9 @@ def write_knob_file(config: dict, path) -> Path:
     for name, value in config.items():
         if value is None:
             continue
+        if name.startswith("arg."):  # a placeholder of the command: best.sh holds the command line with it
+            lines.append(f"# {name} = {value_text(value)} (in best.sh's command line)")
+            continue
         ns, key = name.split(".", 1)
         text = value_text(value)
         literal = text if isinstance(value, (int, float)) and not isinstance(value, bool) else _toml_string(text)
@@ -314,13 +320,45 @@ def default_space(log, insights: list, measures: dict) -> Space:
     space = Space(knobs=_by_diagnosis(knobs, insights), source="default")
     modules = {m["name"] for m in log.job["modules"] if m["records"]}
     if modules & {"H5F", "H5D"}:
-        for name, values in (("hdf5.alignment", [1 * MiB, 4 * MiB, 16 * MiB]), ("hdf5.coll_metadata", ["on", "off"]),
-                             ("hdf5.transfer", ["collective", "independent"])):
-            (space.knobs if NAMESPACES["hdf5"].runtime else space.code_changes).append(Knob(name, values, "HDF5 log"))
+        for knob in hdf5_knobs(log, measures):
+            (space.knobs if NAMESPACES["hdf5"].runtime else space.code_changes).append(knob)
     if modules & {"PNETCDF_FILE", "PNETCDF_VAR"}:
         (space.knobs if NAMESPACES["netcdf"].runtime else space.code_changes).append(
             Knob("netcdf.fill", ["off"], "netCDF files: fill values written before the data"))
     return space
+
+
+def hdf5_knobs(log, measures: dict) -> list:
+    """The HDF5 knobs of a log that shows HDF5, scaled to the job: alignment around the stripe size and the
+    request size seen, collective or independent transfer by what the H5D operations did, and collective
+    metadata both ways (the application's own setting can be the slow part)."""
+    from ..knobs.registry import suggest
+
+    stripe = _stripe_size(log)
+    request = _common_access_size(log)
+    coll = sum(measures.get(f"collective_{op}s") or 0 for op in ("write", "read"))
+    transfer = ["collective", "independent"] if not coll else ["independent", "collective"]
+    return [Knob("hdf5.alignment", suggest("hdf5.alignment", stripe_size=stripe, request_size=request),
+                 "HDF5 file: objects aligned to the stripe or request size"),
+            Knob("hdf5.transfer", transfer, "H5Dwrite/H5Dread through collective or independent MPI-IO"),
+            Knob("hdf5.coll_metadata", ["on", "off"], "HDF5 metadata reads and writes collective or not")]
+
+
+def _common_access_size(log) -> int | None:
+    """Darshan's most common POSIX access size over the log's records (POSIX_ACCESS1_ACCESS), if recorded."""
+    posix = log.counters.get("POSIX")
+    if posix is None or not len(posix) or "POSIX_ACCESS1_ACCESS" not in posix.columns:
+        return None
+    top = posix.sort("POSIX_ACCESS1_COUNT", descending=True)["POSIX_ACCESS1_ACCESS"][0]
+    return int(top) if top and top > 0 else None
+
+
+def _stripe_size(log) -> int | None:
+    lustre = getattr(log, "lustre", None)
+    if lustre is None or not len(lustre) or "stripe_size" not in lustre.columns:
+        return None
+    size = lustre["stripe_size"].max()
+    return int(size) if size else None
 
 
 def _powers_of_two(top: int) -> list:

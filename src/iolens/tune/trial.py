@@ -27,14 +27,15 @@ def run_trial(state, number: int, trial) -> dict:
         hints.write_text(application.hints_text())
     record = {"role": trial.role, "chosen_by": trial.chosen_by, "predicted": trial.predicted,
               "expected_saving": trial.expected_saving, "command": application.command,
-              "env": application.env, "hints": application.hints, "dir": str(where), "log": None,
+              "env": application.env, "hints": application.hints, "knobs": application.knobs, "dir": str(where), "log": None,
               "objective": None, "io_time": None, "wall": None, "run_time": None, "bytes": None,
               "returncode": None, "status": "ended", "reason": ""}
     t0 = time.monotonic()
     try:
         with open(where / "stdout.txt", "wb") as out, open(where / "stderr.txt", "wb") as err:
             result = run(application.command, where / LOG_NAME, state.options.darshan, hints=hints,
-                         extra_env=application.env, timeout=state.options.trial_timeout, stdout=out, stderr=err)
+                         extra_env=application.env, knobs=application.knobs or None,
+                         timeout=state.options.trial_timeout, stdout=out, stderr=err)
     except RunError as exc:
         record.update(status="failed", reason=str(exc))
         _save(where, record)

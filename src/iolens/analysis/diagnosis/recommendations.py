@@ -123,7 +123,7 @@ def hdf5_collective_transfer() -> Recommendation:
         "hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);\n"
         "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);\n"
         "H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, buf);\n"
-        "H5Pclose(dxpl);", "c", try_with("hdf5.transfer=collective"))
+        "H5Pclose(dxpl);", "c", try_now=try_with("hdf5.transfer=collective"))
 
 
 def hdf5_collective_metadata() -> Recommendation:
@@ -136,7 +136,7 @@ def hdf5_collective_metadata() -> Recommendation:
         "H5Pset_fapl_mpio(fapl, comm, info);\n"
         "H5Pset_all_coll_metadata_ops(fapl, 1);   /* metadata reads: rank 0 reads, then broadcasts */\n"
         "H5Pset_coll_metadata_write(fapl, 1);     /* metadata writes: one collective write */\n"
-        "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c", try_with("hdf5.coll_metadata=on"))
+        "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c", try_now=try_with("hdf5.coll_metadata=on"))
 
 
 def hdf5_metadata_cache(meta_block: int = 4 * MiB) -> list:
@@ -157,7 +157,7 @@ def hdf5_metadata_cache(meta_block: int = 4 * MiB) -> list:
             "mdc.flash_incr_mode = H5C_flash_incr__off;\n"
             "mdc.decr_mode = H5C_decr__off;\n"
             "H5Pset_mdc_config(fapl, &mdc);", "c",
-            try_with(f"hdf5.meta_block_size={knob_size(meta_block)}", "hdf5.mdc_flush=deferred")),
+            try_now=try_with(f"hdf5.meta_block_size={knob_size(meta_block)}", "hdf5.mdc_flush=deferred")),
     ]
 
 
@@ -168,7 +168,7 @@ def hdf5_alignment(alignment: int, threshold: int | None = None) -> Recommendati
         f"Objects of at least {fmt_size(threshold)} start on a multiple of {fmt_size(alignment)} (the file system "
         "block / Lustre stripe size), so large requests do not straddle stripes or need read-modify-write.",
         f"H5Pset_alignment(fapl, {threshold}, {alignment});", "c",
-        try_with(f"hdf5.alignment={knob_size(alignment)}", f"hdf5.alignment_threshold={knob_size(threshold)}"))
+        try_now=try_with(f"hdf5.alignment={knob_size(alignment)}", f"hdf5.alignment_threshold={knob_size(threshold)}"))
 
 
 def hdf5_no_fill() -> Recommendation:
@@ -180,7 +180,7 @@ def hdf5_no_fill() -> Recommendation:
         "H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);\n"
         "H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);\n"
         "hid_t dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);", "c",
-        try_with("hdf5.fill_time=never"))
+        try_now=try_with("hdf5.fill_time=never"))
 
 
 # --- NetCDF ------------------------------------------------------------------------------------
@@ -195,7 +195,7 @@ def netcdf_no_fill() -> Recommendation:
         "int old_mode;\n"
         "nc_set_fill(ncid, NC_NOFILL, &old_mode);\n"
         "/* PnetCDF: ncmpi_set_fill(ncid, NC_NOFILL, &old_mode); (no-fill is PnetCDF's default) */", "c",
-        try_with("netcdf.fill=off"))
+        try_now=try_with("netcdf.fill=off"))
 
 
 def netcdf_collective() -> Recommendation:
@@ -206,7 +206,7 @@ def netcdf_collective() -> Recommendation:
         "writes every variable; PnetCDF needs the _all calls.",
         "nc_var_par_access(ncid, varid, NC_COLLECTIVE);          /* NetCDF-4 */\n"
         "ncmpi_put_vara_double_all(ncid, varid, start, count, buf); /* PnetCDF: the _all variant */", "c",
-        try_with("hdf5.transfer=collective"))
+        try_now=try_with("hdf5.transfer=collective"))
 
 
 # --- Lustre --------------------------------------------------------------------------------------
