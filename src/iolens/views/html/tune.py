@@ -10,12 +10,10 @@ import datetime as dt
 import math
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-from ... import __version__
+from ...version import __version__
 from ..units import human_bytes, human_ratio, human_seconds
 from .encode import script_json
-from .page import _static, _views_dir
+from .jinja import render
 
 STYLES = ("report.css", "compare.css", "tune.css")
 ROLE_COLOURS = {"baseline": "#495057", "search": "#3b5bdb", "confirm": "#2b8a3e"}
@@ -102,17 +100,13 @@ def _title(r: dict) -> str:
 
 
 def render_tune_page(result: dict, records: list) -> str:
-    env = Environment(loader=FileSystemLoader(str(_views_dir() / "templates")),
-                      autoescape=select_autoescape(["html", "j2"]), keep_trailing_newline=True)
-    env.filters.update(seconds=human_seconds, ratio=human_ratio)
     meta = {"tool": {"name": "iolens", "version": __version__,
                      "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
             "result": {k: result.get(k) for k in ("objective", "runs", "failed", "verdict", "best", "baseline")}}
-    return env.get_template("tune.html.j2").render(
-        title="iolens tune: " + " ".join(result["command"]), result=result, records=records,
+    return render(
+        "tune.html.j2", scripts=(), styles=STYLES, title="iolens tune: " + " ".join(result["command"]), result=result, records=records,
         order=run_order(records), panels=knob_panels(records, result.get("space")),
-        pm=predicted_measured(records), colours=ROLE_COLOURS, meta_json=script_json(meta),
-        css=_static(STYLES))
+        pm=predicted_measured(records), colours=ROLE_COLOURS, meta_json=script_json(meta))
 
 
 def write_tune_page(result: dict, records: list, path) -> dict:
