@@ -220,6 +220,9 @@ def _stderr_held():
             try:
                 yield
                 ok = True
+            except (SystemExit, KeyboardInterrupt):
+                ok = True  # a signal's own message (`iolens: terminated`) is said, not held back
+                raise
             finally:
                 os.dup2(saved, 2)
                 if ok:
