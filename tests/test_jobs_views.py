@@ -111,3 +111,18 @@ def test_export_folder_writes_the_jobs_tables(loader, tmp_path):
     assert int(posix["POSIX_READS"].sum()) == sum(s["reads"] for s in truth.values())
     seg = pl.read_parquet(tmp_path / "out" / "segments.parquet")
     assert sorted(seg["rank"].unique().to_list()) == [0, 1, 3]  # the recovered worker (rank 2) has no trace
+
+
+def test_compare_takes_a_folder_as_one_run(loader, logs_dir):
+    # each argument of compare is a run: a folder is its job, every process's POSIX I/O summed (the recovered
+    # worker included), so the training job set beside its own parent's log alone is a different run
+    truth = json.loads((logs_dir / "workflows" / "TRUTH.json").read_text())["loader"]["logs"]
+    parent = next(loader.glob("train-4_*.darshan"))
+    out = json.loads(run_iolens("compare", "--json", loader, loader, parent).stdout)
+    job, again, alone = out["runs"]
+    posix = job["layers"]["POSIX"]
+    assert posix["reads"] == sum(v["reads"] for v in truth.values() if v)
+    assert posix["bytes_read"] == sum(v["bytes_read"] for v in truth.values() if v)
+    assert posix["bytes_written"] == sum(v["bytes_written"] for v in truth.values() if v)
+    assert again["verdict"]["verdict"] == "no real change"
+    assert alone["layers"]["POSIX"]["reads"] == truth[parent.name]["reads"] < posix["reads"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import emit_json, json_option, load
+from .common import emit_json, json_option, load_one_or_job
 
 
 @click.command("compare")
@@ -42,7 +42,8 @@ def command(logs, as_json, output, labels, baseline_runs, noise_ratio, noise_sec
         raise click.BadParameter(f"must leave at least one log to compare (got {len(logs)} logs)",
                                  param_hint="--baseline-runs")
     quiet = quiet or as_json
-    parsed = [load(path, quiet=quiet) for path in logs]
+    # each argument is a run: one log, or a folder of one job's logs (workflows, one log per process)
+    parsed = [load_one_or_job((path,), quiet, "compare")[0] for path in logs]
     with _status("diagnosing and comparing the runs", quiet):
         result = compare(*parsed, labels=labels, baseline_runs=baseline_runs,
                          noise_ratio=noise_ratio or NOISE_RATIO,
