@@ -354,10 +354,8 @@ def _common_access_size(log) -> int | None:
 
 
 def _stripe_size(log) -> int | None:
-    lustre = getattr(log, "lustre", None)
-    if lustre is None or not len(lustre) or "stripe_size" not in lustre.columns:
-        return None
-    size = lustre["stripe_size"].max()
+    """The largest stripe size of the job's Lustre layouts, as `_max_osts` reads them (None off Lustre)."""
+    size = None if log.lustre.is_empty() else log.lustre["stripe_size"].max()
     return int(size) if size else None
 
 
