@@ -266,7 +266,7 @@ def test_hdf5_and_netcdf_knobs_run_through_the_knob_layer(stand_in, app_config, 
     space = write_space(tmp_path, '[hdf5]\nalignment = [1048576, 4194304]\n[netcdf]\nfill = ["off"]\n')
     proc = tune(tmp_path, stand_in, config, "--space", space, "--budget", "6", "--repeats", "1")
     assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout)["result"] if "result" in json.loads(proc.stdout) else json.loads(proc.stdout)
+    result = json.loads(proc.stdout)
     assert {k["name"] for k in result["space"]["knobs"]} == {"hdf5.alignment", "netcdf.fill"}
     assert result["space"]["code_changes"] == []
     sidecars = [json.loads(p.read_text()) for p in (tmp_path / "study").rglob("*.run.json")]
