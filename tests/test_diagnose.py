@@ -1,7 +1,6 @@
 """`iolens diagnose`: the right insights on logs whose I/O pattern is known, and silence on healthy ones."""
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 
 import pytest
@@ -134,14 +133,11 @@ def test_truncated_trace_is_not_read_as_no_reads():
 
 
 @pytest.mark.slow
-def test_scale_1p6m_small_io_strided_not_random_and_fast():
+def test_scale_1p6m_small_io_strided_not_random():
     path = GEN / "scale_1p6M.darshan"
     log = iolens.read(path)
     log.segments  # reading is not what is timed here
-    t = time.perf_counter()
-    ins = [i.to_dict() for i in diagnose(log, strict=True)]
-    elapsed = time.perf_counter() - t
-    assert elapsed < 10, f"diagnose took {elapsed:.1f} s on 1.6 M segments"
+    ins = [i.to_dict() for i in diagnose(log, strict=True)]  # its speed: bench/bench_diagnose.py
     s = one(ins, "SMALL_IO")
     m = s["evidence"]["metrics"]
     assert m["small_writes"] == 800_000 and m["small_reads"] == 800_000

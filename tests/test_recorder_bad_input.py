@@ -45,7 +45,7 @@ def reads_or_says_why(folder: Path) -> None:
             getattr(log, table)
     except LogError as exc:
         assert "\n" not in str(exc)
-    assert time.perf_counter() - began < 5
+    assert time.perf_counter() - began < 60  # a hang guard, not a speed test
 
 
 def test_missing_rank_file(copy):
@@ -97,4 +97,4 @@ def test_huge_repeat_count_is_refused_fast(copy):
     began = time.perf_counter()
     with pytest.raises(LogError, match="more calls than the timestamps hold"):
         iolens.read(copy)
-    assert time.perf_counter() - began < 2
+    assert time.perf_counter() - began < 60  # no expansion into gigabytes (that would take minutes)

