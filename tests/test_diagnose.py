@@ -409,3 +409,20 @@ def test_alone_time_finds_the_lone_rank():
     alone = alone_time(iv).sort("alone", descending=True)
     rank, secs, first, last = alone.row(0)
     assert rank == 0 and 49 <= secs <= 50.01 and first == 0.0
+
+
+def test_docs_show_the_schema_and_an_example_of_this_version():
+    """docs/diagnosis.md's JSON Schema block is `JSON_SCHEMA`, and its example is valid under it."""
+    import json
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "diagnosis.md").read_text()
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)\n```", doc, re.S)]
+    schemas = [b for b in blocks if "$schema" in b]
+    examples = [b for b in blocks if "schema_version" in b and "$schema" not in b]
+    assert schemas == [JSON_SCHEMA], "docs/diagnosis.md's JSON Schema block differs from JSON_SCHEMA"
+    assert examples, "no example"
+    for example in examples:
+        _check_schema(example, JSON_SCHEMA)
+        assert set(example["measures"]) == set(JSON_SCHEMA["properties"]["measures"]["required"])
