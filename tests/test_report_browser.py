@@ -417,3 +417,26 @@ def test_keyboard_pans_zooms_and_resets_the_focused_timeline(browser, pages):
     assert "Esc reset" in p.page.inner_text("#timeline-card .hint")
     assert p.errors == []
     p.close()
+
+
+def test_recommendations_show_expected_saving_and_the_command_to_try(browser, tmp_path, logs_dir):
+    """What `diagnose --json` expects a fix to save, and its `iolens run --set` line, are on the page."""
+    import json
+
+    from conftest import run_iolens
+
+    log = logs_dir / "generated/fill_rank0.darshan"
+    found = json.loads(run_iolens("diagnose", "--json", log).stdout)["insights"]
+    ins = next(i for i in found if any(r.get("try_now") for r in i["recommendations"]))
+    rec = next(r for r in ins["recommendations"] if r.get("try_now"))
+    html = tmp_path / "report.html"
+    run_iolens("report", log, "-o", html)
+    p = open_page(browser, html)
+    item = p.page.locator(f"#insights .insight[data-code='{ins['code']}']").first
+    item.locator("details.recs summary").click()
+    text = item.inner_text()
+    assert "saves up to ≈" in item.locator("details.recs summary").inner_text()
+    assert rec["try_now"] in [c.inner_text() for c in item.locator(".try-now code").all()]
+    assert rec["saving_basis"] in text and "Expected saving ≈" in text
+    assert p.errors == []
+    p.close()

@@ -29,11 +29,15 @@ function insightItem(app, ins, n) {
   const recs = ins.recommendations || [];
   if (recs.length) {
     const box = el("details", {class: "recs"});
-    box.append(el("summary", null, `${recs.length} recommendation${recs.length > 1 ? "s" : ""}`));
+    const best = bestSaving(recs);
+    box.append(el("summary", null, `${recs.length} recommendation${recs.length > 1 ? "s" : ""}` +
+      (best ? ` · saves up to ≈ ${fmtSeconds(best)}` : "")));
     for (const r of recs) {
       if (typeof r === "string") { box.append(el("p", null, r)); continue; }
       box.append(el("div", {class: "rec"}, [el("b", null, r.title || ""), r.detail ? el("p", null, r.detail) : null,
-        r.snippet ? el("pre", null, el("code", null, r.snippet)) : null]));
+        savingLine(r), r.snippet ? el("pre", null, el("code", null, r.snippet)) : null,
+        r.try_now ? el("div", {class: "try-now"}, [el("span", {class: "muted"}, "Try it now: "),
+          el("code", null, r.try_now)]) : null]));
     }
     item.append(box);
   }
@@ -48,6 +52,20 @@ function insightItem(app, ins, n) {
   }
   if (foot.firstChild) item.append(foot);
   return item;
+}
+
+/* The largest expected saving among recommendations (seconds of the slowest rank), or null. */
+function bestSaving(recs) {
+  const s = recs.map((r) => (r && typeof r.expected_saving === "number" ? r.expected_saving : null))
+    .filter((v) => v !== null && v > 0);
+  return s.length ? Math.max(...s) : null;
+}
+
+/* "Expected saving ≈ 2.2 s: <basis>", as diagnose --json states it (docs/diagnosis.md). */
+function savingLine(r) {
+  if (typeof r.expected_saving !== "number") return null;
+  return el("p", {class: "saving"}, `Expected saving ≈ ${fmtSeconds(r.expected_saving)}` +
+    (r.saving_basis ? `: ${r.saving_basis}` : ""));
 }
 
 /* Problems (critical, warning) first; info-level notes folded below. Shown whenever the diagnosis ran. */
