@@ -86,7 +86,8 @@ def parse_header(buf: bytes, file_size: int) -> Header:
     name_off, name_len = struct.unpack_from(bo + "QQ", buf, maps_off)
     maps = struct.unpack_from(bo + "QQ" * nmods, buf, maps_off + 16)
     vers = struct.unpack_from(bo + "I" * nmods, buf, vers_off)
-    regions = [Region(maps[2 * i], maps[2 * i + 1]) for i in range(nmods)]
+    # most of the 64 slots are unused: no Region for them (reading thousands of headers, this shows)
+    regions = [Region(maps[2 * i], maps[2 * i + 1]) if maps[2 * i + 1] else None for i in range(nmods)]
     partial_bits = [bool(partial >> i & 1) for i in range(nmods)]
     if not new:
         regions, vers, partial_bits = _remap(regions, version), _remap(vers, version), _remap(partial_bits, version)

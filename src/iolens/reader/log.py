@@ -103,7 +103,8 @@ def read_job_only(path: str) -> RawLog:
 
 def _parse(path: str, data: bytes, progress, regions=None, file_size=None, header=None) -> RawLog:
     if is_unfinished(path, data) and not (len(data) >= 16 and any(data[:16])):
-        return recover(path, data)  # the header was never written: read what Darshan wrote before it
+        # the header was never written: read what Darshan wrote before it
+        return recover(path, data, job_only=regions == ())
     if not data:
         raise LogError("empty file, not a Darshan log")
     size = len(data) if file_size is None else file_size  # read_job_only holds only the file's first bytes

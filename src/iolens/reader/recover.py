@@ -10,6 +10,7 @@ labelled. Every value read this way is flagged recovered; what is missing is nam
 """
 from __future__ import annotations
 
+import os
 import re
 import struct
 import zlib
@@ -55,7 +56,7 @@ class LogName:
 
 
 def parse_log_name(path: str):
-    m = NAME_PATTERN.search(Path(path).name)
+    m = NAME_PATTERN.search(os.path.basename(path))
     if not m:
         return None
     return LogName(m["who"], int(m["jobid"]), int(m["pid"]), int(m["month"]), int(m["day"]), int(m["seconds"]))
@@ -200,8 +201,9 @@ def _ops(recs) -> dict:
     return {(int(i), int(r)): (int(w), int(x)) for i, r, w, x in zip(recs.ids, recs.ranks, writes, reads)}
 
 
-def recover(path: str, data: bytes):
-    """A RawLog of what an unfinished log holds (`raw.recovered`, `raw.missing`); LogError when nothing is."""
+def recover(path: str, data: bytes, job_only: bool = False):
+    """A RawLog of what an unfinished log holds (`raw.recovered`, `raw.missing`); LogError when nothing is.
+    job_only: stop after the job region (grouping many logs needs no more)."""
     from .log import ModuleInfo, RawLog
 
     name = parse_log_name(path)
@@ -215,6 +217,9 @@ def recover(path: str, data: bytes):
     header = Header(version, bo, "zlib", HEADER_SIZES[version], 0, Region(0, 0))
     raw = RawLog(path, header, job, {})
     raw.recovered, raw.missing = True, ["header (region map, module versions, partial flags)"]
+    if job_only:
+        raw.notes.append(f"unfinished log ({Path(path).name}): no header; only its job region was read")
+        return raw
     versions = module_versions(job.metadata.get("lib_ver", ""))
     order = [m for m in sorted(MODULE_NAMES) if versions and MODULE_NAMES[m] in versions]
     modules: dict = {}  # module id -> [parsed streams]
