@@ -4,6 +4,8 @@ the real browser. A single log behaves as before."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -88,7 +90,7 @@ def test_report_of_the_training_job_in_the_browser(browser, loader, tmp_path):
     assert "step 1 (python3) worker" in text and f"pid {procs[3]['pid']}" in text and "train-1_" in text
     # the recovered worker's missing trace is said as an unfinished log, not as a truncated trace
     banners = p.page.inner_text("#banners")
-    assert "process 3688" in banners and "unfinished" in banners and "train-3_" in banners
+    assert "pid 3688" in banners and "unfinished" in banners and "train-3_" in banners
     assert "truncated" not in banners and "MODMEM" not in banners and "memory" not in banners
     assert p.errors == []
     p.close()
@@ -181,3 +183,63 @@ def test_a_log_cut_inside_its_trace_is_unfinished_not_out_of_memory(logs_dir, tm
     trunc = [i for i in out["insights"] if i["code"] == "TRUNCATED_TRACE"]
     assert trunc and all("unfinished" in i["title"] for i in trunc)
     assert not any("MODMEM" in r["snippet"] for i in trunc for r in i["recommendations"])
+
+
+# --- one numbering: the ranks and processes a finding's title names are its evidence's rows and the page's ------
+MENTION = re.compile(r"\b(rank|pid) (\d+)\b", re.IGNORECASE)
+
+
+def _mpi_job(logs_dir, tmp_path) -> Path:
+    """A folder holding one real 8-rank MPI log: one step, an MPI launch (rank 0 writes alone)."""
+    folder = tmp_path / "mpi"
+    folder.mkdir()
+    shutil.copy(logs_dir / "generated" / "fill_rank0.darshan", folder)
+    return folder
+
+
+def _check_titles(out: dict) -> int:
+    """Every `rank N` / `pid N` of a title is one of its evidence's rows (as the report labels them) and names
+    a process of the finding; the number of mentions checked."""
+    checked = 0
+    for i in out["insights"]:
+        for kind, n in MENTION.findall(i["title"]):
+            label = f"{i['step']}·r{n}" if kind.lower() == "rank" else f"{i['step']}·{n}"
+            assert label in i["rows"], (i["title"], i["rows"])
+            if kind.lower() == "pid":
+                assert int(n) in [p["pid"] for p in i["processes"]], i["title"]
+            checked += 1
+    return checked
+
+
+def test_titles_name_the_rows_of_their_evidence(loader, logs_dir, tmp_path):
+    out = json.loads(run_iolens("diagnose", "--json", "--all", loader).stdout)
+    imbalance = next(i for i in out["insights"] if i["code"] == "RANK_IMBALANCE")
+    # the parent is the step's first process: its title names it by pid, never as the step-local "rank 0"
+    assert "parent pid 3687" in imbalance["title"] and not re.search(r"\brank \d", imbalance["title"])
+    assert imbalance["rows"] == ["1·3687"] and imbalance["evidence"]["ranks"] == [1]
+    assert _check_titles(out) >= 2
+    mpi = json.loads(run_iolens("diagnose", "--json", "--all", _mpi_job(logs_dir, tmp_path)).stdout)
+    serial = next(i for i in mpi["insights"] if i["code"] == "SERIALIZED_IO")
+    assert "rank 0" in serial["title"] and serial["rows"] == ["0·r0"]  # an MPI launch keeps its ranks
+    assert _check_titles(mpi) >= 1
+    text = run_iolens("diagnose", loader).stdout
+    assert "rows: 1·3687" in text and "ranks: 1\n" not in text
+
+
+@pytest.mark.browser
+def test_report_rows_are_labelled_as_the_findings_name_them(browser, loader, logs_dir, tmp_path):
+    for folder, expected in ((loader, ["0·3680", "1·3687", "1·3688", "1·3691"]),
+                             (_mpi_job(logs_dir, tmp_path), [f"0·r{r}" for r in range(8)])):
+        page = tmp_path / f"{folder.name}.html"
+        run_iolens("report", folder, "-o", page)
+        p = LoadedPage(browser, page)
+        labels = p.js(f"() => [...Array({len(expected)}).keys()].map((r) => window.iolens.rowLabel(r))")
+        assert labels == expected
+        insights = json.loads(run_iolens("diagnose", "--json", "--all", folder).stdout)["insights"]
+        shown = p.page.inner_text("body")
+        for i in insights:
+            assert set(i["rows"]) <= set(labels)
+            if i["severity"] in ("critical", "warning"):
+                assert i["title"] in shown  # the page's findings carry the same titles
+        assert p.errors == []
+        p.close()

@@ -192,7 +192,7 @@ def _dxt_section(summary: dict):
 def unfinished_text(u: dict) -> str:
     """One unfinished log's missing trace, said as what it is (the process was ended, not Darshan's memory)."""
     ops = " and ".join(f"{u[k]:,} {k}" for k in ("reads", "writes") if u[k])
-    who = f"process {u['pid']}" if u["pid"] is not None else "a process"
+    who = f"pid {u['pid']}" if u["pid"] is not None else "a process"
     return (f"{ops} of {who} ({Path(u['log']).name}): its log is unfinished (the process was ended while "
             "Darshan wrote it); its counters are recovered")
 

@@ -91,7 +91,7 @@ def _unfinished_insight(ctx, u: dict) -> Insight:
     from ..summary import unfinished_processes
 
     name = Path(u["log"]).name
-    who = f"process {u['pid']}" if u["pid"] is not None else "a process"
+    who = f"pid {u['pid']}" if u["pid"] is not None else "a process"
     ops = " and ".join(f"{fmt_count(u[k])} {k}" for k in ("reads", "writes") if u[k])
     ranks = next((p["ranks"] for p in unfinished_processes(ctx.log) if p["log"] == u["log"]), [])
     return Insight(

@@ -51,7 +51,7 @@ def banners(log, summary: dict) -> list:
 
 
 def unfinished_banner(u: dict) -> str:
-    who = f"process {u['pid']}" if u["pid"] is not None else "a process"
+    who = f"pid {u['pid']}" if u["pid"] is not None else "a process"
     ops = " and ".join(f"{u[k]:,} {k}" for k in ("reads", "writes") if u[k])
     return (f"The trace of {who} is missing ({ops}): its log {Path(u['log']).name} is unfinished, the process "
             "was ended while Darshan was writing it. Its counters were recovered and are counted below; its "
