@@ -263,6 +263,37 @@ def recover(path: str, data: bytes, job_only: bool = False):
     return raw
 
 
+def cut_after_header(path: str, data: bytes, header: Header, job_end: int) -> list:
+    """An unfinished log whose header was written but whose file ends early: the regions the header maps that
+    lie whole in the file are kept; the one the file ends inside keeps its whole streams (one per rank); the
+    ones after it are dropped from `header`. What is missing, named; LogError when the job region is cut."""
+    size = len(data)
+    if job_end > size:
+        name = parse_log_name(path)
+        said = f" (its name says {name.describe()})" if name else ""
+        raise LogError(f"unfinished log cut inside its job region{said}; nothing to recover")
+    missing = []
+    regions = [("name records", None, header.name_region)] + [
+        (MODULE_NAMES.get(m, f"module {m}"), m, r) for m, r in header.module_regions.items()]
+    for label, mod_id, region in sorted(regions, key=lambda item: item[2].offset):
+        if not region.length or region.offset + region.length <= size:
+            continue
+        whole = 0
+        if region.offset < size and header.compression == "zlib":
+            whole = sum(n for _, n, _, ok in _streams(data[:region.offset + region.length], region.offset) if ok)
+        if whole:
+            missing.append(f"{label}: the file ends inside its region (its first {whole:,} of {region.length:,} "
+                           "compressed bytes, whole streams, are read)")
+            region.length = whole
+            continue
+        missing.append(f"{label} (the file ends {'inside' if region.offset < size else 'before'} its region)")
+        if mod_id is None:
+            header.name_region = Region(0, 0)
+        else:
+            del header.module_regions[mod_id]
+    return missing
+
+
 def _so_far(modules: dict) -> dict:
     """The counter records recovered so far, by module name (several streams of one module concatenated)."""
     out = {}

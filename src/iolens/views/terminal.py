@@ -68,8 +68,8 @@ def render_summary(summary: dict, console: Console) -> None:
                                  f"{job['byte_order']}-endian, {job['compression']})")
     facts.add_row("files", human_count(summary["files"]))
     if job.get("recovered"):
-        facts.add_row("recovered", Text("unfinished log (no header): what Darshan wrote before the process "
-                                        "ended; missing: " + "; ".join(job["missing"]), style="bold yellow"))
+        facts.add_row("recovered", Text("unfinished log: what Darshan wrote before the process ended; "
+                                        "missing: " + "; ".join(job["missing"]), style="bold yellow"))
     console.print(facts)
     console.print(_modules_table(job))
     if summary["layers"]:
