@@ -174,7 +174,8 @@ def _header(path: str, data: bytes, size: int):
 def _flag_cut(raw: RawLog, missing: list, size: int) -> None:
     raw.recovered, raw.missing = True, missing
     for info in raw.modules:
-        info.note = info.note or "recovered"
+        if info.supported:
+            info.note = info.note or "recovered"
     read = ["job"] + (["name records"] if raw.names else []) + [m.name for m in raw.modules if m.note == "recovered"]
     raw.notes.append(f"unfinished log ({os.path.basename(raw.path)}): its header was written but the file ends at "
                      f"byte {size:,}; recovered " + ", ".join(read) + "; every value is recovered. Missing: "
