@@ -121,3 +121,22 @@ def test_an_unreadable_log_is_listed_not_fatal(workflows, tmp_path):
     assert len(out["jobs"][0]["steps"]) == 3
     (bad,) = out["unreadable"]
     assert bad["path"].endswith("junk.darshan") and "not a Darshan log" in bad["error"]
+
+
+def test_grouping_alone_finds_the_same_jobs_and_steps(workflows):
+    # grouping many logs reads only headers and job regions (the headerless worker too): the same jobs, steps,
+    # processes and recovered logs as the full read, without the totals
+    from iolens.jobs import find_jobs
+
+    def shape(jobs):
+        return [(j.job_id, [(s.head.command, sorted(p.path for p in s.processes), sorted(p.path for p in s.processes
+                                                                                        if p.recovered))
+                            for s in sorted(j.steps + j.helpers, key=lambda s: s.start)]) for j in jobs]
+
+    for folder in ("loader", "pipeline", "shimmed"):
+        alone, full = find_jobs([workflows / folder], counters=False), find_jobs([workflows / folder])
+        assert shape(alone) == shape(full)
+        assert not any(p.counted for j in alone for s in j.steps + j.helpers for p in s.processes)
+    recovered = [p for j in find_jobs([workflows / "loader"], counters=False) for s in j.steps for p in s.processes
+                 if p.recovered]
+    assert [p.pid for p in recovered] == [3688]

@@ -4,6 +4,8 @@ the real browser. A single log behaves as before."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -86,6 +88,10 @@ def test_report_of_the_training_job_in_the_browser(browser, loader, tmp_path):
     tip.wait_for(state="visible")
     text = tip.inner_text()
     assert "step 1 (python3) worker" in text and f"pid {procs[3]['pid']}" in text and "train-1_" in text
+    # the recovered worker's missing trace is said as an unfinished log, not as a truncated trace
+    banners = p.page.inner_text("#banners")
+    assert "pid 3688" in banners and "unfinished" in banners and "train-3_" in banners
+    assert "truncated" not in banners and "MODMEM" not in banners and "memory" not in banners
     assert p.errors == []
     p.close()
 
@@ -126,3 +132,114 @@ def test_compare_takes_a_folder_as_one_run(loader, logs_dir):
     assert posix["bytes_written"] == sum(v["bytes_written"] for v in truth.values() if v)
     assert again["verdict"]["verdict"] == "no real change"
     assert alone["layers"]["POSIX"]["reads"] == truth[parent.name]["reads"] < posix["reads"]
+
+
+# --- a recovered worker without a trace: its log is unfinished, the job's trace is not truncated ----------------
+def _recovered_worker(loader) -> Path:
+    return next(loader.glob("train-3_*.darshan_partial"))
+
+
+def test_diagnose_says_the_workers_log_is_unfinished_not_truncated(loader):
+    worker = _recovered_worker(loader)
+    out = json.loads(run_iolens("diagnose", "--json", loader).stdout)
+    truth = json.loads((loader.parent / "TRUTH.json").read_text())["loader"]["logs"][worker.name]
+    (finding,) = [i for i in out["insights"] if i["code"] == "TRUNCATED_TRACE"]
+    assert "3688" in finding["title"] and "unfinished" in finding["title"] and worker.name in finding["title"]
+    assert finding["evidence"]["metrics"]["untraced_reads"] == truth["reads"]
+    assert [p["pid"] for p in finding["processes"]] == [3688] and finding["processes"][0]["log"] == str(worker)
+    advice = " ".join(r["title"] + r["detail"] + r["snippet"] for r in finding["recommendations"])
+    assert "pool.join()" in advice and "MODMEM" not in advice and "memory" not in advice.lower()
+    assert not any("DARSHAN_MODMEM" in r["snippet"] for i in out["insights"] for r in i["recommendations"])
+    # the finished logs' trace holds every operation their counters record: the job's trace is not truncated
+    assert out["measures"]["dxt_truncated"] is False and out["measures"]["dxt_coverage"] == 1.0
+    text = run_iolens("diagnose", loader).stdout
+    assert "its log is unfinished" in text and "DARSHAN_MODMEM" not in text
+
+
+def test_info_lists_the_unfinished_trace_apart(loader):
+    worker = _recovered_worker(loader)
+    (dxt,) = json.loads(run_iolens("info", "--json", loader).stdout)["dxt"]
+    assert dxt["truncated"] is False and dxt["truncation_reasons"] == []
+    assert dxt["unfinished"] == [{"pid": 3688, "log": str(worker), "reads": 4112, "writes": 0}]
+    text = run_iolens("info", loader).stdout
+    assert "TRUNCATED" not in text and "unfinished" in text
+
+
+def test_a_log_cut_inside_its_trace_is_unfinished_not_out_of_memory(logs_dir, tmp_path):
+    # a real 8-rank log made unfinished inside its DXT_MPIIO region: the reader recovers the whole streams (the
+    # first ranks' trace); the rest of the trace is lost with the cut, not for want of Darshan memory
+    from logtools import region_spans
+
+    src = logs_dir / "generated" / "fill_rank0.darshan"
+    off, n = region_spans(src)["DXT_MPIIO"]
+    data = src.read_bytes()
+    cut = tmp_path / "fill_0_prog_id1-77_1-1-1-1.darshan_partial"
+    cut.write_bytes(bytes(1328) + data[1328:off + 2 * n // 3])
+    assert "DXT_MPIIO" in [m.name for m in iolens.read(cut).modules]
+    (dxt,) = [d for d in json.loads(run_iolens("info", "--json", cut).stdout)["dxt"] if d["module"] == "DXT_MPIIO"]
+    assert not dxt["truncated"] and dxt["unfinished"] and dxt["unfinished"][0]["pid"] == 77
+    assert dxt["unfinished"][0]["writes"] > 0
+    out = json.loads(run_iolens("diagnose", "--json", cut).stdout)
+    trunc = [i for i in out["insights"] if i["code"] == "TRUNCATED_TRACE"]
+    assert trunc and all("unfinished" in i["title"] for i in trunc)
+    assert not any("MODMEM" in r["snippet"] for i in trunc for r in i["recommendations"])
+
+
+# --- one numbering: the ranks and processes a finding's title names are its evidence's rows and the page's ------
+MENTION = re.compile(r"\b(rank|pid) (\d+)\b", re.IGNORECASE)
+
+
+def _mpi_job(logs_dir, tmp_path) -> Path:
+    """A folder holding one real 8-rank MPI log: one step, an MPI launch (rank 0 writes alone)."""
+    folder = tmp_path / "mpi"
+    folder.mkdir()
+    shutil.copy(logs_dir / "generated" / "fill_rank0.darshan", folder)
+    return folder
+
+
+def _check_titles(out: dict) -> int:
+    """Every `rank N` / `pid N` of a title is one of its evidence's rows (as the report labels them) and names
+    a process of the finding; the number of mentions checked."""
+    checked = 0
+    for i in out["insights"]:
+        for kind, n in MENTION.findall(i["title"]):
+            label = f"{i['step']}·r{n}" if kind.lower() == "rank" else f"{i['step']}·{n}"
+            assert label in i["rows"], (i["title"], i["rows"])
+            if kind.lower() == "pid":
+                assert int(n) in [p["pid"] for p in i["processes"]], i["title"]
+            checked += 1
+    return checked
+
+
+def test_titles_name_the_rows_of_their_evidence(loader, logs_dir, tmp_path):
+    out = json.loads(run_iolens("diagnose", "--json", "--all", loader).stdout)
+    imbalance = next(i for i in out["insights"] if i["code"] == "RANK_IMBALANCE")
+    # the parent is the step's first process: its title names it by pid, never as the step-local "rank 0"
+    assert "parent pid 3687" in imbalance["title"] and not re.search(r"\brank \d", imbalance["title"])
+    assert imbalance["rows"] == ["1·3687"] and imbalance["evidence"]["ranks"] == [1]
+    assert _check_titles(out) >= 2
+    mpi = json.loads(run_iolens("diagnose", "--json", "--all", _mpi_job(logs_dir, tmp_path)).stdout)
+    serial = next(i for i in mpi["insights"] if i["code"] == "SERIALIZED_IO")
+    assert "rank 0" in serial["title"] and serial["rows"] == ["0·r0"]  # an MPI launch keeps its ranks
+    assert _check_titles(mpi) >= 1
+    text = run_iolens("diagnose", loader).stdout
+    assert "rows: 1·3687" in text and "ranks: 1\n" not in text
+
+
+@pytest.mark.browser
+def test_report_rows_are_labelled_as_the_findings_name_them(browser, loader, logs_dir, tmp_path):
+    for folder, expected in ((loader, ["0·3680", "1·3687", "1·3688", "1·3691"]),
+                             (_mpi_job(logs_dir, tmp_path), [f"0·r{r}" for r in range(8)])):
+        page = tmp_path / f"{folder.name}.html"
+        run_iolens("report", folder, "-o", page)
+        p = LoadedPage(browser, page)
+        labels = p.js(f"() => [...Array({len(expected)}).keys()].map((r) => window.iolens.rowLabel(r))")
+        assert labels == expected
+        insights = json.loads(run_iolens("diagnose", "--json", "--all", folder).stdout)["insights"]
+        shown = p.page.inner_text("body")
+        for i in insights:
+            assert set(i["rows"]) <= set(labels)
+            if i["severity"] in ("critical", "warning"):
+                assert i["title"] in shown  # the page's findings carry the same titles
+        assert p.errors == []
+        p.close()

@@ -7,6 +7,7 @@ region is whole; every module it returns holds exactly the records the finished 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,81 @@ def test_cut_cli_is_one_line(logs_dir, tmp_path):
     assert "nothing to recover" in proc.stderr and "job 7" in proc.stderr and "process 42" in proc.stderr
     path.write_bytes(bytes(1328) + data[1328:spans["names"][0] + spans["names"][1] + 5])
     assert "recovered" in run_iolens("info", path).stdout
+
+
+def _whole_and_cut(spans: dict, cut: int) -> tuple:
+    """(modules whose region lies whole before the cut, in file order; the module the cut falls inside)."""
+    modules = sorted(((off, n, label) for label, (off, n) in spans.items() if label not in ("job", "names")))
+    whole = [label for off, n, label in modules if off + n <= cut]
+    inside = next((label for off, n, label in modules if off < cut < off + n), None)
+    return whole, inside
+
+
+@pytest.mark.parametrize("rel", CUT_SAMPLES)
+def test_unfinished_log_with_its_header_cut_anywhere_is_recovered(logs_dir, tmp_path, rel):
+    # a `.darshan_partial` whose header was written but whose file ends early (at every region boundary and
+    # inside each stream): the header labels every region, so every region whole before the cut is read as
+    # the finished log holds it, the one cut keeps its whole streams, and what is missing is named
+    src = logs_dir / rel
+    full = iolens.read(src)
+    data = src.read_bytes()
+    spans = region_spans(src)
+    job_end = sum(spans["job"])
+    for k, cut in enumerate(_cut_points(spans, len(data))):
+        path = tmp_path / f"cut{k}_0_prog_id1-{k}_1-1-1-1.darshan_partial"
+        path.write_bytes(data[:cut])
+        if cut < job_end:
+            with pytest.raises(LogError, match="cut inside its job region.*nothing to recover"):
+                iolens.read(path)
+            continue
+        log = iolens.read(path)
+        assert log.job["exe"] == full.job["exe"] and log.job["jobid"] == full.job["jobid"]
+        if cut == len(data):  # nothing cut: a finished log under an unfinished name
+            assert not log.job["recovered"] and log.job["missing"] == []
+            continue
+        assert log.job["recovered"] and log.job["missing"], cut
+        assert set(log.file_names().items()) <= set(full.file_names().items())
+        whole, inside = _whole_and_cut(spans, cut)
+        got = [m.name for m in log.modules]
+        assert got[:len(whole)] == whole and set(got) <= set(whole) | {inside}, (cut, got, whole, inside)
+        assert all(m.note == "recovered" or m.name in UNMODELLED for m in log.modules)
+        for name in got:
+            if name in full.counters:
+                mine, theirs = log.counters[name], full.counters[name]
+                assert mine.equals(theirs if name in whole else theirs.head(mine.height)), (cut, name)
+        if "DXT_POSIX" in whole:
+            seg = log.segments.filter(log.segments["module"] == "DXT_POSIX")
+            assert seg.equals(full.segments.filter(full.segments["module"] == "DXT_POSIX"))
+        lost = [label for label, (off, n) in spans.items() if off + n > cut and label not in ("job", "names")]
+        assert all(any(m.startswith(label) for m in log.job["missing"]) for label in lost), (cut, log.job["missing"])
+
+
+def test_header_cut_cli_and_jobs(logs_dir, tmp_path):
+    # a finished worker's log of the training job, cut inside its DXT region as if it had been ended while
+    # Darshan wrote it: `info` says recovered and what is missing; `iolens jobs` keeps it in its step, recovered
+    src = next(loader(logs_dir).glob("train-1_*.darshan"))
+    data = src.read_bytes()
+    spans = region_spans(src)
+    folder = tmp_path / "loader"
+    shutil.copytree(loader(logs_dir), folder)
+    cut = folder / (src.name.removesuffix(".darshan") + ".darshan_partial")
+    (folder / src.name).unlink()
+    off, n = spans["DXT_POSIX"]
+    cut.write_bytes(data[:off + n // 2])
+    text = run_iolens("info", cut).stdout
+    assert "recovered" in text and "DXT_POSIX" in text and "bad magic" not in text
+    info = json.loads(run_iolens("info", "--json", cut).stdout)
+    assert info["job"]["recovered"] and any(m.startswith("DXT_POSIX") for m in info["job"]["missing"])
+    expected = truth(logs_dir)["loader"]["logs"][src.name]
+    posix = next(layer for layer in info["layers"] if layer["layer"] == "POSIX")
+    assert posix["reads"] == expected["reads"] and posix["bytes_read"] == expected["bytes_read"]
+    (job,) = json.loads(run_iolens("jobs", "--json", folder).stdout)["jobs"]
+    train = job["steps"][1]
+    assert str(cut) in train["recovered"] and train["reads"] == truth(logs_dir)["loader"]["steps"]["train"]["reads"]
+    proc = run_iolens("info", tmp_path / "x_0_p_id5-6_1-1-1-1.darshan_partial", check=False)
+    assert proc.returncode == 2  # a path that does not exist is still one line
+    head = tmp_path / "h_0_python3_id7-42_1-1-1-1.darshan_partial"
+    head.write_bytes(data[:sum(spans["job"]) - 3])
+    proc = run_iolens("info", head, check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert "cut inside its job region" in proc.stderr and "process 42" in proc.stderr

@@ -5,6 +5,7 @@ import polars as pl
 
 from ..model import Log
 from ..model.darshan import DXT_LAYERS, FILE_LAYERS, LAYER_BY_MODULE, LAYERS, Layer
+from ..reader.recover import parse_log_name
 from . import measures
 from .measures import TableCounters, recorded
 
@@ -43,23 +44,43 @@ def layer_summary(log: Log, layer: Layer) -> dict | None:
     }
 
 
+def unfinished_processes(log) -> list:
+    """[{ranks, pid, log}]: the processes whose Darshan log is unfinished (a `.darshan_partial` the reader
+    recovered). What their trace lacks was lost with the log (the process was ended while Darshan wrote it),
+    not dropped for want of Darshan memory."""
+    procs = getattr(log, "processes", None)  # a job's logs merged (jobs/merged.py)
+    if procs:
+        return [{"ranks": list(range(p["rank"], p["rank"] + p["ranks"])), "pid": p["pid"], "log": p["log"]}
+                for p in procs if p["recovered"]]
+    if not log.job.get("recovered"):
+        return []
+    name = parse_log_name(log.path)
+    return [{"ranks": [-1, *range(int(log.job["nprocs"]))], "pid": name.pid if name else None, "log": log.path}]
+
+
 def dxt_summary(log: Log) -> list:
     """Per DXT module: what was traced, and whether the trace holds fewer operations than the counters
-    (`measures.dxt_counts`, `measures.dxt_truncated`)."""
+    (`measures.dxt_counts`, `measures.dxt_truncated`). The processes of unfinished logs are left out of that
+    comparison and listed in `unfinished` with the operations their counters record beyond their trace."""
     out = []
     if log.dxt_records.is_empty() and not any(m.name.startswith("DXT") for m in log.modules):
         return out
     recs = log.dxt_records
+    unfinished = unfinished_processes(log)
+    lost = [r for u in unfinished for r in u["ranks"]]
     for module, counter_module in DXT_LAYERS.items():
         info = log.module(module)
         if info is None:
             continue
         mine = (recs["module"] == module).to_numpy()
+        finished = mine & ~recs["rank"].is_in(lost).to_numpy() if lost else mine
         layer = LAYER_BY_MODULE[counter_module]
         counters = log.counters.get(layer.module)
-        counts = measures.dxt_counts(recs["file_id"].to_numpy()[mine], recs["read_count"].to_numpy()[mine],
-                                     recs["write_count"].to_numpy()[mine],
-                                     TableCounters(counters) if counters is not None else None, layer)
+        finished_counters = counters.filter(~pl.col("rank").is_in(lost)) if counters is not None and lost else counters
+        counts = measures.dxt_counts(recs["file_id"].to_numpy()[finished], recs["read_count"].to_numpy()[finished],
+                                     recs["write_count"].to_numpy()[finished],
+                                     TableCounters(finished_counters) if finished_counters is not None else None,
+                                     layer)
         traced_r, traced_w, counted_r, counted_w = (counts[k] for k in ("reads", "writes", "counter_reads",
                                                                         "counter_writes"))
         reasons = []
@@ -74,7 +95,7 @@ def dxt_summary(log: Log) -> list:
         out.append({
             "module": module,
             "records": int(mine.sum()),
-            "segments": traced_w + traced_r,
+            "segments": int(recs["read_count"].to_numpy()[mine].sum() + recs["write_count"].to_numpy()[mine].sum()),
             "writes": traced_w,
             "reads": traced_r,
             "counter_writes": counted_w,
@@ -82,8 +103,23 @@ def dxt_summary(log: Log) -> list:
             "partial": info.partial,
             "truncated": measures.dxt_truncated(counts, info.partial),
             "truncation_reasons": reasons,
+            "unfinished": [u for u in (_untraced(p, recs, mine, counters, layer) for p in unfinished) if u],
         })
     return out
+
+
+def _untraced(proc: dict, recs: pl.DataFrame, mine, counters, layer: Layer) -> dict | None:
+    """{pid, log, reads, writes}: the operations an unfinished log's counters record beyond its trace."""
+    if counters is None:
+        return None
+    ranks = proc["ranks"]
+    own = mine & recs["rank"].is_in(ranks).to_numpy()
+    counted = counters.filter(pl.col("rank").is_in(ranks))
+    reads = _sum(counted, layer.reads) - int(recs["read_count"].to_numpy()[own].sum())
+    writes = _sum(counted, layer.writes) - int(recs["write_count"].to_numpy()[own].sum())
+    if reads <= 0 and writes <= 0:
+        return None
+    return {"pid": proc["pid"], "log": proc["log"], "reads": max(int(reads), 0), "writes": max(int(writes), 0)}
 
 
 def job_measures(log: Log, layers: list | None = None, dxt: list | None = None) -> dict:

@@ -41,17 +41,32 @@ class JobLog:
     # --- which rank is which process --------------------------------------------------------------
     @cached_property
     def processes(self) -> list:
-        """[{rank, ranks, step, exe, pid, role, log, recovered, offset}] in rank order."""
+        """[{rank, ranks, step, exe, pid, role, log, recovered, offset, step_rank}] in rank order; step_rank: the
+        MPI rank of the process's first rank inside its step (None outside an MPI launch)."""
         out = []
+        step_first = {}
         for step, proc, log, first, offset in self.logs:
             head = self.group.steps[step].head
+            ranks = int(log.job["nprocs"])
+            step_rank = first - step_first.setdefault(step, first) if self.group.steps[step].mpi else None
             role = ("worker" if proc.fork_parent is not None else
-                    f"rank {self.group.steps[step].processes.index(proc)}" if self.group.steps[step].mpi else
+                    (f"rank {step_rank}" if ranks == 1 else f"ranks {step_rank}–{step_rank + ranks - 1}")
+                    if step_rank is not None else
                     "parent" if proc is head and len(self.group.steps[step].processes) > 1 else "process")
-            out.append({"rank": first, "ranks": int(log.job["nprocs"]), "step": step, "exe": head.program,
+            out.append({"rank": first, "ranks": ranks, "step": step, "exe": head.program,
                         "pid": proc.pid, "role": role, "log": proc.path, "recovered": proc.recovered,
-                        "offset": offset})
+                        "offset": offset, "step_rank": step_rank if proc.fork_parent is None else None})
         return out
+
+    def row_label(self, rank: int) -> str:
+        """What the report's timeline labels the row of a rank (job numbering): `step·rN` for rank N of an MPI
+        launch, `step·pid` for any other process."""
+        p = self.process_of(rank)
+        if p is None:
+            return str(rank)
+        if p["step_rank"] is not None:
+            return f"{p['step']}·r{p['step_rank'] + rank - p['rank']}"
+        return f"{p['step']}·{p['pid'] if p['pid'] is not None else rank}"
 
     def step_log(self, step: int) -> "JobLog":
         """The processes of one step only (they ran together: parent and workers, or the ranks of a launch)."""

@@ -100,19 +100,18 @@ def _count(proc: Process, raw) -> None:
         recs = raw.counters.get(module)
         if recs is None or not len(recs.ids):
             continue
-        names = COUNTER_NAMES[module][0]
-        col = {n: recs.counters[:, names.index(n)] for n in names}
+        counters, index = recs.counters, _column_index(module, COUNTER_NAMES[module][0])  # the few columns needed
         prefix = "MPIIO" if module == "MPI-IO" else module
         if module == "MPI-IO":
-            reads = sum(col[f"MPIIO_{k}_READS"] for k in ("INDEP", "COLL", "SPLIT", "NB"))
-            writes = sum(col[f"MPIIO_{k}_WRITES"] for k in ("INDEP", "COLL", "SPLIT", "NB"))
+            reads = sum(counters[:, index[f"MPIIO_{k}_READS"]] for k in ("INDEP", "COLL", "SPLIT", "NB"))
+            writes = sum(counters[:, index[f"MPIIO_{k}_WRITES"]] for k in ("INDEP", "COLL", "SPLIT", "NB"))
         else:
-            reads, writes = col[f"{prefix}_READS"], col[f"{prefix}_WRITES"]
+            reads, writes = counters[:, index[f"{prefix}_READS"]], counters[:, index[f"{prefix}_WRITES"]]
         proc.data_ops += int(reads.clip(0).sum() + writes.clip(0).sum())
         if module != "POSIX":
             continue
         proc.reads, proc.writes = int(reads.sum()), int(writes.sum())
-        read_bytes, written = col["POSIX_BYTES_READ"], col["POSIX_BYTES_WRITTEN"]
+        read_bytes, written = counters[:, index["POSIX_BYTES_READ"]], counters[:, index["POSIX_BYTES_WRITTEN"]]
         proc.bytes_read, proc.bytes_written = int(read_bytes.sum()), int(written.sum())
         for rec_id, r, w in zip(recs.ids.tolist(), read_bytes.tolist(), written.tolist()):
             file = raw.names.get(rec_id)
@@ -120,3 +119,12 @@ def _count(proc: Process, raw) -> None:
                 proc.files_read.add(file)
             if file and w > 0:
                 proc.files_written.add(file)
+
+
+_INDEX: dict = {}
+
+
+def _column_index(module: str, names) -> dict:
+    if module not in _INDEX:
+        _INDEX[module] = {n: i for i, n in enumerate(names)}
+    return _INDEX[module]

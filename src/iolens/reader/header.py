@@ -52,7 +52,9 @@ def _version_key(version: str) -> tuple:
     return int(major), int(minor.ljust(2, "0"))
 
 
-def parse_header(buf: bytes, file_size: int) -> Header:
+def parse_header(buf: bytes, file_size: int, bounded: bool = True) -> Header:
+    """The header; bounded=False accepts regions past the file's end (an unfinished log cut after its header
+    was written: reader/recover.py keeps what is whole)."""
     if len(buf) < 16:
         raise LogError("not a Darshan log (file too short for a header)")
     raw_version = buf[:8].split(b"\0", 1)[0]
@@ -86,7 +88,8 @@ def parse_header(buf: bytes, file_size: int) -> Header:
     name_off, name_len = struct.unpack_from(bo + "QQ", buf, maps_off)
     maps = struct.unpack_from(bo + "QQ" * nmods, buf, maps_off + 16)
     vers = struct.unpack_from(bo + "I" * nmods, buf, vers_off)
-    regions = [Region(maps[2 * i], maps[2 * i + 1]) for i in range(nmods)]
+    # most of the 64 slots are unused: no Region for them (reading thousands of headers, this shows)
+    regions = [Region(maps[2 * i], maps[2 * i + 1]) if maps[2 * i + 1] else None for i in range(nmods)]
     partial_bits = [bool(partial >> i & 1) for i in range(nmods)]
     if not new:
         regions, vers, partial_bits = _remap(regions, version), _remap(vers, version), _remap(partial_bits, version)
@@ -101,7 +104,7 @@ def parse_header(buf: bytes, file_size: int) -> Header:
     for label, region in [("name records", header.name_region)] + [
         (MODULE_NAMES.get(m, f"module {m}"), r) for m, r in header.module_regions.items()
     ]:
-        if region.length and (region.offset < size or region.offset + region.length > file_size):
+        if region.length and (region.offset < size or (bounded and region.offset + region.length > file_size)):
             raise LogError(
                 f"truncated or corrupt: {label} region [{region.offset}, +{region.length}) "
                 f"lies outside the file ({file_size} bytes)"

@@ -12,7 +12,7 @@ from .heatmap import parse_heatmap
 from .job import JobRecord, parse_job
 from .lustre import LustreRecords, parse_lustre
 from .names import parse_names
-from .recover import is_unfinished, recover
+from .recover import PARTIAL_SUFFIX, cut_after_header, is_unfinished, recover
 from .regions import inflate, read_regions
 
 
@@ -103,12 +103,16 @@ def read_job_only(path: str) -> RawLog:
 
 def _parse(path: str, data: bytes, progress, regions=None, file_size=None, header=None) -> RawLog:
     if is_unfinished(path, data) and not (len(data) >= 16 and any(data[:16])):
-        return recover(path, data)  # the header was never written: read what Darshan wrote before it
+        # the header was never written: read what Darshan wrote before it
+        return recover(path, data, job_only=regions == ())
     if not data:
         raise LogError("empty file, not a Darshan log")
     size = len(data) if file_size is None else file_size  # read_job_only holds only the file's first bytes
-    header = header or parse_header(data, size)
-    jr = job_region(header, size)
+    cut = None  # what an unfinished log cut after its header lacks
+    if header is None:
+        header, jr, cut = _header(path, data, size)
+    else:
+        jr = job_region(header, size)
     if jr.length <= 0:
         raise LogError("truncated: no job region after the header")
     bo, version = header.byte_order, header.version
@@ -139,6 +143,8 @@ def _parse(path: str, data: bytes, progress, regions=None, file_size=None, heade
             readers.append(lambda buf, info=info: _read_module(raw, info, buf))
     for read, result in zip(readers, read_regions(data, wanted, header.compression, progress)):
         read(result)
+    if cut is not None:
+        _flag_cut(raw, cut, size)
     for info in raw.modules:
         if not info.supported:
             info.note = "not modelled by iolens; skipped"
@@ -149,6 +155,31 @@ def _parse(path: str, data: bytes, progress, regions=None, file_size=None, heade
             raw.notes.append(f"{info.name}: {raw.counters[info.name].skipped} records of module version 1 used "
                              f"stdio counters and cannot be converted (skipped, as darshan-util does)")
     return raw
+
+
+def _header(path: str, data: bytes, size: int):
+    """(header, job region, None), or for an unfinished log cut after its header was written (header, job
+    region, what it lacks): the header trimmed to what is whole (recover.cut_after_header)."""
+    try:
+        header = parse_header(data, size)
+        return header, job_region(header, size), None
+    except LogError:
+        if not str(path).endswith(PARTIAL_SUFFIX):
+            raise
+        header = parse_header(data, size, bounded=False)  # any other fault of the header still raises
+        job = job_region(header, size)  # from the header's whole map, before it is trimmed
+        return header, job, cut_after_header(path, data, header, job.offset + job.length)
+
+
+def _flag_cut(raw: RawLog, missing: list, size: int) -> None:
+    raw.recovered, raw.missing = True, missing
+    for info in raw.modules:
+        if info.supported:
+            info.note = info.note or "recovered"
+    read = ["job"] + (["name records"] if raw.names else []) + [m.name for m in raw.modules if m.note == "recovered"]
+    raw.notes.append(f"unfinished log ({os.path.basename(raw.path)}): its header was written but the file ends at "
+                     f"byte {size:,}; recovered " + ", ".join(read) + "; every value is recovered. Missing: "
+                     + "; ".join(missing))
 
 
 def _read_dxt(raw: RawLog, module: str, columns: dict) -> None:

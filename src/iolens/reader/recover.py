@@ -10,6 +10,7 @@ labelled. Every value read this way is flagged recovered; what is missing is nam
 """
 from __future__ import annotations
 
+import os
 import re
 import struct
 import zlib
@@ -55,7 +56,7 @@ class LogName:
 
 
 def parse_log_name(path: str):
-    m = NAME_PATTERN.search(Path(path).name)
+    m = NAME_PATTERN.search(os.path.basename(path))
     if not m:
         return None
     return LogName(m["who"], int(m["jobid"]), int(m["pid"]), int(m["month"]), int(m["day"]), int(m["seconds"]))
@@ -200,8 +201,9 @@ def _ops(recs) -> dict:
     return {(int(i), int(r)): (int(w), int(x)) for i, r, w, x in zip(recs.ids, recs.ranks, writes, reads)}
 
 
-def recover(path: str, data: bytes):
-    """A RawLog of what an unfinished log holds (`raw.recovered`, `raw.missing`); LogError when nothing is."""
+def recover(path: str, data: bytes, job_only: bool = False):
+    """A RawLog of what an unfinished log holds (`raw.recovered`, `raw.missing`); LogError when nothing is.
+    job_only: stop after the job region (grouping many logs needs no more)."""
     from .log import ModuleInfo, RawLog
 
     name = parse_log_name(path)
@@ -215,6 +217,9 @@ def recover(path: str, data: bytes):
     header = Header(version, bo, "zlib", HEADER_SIZES[version], 0, Region(0, 0))
     raw = RawLog(path, header, job, {})
     raw.recovered, raw.missing = True, ["header (region map, module versions, partial flags)"]
+    if job_only:
+        raw.notes.append(f"unfinished log ({Path(path).name}): no header; only its job region was read")
+        return raw
     versions = module_versions(job.metadata.get("lib_ver", ""))
     order = [m for m in sorted(MODULE_NAMES) if versions and MODULE_NAMES[m] in versions]
     modules: dict = {}  # module id -> [parsed streams]
@@ -256,6 +261,37 @@ def recover(path: str, data: bytes):
                                [MODULE_NAMES[m] for m in sorted(modules)]) +
                      "; every value is recovered. Missing: " + "; ".join(raw.missing))
     return raw
+
+
+def cut_after_header(path: str, data: bytes, header: Header, job_end: int) -> list:
+    """An unfinished log whose header was written but whose file ends early: the regions the header maps that
+    lie whole in the file are kept; the one the file ends inside keeps its whole streams (one per rank); the
+    ones after it are dropped from `header`. What is missing, named; LogError when the job region is cut."""
+    size = len(data)
+    if job_end > size:
+        name = parse_log_name(path)
+        said = f" (its name says {name.describe()})" if name else ""
+        raise LogError(f"unfinished log cut inside its job region{said}; nothing to recover")
+    missing = []
+    regions = [("name records", None, header.name_region)] + [
+        (MODULE_NAMES.get(m, f"module {m}"), m, r) for m, r in header.module_regions.items()]
+    for label, mod_id, region in sorted(regions, key=lambda item: item[2].offset):
+        if not region.length or region.offset + region.length <= size:
+            continue
+        whole = 0
+        if region.offset < size and header.compression == "zlib":
+            whole = sum(n for _, n, _, ok in _streams(data[:region.offset + region.length], region.offset) if ok)
+        if whole:
+            missing.append(f"{label}: the file ends inside its region (its first {whole:,} of {region.length:,} "
+                           "compressed bytes, whole streams, are read)")
+            region.length = whole
+            continue
+        missing.append(f"{label} (the file ends {'inside' if region.offset < size else 'before'} its region)")
+        if mod_id is None:
+            header.name_region = Region(0, 0)
+        else:
+            del header.module_regions[mod_id]
+    return missing
 
 
 def _so_far(modules: dict) -> dict:

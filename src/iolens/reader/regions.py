@@ -47,8 +47,12 @@ def read_regions(data: bytes, wanted: list, compression: str, progress: Optional
 
     wanted: [(label, offset, length, dxt)], dxt being `dxt.layout(...)` for a DXT region (its result: a
     dict of columns) and None for any other region (its result: the inflated bytes)."""
+    if not wanted:
+        return []
     if compression == "bzip2":
         return [_bzip2_region(data, *region) for region in wanted]
+    if threads is None and sum(n for _, _, n, _ in wanted) < MIN_PIECE:
+        threads = 1  # one piece in all: starting worker threads would cost more than it saves (small logs)
     try:
         return _native.read_regions(data, [(o, n, label, dxt) for label, o, n, dxt in wanted], compression,
                                     threads or workers(), MIN_PIECE, MAX_PIECE, BUFFERED, progress)

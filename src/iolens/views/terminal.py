@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import polars as pl
 
@@ -67,8 +68,8 @@ def render_summary(summary: dict, console: Console) -> None:
                                  f"{job['byte_order']}-endian, {job['compression']})")
     facts.add_row("files", human_count(summary["files"]))
     if job.get("recovered"):
-        facts.add_row("recovered", Text("unfinished log (no header): what Darshan wrote before the process "
-                                        "ended; missing: " + "; ".join(job["missing"]), style="bold yellow"))
+        facts.add_row("recovered", Text("unfinished log: what Darshan wrote before the process ended; "
+                                        "missing: " + "; ".join(job["missing"]), style="bold yellow"))
     console.print(facts)
     console.print(_modules_table(job))
     if summary["layers"]:
@@ -177,11 +178,23 @@ def _dxt_section(summary: dict):
     for d in dxt:
         if d["truncated"]:
             status = Text("TRUNCATED: " + "; ".join(d["truncation_reasons"]), style="bold yellow")
+        elif d.get("unfinished"):
+            status = Text("complete for every finished log", style="green")
         else:
             status = Text("complete: every counted operation was traced", style="green")
+        for u in d.get("unfinished", []):
+            status.append(f"; not traced: {unfinished_text(u)}", style="yellow")
         table.add_row(d["module"], human_count(d["records"]), human_count(d["segments"]),
                       human_count(d["writes"]), human_count(d["reads"]), status)
     return table
+
+
+def unfinished_text(u: dict) -> str:
+    """One unfinished log's missing trace, said as what it is (the process was ended, not Darshan's memory)."""
+    ops = " and ".join(f"{u[k]:,} {k}" for k in ("reads", "writes") if u[k])
+    who = f"pid {u['pid']}" if u["pid"] is not None else "a process"
+    return (f"{ops} of {who} ({Path(u['log']).name}): its log is unfinished (the process was ended while "
+            "Darshan wrote it); its counters are recovered")
 
 
 def shorten_path(name: str, width: int) -> str:

@@ -80,7 +80,7 @@ def _panel(i: dict, seen: set) -> Panel:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold dim")
     facts.add_column()
-    facts.add_row("ranks", _ranks(ev["ranks"]))
+    facts.add_row(*_ranks_row(i))
     if ev["files"]:
         facts.add_row("files", "\n".join(ev["files"][:5]) + (f"\n… ({len(ev['files'])} listed)"
                                                                if len(ev["files"]) > 5 else ""))
@@ -116,6 +116,14 @@ def _panel(i: dict, seen: set) -> Panel:
     return Panel(Group(*parts), title=title, title_align="left", border_style=STYLE[sev].replace("bold ", ""))
 
 
+def _ranks_row(i: dict) -> tuple:
+    """A job's finding names its rows as the report's timeline does (`step·pid`, `step·rN`), never the merged
+    log's internal rank numbers."""
+    if i.get("rows") is not None:
+        return "rows", _ranks(i["rows"])
+    return "ranks", _ranks(i["evidence"]["ranks"])
+
+
 def processes_text(processes: list) -> str:
     """The processes of a job behind a finding: `step 1 (python3): worker pid 3688, ...`."""
     return "; ".join(f"step {p['step']} ({p['exe']}): {p['role']}" + (f" pid {p['pid']}" if p["pid"] else "")
@@ -132,7 +140,7 @@ def _render_plain(path: str, shown: list, hidden: int, job: dict | None) -> None
         ev = i["evidence"]
         out(f"\n[{i['severity'].upper()}] {i['code']}: {i['title']}\n")
         out(f"  {i['summary']}\n")
-        out(f"  ranks: {_ranks(ev['ranks'])}\n")
+        out("  {}: {}\n".format(*_ranks_row(i)))
         if i.get("processes"):
             out(f"  processes: {processes_text(i['processes'])}\n")
         if ev["files"]:

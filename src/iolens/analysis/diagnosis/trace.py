@@ -1,12 +1,15 @@
-"""TRUNCATED_TRACE: the DXT trace holds fewer operations than the counters, or a module ran out of memory."""
+"""TRUNCATED_TRACE: the DXT trace holds fewer operations than the counters, or a module ran out of memory; or
+a process's trace is missing because its log is unfinished (the process was ended while Darshan wrote it)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import polars as pl
 
 from ..layers import LAYER_BY_MODULE
 from . import recommendations as rec
 from .context import clip
-from .insight import Evidence, Insight
+from .insight import Evidence, Insight, Recommendation
 from .units import fmt_bytes, fmt_count, fmt_pct
 
 COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "LUSTRE")
@@ -18,6 +21,12 @@ def check(ctx) -> list:
         if not d["truncated"]:
             continue
         out.append(_dxt_insight(ctx, module, d))
+    said = set()
+    for d in ctx.dxt.values():
+        for u in d.get("unfinished", []):
+            if u["log"] not in said:  # one finding per process, whichever DXT module lacks its operations
+                said.add(u["log"])
+                out.append(_unfinished_insight(ctx, u))
     for module in COUNTER_MODULES:
         if ctx.log.is_partial(module):
             out.append(Insight(
@@ -74,3 +83,30 @@ def _dxt_insight(ctx, module, d) -> Insight:
                    Evidence(ranks=[], files=[], time_window=window, metrics=metrics),
                    [rec.darshan_more_memory(module, counted_total)], source="dxt", partial=True,
                    score=100.0 + (1.0 - worst), demotable=False)
+
+
+def _unfinished_insight(ctx, u: dict) -> Insight:
+    """A process's trace lost with its unfinished log: said as such, with the fix that brings it back (letting
+    the process end normally), not more Darshan memory."""
+    from ..summary import unfinished_processes
+
+    name = Path(u["log"]).name
+    who = f"pid {u['pid']}" if u["pid"] is not None else "a process"
+    ops = " and ".join(f"{fmt_count(u[k])} {k}" for k in ("reads", "writes") if u[k])
+    ranks = next((p["ranks"] for p in unfinished_processes(ctx.log) if p["log"] == u["log"]), [])
+    return Insight(
+        "TRUNCATED_TRACE", "warning", f"The trace of {who} is missing: its log is unfinished ({name})",
+        f"{name} is an unfinished log: the process was ended while Darshan was writing it, so its DXT trace "
+        f"({ops}) was never written. Its counters were recovered (flagged recovered) and are in every total; "
+        "what is drawn from the trace (timing, offsets, per-rank time) leaves this process out. A full DXT "
+        "buffer did not cause this: more Darshan memory would not bring it back.",
+        Evidence(ranks=[r for r in ranks if r >= 0], metrics={"untraced_reads": u["reads"],
+                                                             "untraced_writes": u["writes"]}),
+        [Recommendation(
+            "Let the processes end normally so that Darshan finishes their logs",
+            "Darshan writes a process's log as the process exits. A process ended by a signal meanwhile (a "
+            "multiprocessing pool's terminate(), which leaving a `with Pool()` block calls; workers killed at "
+            "shutdown or at a time limit) leaves an unfinished `.darshan_partial`, or no log at all. Close the "
+            "pool and join its workers before the program ends.",
+            "pool.close()   # no more tasks\npool.join()    # wait until every worker has exited", "text")],
+        source="counters", score=100.0, demotable=False)

@@ -107,11 +107,11 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
 
 
 def _processes(log):
-    """[{rank, ranks, step, exe, pid, role, log, recovered}] for a merged job's log, else None."""
+    """[{rank, ranks, step, exe, pid, role, log, recovered, offset, step_rank}] for a merged job's log, else None."""
     procs = getattr(log, "processes", None)
     if not procs:
         return None
-    return [{**{k: p[k] for k in ("rank", "ranks", "step", "exe", "pid", "role", "recovered", "offset")},
+    return [{**{k: p[k] for k in ("rank", "ranks", "step", "exe", "pid", "role", "recovered", "offset", "step_rank")},
              "log": Path(p["log"]).name} for p in procs]
 
 

@@ -1,6 +1,8 @@
 """The summary half of the page: job facts, layers, warnings, access sizes, per-rank load, files, OSTs."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 
@@ -32,6 +34,12 @@ def banners(log, summary: dict) -> list:
             out.append({"level": "critical", "text": f"The {d['module']} trace is truncated: "
                         + "; ".join(d["truncation_reasons"]) + ". Operations missing from the trace "
                         "are missing from the timeline; the counters below are complete."})
+    said = set()
+    for d in summary["dxt"]:
+        for u in d.get("unfinished", []):
+            if u["log"] not in said:  # one banner per process, whichever DXT module lacks its operations
+                said.add(u["log"])
+                out.append({"level": "warning", "text": unfinished_banner(u)})
     for m in summary["job"]["modules"]:
         if m["partial"] and not m["name"].startswith("DXT"):
             out.append({"level": "warning", "text": f"The {m['name']} module is partial: Darshan ran out of "
@@ -40,6 +48,15 @@ def banners(log, summary: dict) -> list:
     for note in summary["job"]["notes"]:
         out.append({"level": "info", "text": str(note)})
     return out
+
+
+def unfinished_banner(u: dict) -> str:
+    who = f"pid {u['pid']}" if u["pid"] is not None else "a process"
+    ops = " and ".join(f"{u[k]:,} {k}" for k in ("reads", "writes") if u[k])
+    return (f"The trace of {who} is missing ({ops}): its log {Path(u['log']).name} is unfinished, the process "
+            "was ended while Darshan was writing it. Its counters were recovered and are counted below; its "
+            "operations are not on the timeline. Let such processes finish (close and join a worker pool "
+            "rather than terminate it) so that Darshan completes their logs.")
 
 
 def access_sizes(log) -> list:

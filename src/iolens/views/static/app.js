@@ -230,6 +230,15 @@ function processOf(meta, rank) {
   return meta.processes.find((p) => p.rank <= rank && rank < p.rank + p.ranks) || null;
 }
 
+/* A timeline row's label, as the diagnosis names it (jobs.row_label): `step·rN` for rank N of an MPI launch,
+   `step·pid` for any other process; the rank for a single log. */
+function rowLabel(meta, rank) {
+  const p = processOf(meta, rank);
+  if (!p) return String(rank);
+  if (p.step_rank !== null && p.step_rank !== undefined) return `${p.step}·r${p.step_rank + rank - p.rank}`;
+  return `${p.step}·${p.pid || rank}`;
+}
+
 function processText(p) {
   return `step ${p.step} (${p.exe}) ${p.role}` + (p.pid ? ` · pid ${p.pid}` : "");
 }

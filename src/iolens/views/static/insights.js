@@ -122,7 +122,7 @@ function renderRankFacts(app) {
     const a = an[layer];
     box.append(el("h3", null, layer));
     const rows = a.busiest.map((b) => {
-      const link = el("a", {href: "#timeline-card", title: "Show this rank on the timeline"}, String(b.rank));
+      const link = el("a", {href: "#timeline-card", title: "Show this rank on the timeline"}, rowLabel(app.meta, b.rank));
       link.addEventListener("click", (e) => { e.preventDefault(); app.focus({r0: Math.max(0, b.rank - 2), r1: Math.min(app.meta.nranks, b.rank + 3)}); });
       return [{node: link}, fmtSeconds(b.busy), fmtBytes(b.bytes), fmtInt(b.ops)];
     });
@@ -130,7 +130,7 @@ function renderRankFacts(app) {
     const s = a.heavy_ranks;
     box.append(el("p", {class: s.length ? "bad" : "muted"}, s.length
       ? `Heavy rank${s.length > 1 ? "s" : ""} (busy ≥ 1.5× the median busy time of ${fmtSeconds(a.median_busy)}): ` +
-        s.slice(0, 12).map((x) => `rank ${x.rank} (${fmtNum(x.ratio, 1)}×)`).join(", ") + (s.length > 12 ? ", …" : "")
+        s.slice(0, 12).map((x) => `${app.meta.processes ? "" : "rank "}${rowLabel(app.meta, x.rank)} (${fmtNum(x.ratio, 1)}×)`).join(", ") + (s.length > 12 ? ", …" : "")
       : `No heavy rank: no rank is busy 1.5× the median (${fmtSeconds(a.median_busy)}).`));
     if (late.length) box.append(el("p", {class: "bad"}, `Straggler (finishes its I/O late; see the STRAGGLER insight): ` +
       late.slice(0, 12).map((r) => `rank ${r}`).join(", ") + (late.length > 12 ? ", …" : "")));

@@ -30,6 +30,7 @@ function testApi(app, ready) {
     files() { return app.meta.files.map((f, i) => ({index: i, name: f.name, ops: f.ops})); },
     /* A visible operation of `layer` on `rank` (the widest), with where to point the mouse. */
     processes() { return app.meta.processes; },
+    rowLabel(rank) { return rowLabel(app.meta, rank); },
     findOp(layer, rank) {
       const tr = app.trace, k = app.meta.trace.layers.indexOf(layer), v = app.view;
       if (!tr || k < 0) return null;

@@ -47,7 +47,7 @@ class Timeline {
     for (const f of this.facets) this.drawFacet(ctx, f);
     const v = this.app.view;
     drawTimeAxis(ctx, TL.left, this.plotW, this.axisY, v.t0, v.t1,
-                 {label: this.app.meta.processes ? "time since the job's first log started (rows: step·pid)"
+                 {label: this.app.meta.processes ? "time since the job's first log started (rows: step·pid, step·rN in an MPI launch)"
                                                  : "time since job start"});
     this.renderMs = performance.now() - began;
   }
@@ -299,8 +299,7 @@ class Timeline {
       if (y < f.top || y > f.top + f.height) continue;
       ctx.fillStyle = evidence.has(r) ? EVIDENCE.label : strag.has(r) ? COLORS.heavy : COLORS.axis;
       ctx.font = r === busiest || evidence.has(r) ? "700 11px system-ui, sans-serif" : "11px system-ui, sans-serif";
-      const proc = processOf(this.app.meta, r);
-      ctx.fillText(proc ? `${proc.step}·${proc.pid || r}` : String(r), TL.left - 14, y);
+      ctx.fillText(rowLabel(this.app.meta, r), TL.left - 14, y);
     }
     const mark = (r, color, shape) => {
       if (r + 1 < v.r0 || r > v.r1) return;
