@@ -221,10 +221,8 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
     from .jobs import build_jobs, check_grouping
 
     if group_by == "job":
-        if files:
-            raise LogError("--files is per log; not with --group-by job", str(store))
-        return build_jobs(paths, store, diagnose=diagnose, scheduler=scheduler, workers=workers, batch=batch,
-                          progress=progress, prune=prune)
+        return build_jobs(paths, store, diagnose=diagnose, files=files, scheduler=scheduler, workers=workers,
+                          batch=batch, progress=progress, prune=prune)
     check_grouping(store, False)
     began = time.perf_counter()
     totals = {"added": 0, "errors": 0, "batches": 0, "timing": dict.fromkeys(TIMING, 0.0)}

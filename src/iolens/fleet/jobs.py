@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import uuid
 
 import numpy as np
 import polars as pl
@@ -32,6 +33,7 @@ LOGS_SCHEMA = {"job": pl.String, "path": pl.String, "size": pl.Int64, "mtime": p
                "step": pl.Int64, "recovered": pl.Boolean, "jobid": pl.Int64, "pid": pl.Int64, "uid": pl.Int64,
                "start_time": pl.Float64, "end_time": pl.Float64, "nprocs": pl.Int64, "fork_parent": pl.Int64,
                "command": pl.String, "program": pl.String}
+KEYED_BY_JOB = ("jobs", "logs", "files")
 PER_LOG = "store was built per log; use a new store or drop --group-by"
 PER_JOB = "store was built per job (--group-by job); use a new store or add --group-by job"
 
@@ -136,45 +138,67 @@ def plan_jobs(paths, store, prune: bool, progress=None) -> dict:
 
 
 # --- one job: its row ------------------------------------------------------------------------------
-def job_rows(job_paths: dict, diagnose: bool = True) -> dict:
-    """The task: {job key: [paths]} -> frames (jobs, logs, errors), each job's logs read whole."""
-    from .build import log_key
+def job_rows(job_paths: dict, diagnose: bool = True, files: bool = False, tick=None) -> dict:
+    """The task: {job key: [paths]} -> frames (jobs, logs, errors, files), each job's logs read whole.
+    `tick(n)` is called with the number of logs read so far. Writes nothing (the build commits)."""
+    from .build import ERROR_SCHEMA, TIMING, typed_frame
 
-    jobs, logs, errors = [], [], []
-    began = time.perf_counter()
+    timing = dict.fromkeys(TIMING, 0.0)
+    jobs, logs, errors, file_table, keys, n = [], [], [], [], set(job_paths), 0
     for key, paths in job_paths.items():
-        procs, raws = [], {}
-        for path in paths:
-            if not os.path.exists(path):
-                continue  # gone from disk: the job is recomputed from the logs it still has
-            _, size, mtime = log_key(path)
-            try:
-                proc = read_process(path)
-                if not proc.empty:
-                    raws[path] = _read(path, diagnose)
-                procs.append(proc)
-            except LogError as exc:
-                errors.append({"path": path, "size": size, "mtime": mtime, "reason": exc.message})
-        for job in group(procs):
+        t0 = time.perf_counter()
+        procs, raws = _read_job(paths, diagnose, files, errors)
+        n += len(paths)
+        if tick is not None:
+            tick(n)
+        t1 = time.perf_counter()
+        timing["read"] += t1 - t0
+        found = group(procs)
+        for job in found:
+            # more than one: a log that bridged two runs by time could not be read; each keeps its own key
+            key = job_key(job) if len(found) > 1 else key
+            keys.add(key)
             logs += _log_rows(job, key)
             if not job.steps:  # only empty unfinished logs: nothing to make a row of, each one named
                 errors += [{"path": p.path, **_size(p.path), "reason": "unfinished log with nothing recoverable "
                             "(only its file name: job, program, pid)"} for p in job.unplaced]
                 continue
             try:
-                jobs.append(job_row(job, key, raws, diagnose))
+                row, raw = job_row(job, key, raws, diagnose, timing)
             except Exception as exc:  # noqa: BLE001 - one bad job never stops a batch
                 errors += [{"path": p.path, **_size(p.path),
                             "reason": f"job {key}: features failed ({type(exc).__name__}: {exc})"}
                            for p in members(job)]
-    from .build import ERROR_SCHEMA
+                continue
+            jobs.append(row)
+            if files:
+                from .features import file_rows
 
-    return {"frames": {"jobs": _typed(jobs) if jobs else None,
-                       "logs": pl.DataFrame(logs, schema=LOGS_SCHEMA) if logs else None,
-                       "errors": pl.DataFrame(errors, schema=ERROR_SCHEMA) if errors else None},
-            "keys": list(job_paths), "paths": [p for ps in job_paths.values() for p in ps],
-            "logs": sum(len(ps) for ps in job_paths.values()), "jobs": len(jobs), "errors": len(errors),
-            "seconds": time.perf_counter() - began}
+                file_table += [{**r, "job": key} for r in file_rows(raw, row["path"])]
+    t0 = time.perf_counter()
+    frames = {"jobs": _typed(jobs) if jobs else None,
+              "logs": pl.DataFrame(logs, schema=LOGS_SCHEMA) if logs else None,
+              "errors": pl.DataFrame(errors, schema=ERROR_SCHEMA) if errors else None,
+              "files": typed_frame(file_table).with_columns(pl.col("job").cast(pl.String)) if file_table else None}
+    timing["parquet"] = time.perf_counter() - t0
+    return {"frames": frames, "keys": sorted(keys), "paths": [p for ps in job_paths.values() for p in ps],
+            "logs": n, "jobs": len(jobs), "errors": len(errors), "timing": timing}
+
+
+def _read_job(paths: list, diagnose: bool, files: bool, errors: list) -> tuple:
+    """([Process], {path: RawLog}) of a job's logs on disk; a log that cannot be read becomes an errors row."""
+    procs, raws = [], {}
+    for path in paths:
+        if not os.path.exists(path):
+            continue  # gone from disk: the job is recomputed from the logs it still has
+        try:
+            proc = read_process(path)
+            if not proc.empty:
+                raws[path] = _read(path, diagnose, files)
+            procs.append(proc)
+        except LogError as exc:
+            errors.append({"path": path, **_size(path), "reason": exc.message})
+    return procs, raws
 
 
 def _typed(rows: list) -> pl.DataFrame:
@@ -184,11 +208,11 @@ def _typed(rows: list) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={n: JOB_COLS.get(n) or column_dtype(n) for n in names}, strict=False)
 
 
-def _read(path: str, diagnose: bool):
+def _read(path: str, diagnose: bool, files: bool):
     from ..reader.log import read_raw
-    from .features import FEATURE_REGIONS
+    from .features import FEATURE_REGIONS, FILE_ROW_REGIONS
 
-    return read_raw(path, regions=None if diagnose else FEATURE_REGIONS)
+    return read_raw(path, regions=None if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS)
 
 
 def _size(path: str) -> dict:
@@ -198,12 +222,14 @@ def _size(path: str) -> dict:
     return {"size": size, "mtime": mtime}
 
 
-def job_row(job, key: str, raws: dict, diagnose: bool) -> dict:
-    """The job's features (its logs merged; one log alone: that log's own), its job columns, its diagnosis."""
+def job_row(job, key: str, raws: dict, diagnose: bool, timing: dict) -> tuple:
+    """(row, the job's RawLog): its features (its logs merged; one log alone: that log's own), its job
+    columns, its diagnosis."""
     from ..model import Log
     from .build import diagnosis_columns
     from .features import job_features
 
+    t0 = time.perf_counter()
     data = [p for s in job.steps for p in s.processes]
     raw = raws[data[0].path] if len(data) == 1 else merged_raw(job, raws)
     head = job.steps[0].head.path
@@ -213,9 +239,12 @@ def job_row(job, key: str, raws: dict, diagnose: bool) -> dict:
                 "helpers": sum(len(s.processes) for s in job.helpers),
                 "recovered": sum(p.recovered for p in members(job)),
                 "empty_logs": sum(p.empty for p in members(job))})
+    t1 = time.perf_counter()
     if diagnose:
         row.update(diagnosis_columns(Log(raw)) if len(data) == 1 else job_diagnosis_columns(job, raws))
-    return row
+    timing["features"] += t1 - t0
+    timing["diagnosis"] += time.perf_counter() - t1
+    return row, raw
 
 
 def job_diagnosis_columns(job, raws: dict) -> dict:
@@ -361,14 +390,14 @@ def _lustre(logs: list, firsts):
 
 
 # --- the whole build --------------------------------------------------------------------------------
-def build_jobs(paths, store, *, diagnose: bool = True, scheduler=None, workers: int | None = None,
-               batch: int | None = None, progress=None, prune: bool = False) -> dict:
+def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, scheduler=None,
+               workers: int | None = None, batch: int | None = None, progress=None, prune: bool = False) -> dict:
     """`build.build` with one row per job: group, then recompute the jobs whose logs changed, a batch of
     whole jobs per task, each batch committed as it finishes (rows replaced by job key)."""
-    from .build import _scheduler, batch_size
+    from .build import TIMING, _scheduler, batch_size
 
     began = time.perf_counter()
-    totals = {"added": 0, "errors": 0, "batches": 0, "read": 0}
+    totals = {"added": 0, "errors": 0, "batches": 0, "read": 0, "timing": dict.fromkeys(TIMING, 0.0)}
     with fleet_store.Writer(store) as writer:
         check_grouping(store, True)
         todo = plan_jobs(paths, store, prune)
@@ -380,7 +409,7 @@ def build_jobs(paths, store, *, diagnose: bool = True, scheduler=None, workers: 
 
             where = {"errors": fleet_store.path_predicate([e["path"] for e in errs] + drop)} if errs or drop else {}
             if todo["stale"]:
-                where.update({t: fleet_store.in_predicate("job", todo["stale"]) for t in ("jobs", "logs")})
+                where.update({t: fleet_store.in_predicate("job", todo["stale"]) for t in KEYED_BY_JOB})
             writer.commit_where({"errors": pl.DataFrame(errs, schema=ERROR_SCHEMA) if errs else None}, where)
             totals["errors"] += len(errs)
         jobs = list(todo["todo"].items())
@@ -388,14 +417,16 @@ def build_jobs(paths, store, *, diagnose: bool = True, scheduler=None, workers: 
             with _scheduler(scheduler, workers) as (client, n_workers):
                 n_logs = sum(len(ps) for _, ps in jobs)
                 size = batch or batch_size(n_logs, n_workers)
-                for result in _run(_batches(jobs, size), client, diagnose, progress, n_logs):
-                    where = {t: fleet_store.in_predicate("job", result["keys"]) for t in ("jobs", "logs")}
+                for result in _run(_batches(jobs, size), client, diagnose, files, progress):
+                    where = {t: fleet_store.in_predicate("job", result["keys"]) for t in KEYED_BY_JOB}
                     where["errors"] = fleet_store.path_predicate(result["paths"])
                     writer.commit_where(result["frames"], where)
                     totals["added"] += result["jobs"]
                     totals["errors"] += result["errors"]
                     totals["read"] += result["logs"]
                     totals["batches"] += 1
+                    for k in TIMING:
+                        totals["timing"][k] += result["timing"][k]
         if jobs or errs or drop or todo["stale"]:
             writer.compact()
             writer.vacuum()
@@ -403,7 +434,7 @@ def build_jobs(paths, store, *, diagnose: bool = True, scheduler=None, workers: 
             "read": totals["read"], "replaced": todo["replaced"], "added": totals["added"],
             "errors": totals["errors"], "pruned": len(todo["gone"]) if prune else 0, "parts": totals["batches"],
             "jobs_recomputed": len(jobs), "jobs_dropped": len(todo["stale"]),
-            "seconds": time.perf_counter() - began}
+            "seconds": time.perf_counter() - began, "timing": totals["timing"]}
 
 
 def _create_empty(store) -> None:
@@ -428,18 +459,41 @@ def _batches(jobs: list, size: int) -> list:
     return out
 
 
-def _run(batches: list, client, diagnose: bool, progress, total: int):
-    """Yield each batch's result as it finishes (in this process, or as Dask tasks on CLIENT)."""
-    done = 0
-    if client is None:
-        results = (job_rows(b, diagnose) for b in batches)
-    else:
-        from distributed import as_completed
+def _run(batches: list, client, diagnose: bool, files: bool, progress):
+    """Yield each batch's result as it finishes (in this process, or as Dask tasks on CLIENT), with
+    `progress(logs read, logs to read)` called as logs are read."""
+    from .build import _Tally
 
-        futures = [client.submit(job_rows, b, diagnose, pure=False) for b in batches]
-        results = (f.result() for f in as_completed(futures))
-    for result in results:
-        done += result["logs"]
-        if progress:
-            progress(done, total)
-        yield result
+    tally = _Tally(progress, sum(len(ps) for b in batches for ps in b.values()))
+    if client is None:
+        for index, b in enumerate(batches):
+            yield job_rows(b, diagnose, files, tick=lambda n, index=index: tally(index, n))
+        return
+    from distributed import as_completed
+
+    topic = "iolens-fleet-jobs-" + uuid.uuid4().hex
+    client.subscribe_topic(topic, lambda event: tally(*event[1]))
+    try:
+        futures = [client.submit(_batch_task, i, b, diagnose, files, topic, pure=False) for i, b in enumerate(batches)]
+        for future in as_completed(futures):
+            index, result = future.result()
+            tally(index, result["logs"])
+            yield result
+            future.release()
+    finally:
+        client.unsubscribe_topic(topic)
+
+
+def _batch_task(index: int, batch: dict, diagnose: bool, files: bool, topic: str) -> tuple:
+    """The Dask task: one batch of whole jobs, its progress sent to the client as worker events."""
+    from distributed import get_worker
+
+    worker, last = get_worker(), [0.0]
+
+    def tick(n):
+        now = time.monotonic()
+        if n and now - last[0] >= 0.2:
+            last[0] = now
+            worker.log_event(topic, (index, n))
+
+    return index, job_rows(batch, diagnose, files, tick)

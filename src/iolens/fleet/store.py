@@ -28,7 +28,8 @@ from ..errors import LogError
 
 TABLES = ("jobs", "errors", "files", "logs")
 KEY = ("path", "size", "mtime")
-COMMIT_ORDER = ("files", "logs", "errors", "jobs")  # jobs last: a log counts as done only once its jobs/errors row is in
+# jobs last: a log counts as done only once its jobs/errors row is in
+COMMIT_ORDER = ("files", "logs", "errors", "jobs")
 LOCK_NAME = ".build.lock"
 OLD_LAYOUT = ("a fleet store of an older iolens (Parquet part files, no Delta log): build a new store from the "
               "logs (`iolens fleet build LOGS -o NEW_STORE`), then remove this one")
