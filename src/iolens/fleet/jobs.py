@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import LogError
-from ..jobs import group, read_process
+from ..jobs import group, process_of, read_process
 from ..jobs.processes import LOG_SUFFIXES, Process
 from . import store as fleet_store
 
@@ -186,18 +186,24 @@ def job_rows(job_paths: dict, diagnose: bool = True, files: bool = False, tick=N
 
 
 def _read_job(paths: list, diagnose: bool, files: bool, errors: list) -> tuple:
-    """([Process], {path: RawLog}) of a job's logs on disk; a log that cannot be read becomes an errors row."""
+    """([Process], {path: RawLog}) of a job's logs on disk, each read once; a log that cannot be read becomes
+    an errors row, an empty unfinished log a process known by its file name only."""
     procs, raws = [], {}
     for path in paths:
         if not os.path.exists(path):
             continue  # gone from disk: the job is recomputed from the logs it still has
         try:
-            proc = read_process(path)
-            if not proc.empty:
-                raws[path] = _read(path, diagnose, files)
-            procs.append(proc)
+            raws[path] = _read(path, diagnose, files)
+            procs.append(process_of(path, raws[path]))
         except LogError as exc:
-            errors.append({"path": path, **_size(path), "reason": exc.message})
+            try:
+                empty = read_process(path, counters=False)
+            except LogError:
+                empty = None
+            if empty is not None and empty.empty:
+                procs.append(empty)
+            else:
+                errors.append({"path": path, **_size(path), "reason": exc.message})
     return procs, raws
 
 
