@@ -182,3 +182,16 @@ def test_report_page_of_a_per_job_store(tmp_path, whole):
     r = run_iolens("fleet", "report", store, "-o", page)
     assert r.stdout.strip() == str(page) and page.stat().st_size > 10_000
     assert "Traceback" not in r.stderr and os.path.getsize(page) > 0
+
+
+def test_a_job_whose_logs_commit_was_lost_is_read_again(tmp_path, workflows, truth):
+    """A build killed between a job's `jobs` commit and its `logs` commit (simulated: the logs rows deleted)
+    reads the job again and leaves one row."""
+    from deltalake import DeltaTable
+
+    store = tmp_path / "store"
+    build([workflows / "loader"], store, scheduler="sync", group_by="job")
+    DeltaTable(str(fleet_store.table_dir(store, "logs"))).delete()
+    again = build([workflows / "loader"], store, scheduler="sync", group_by="job")
+    assert again["jobs_recomputed"] == 1 and again["read"] == len(truth["loader"]["logs"])
+    assert rows(store).height == 1 and fleet_store.read(store, "logs").height == len(truth["loader"]["logs"])

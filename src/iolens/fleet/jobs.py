@@ -34,6 +34,9 @@ LOGS_SCHEMA = {"job": pl.String, "path": pl.String, "size": pl.Int64, "mtime": p
                "start_time": pl.Float64, "end_time": pl.Float64, "nprocs": pl.Int64, "fork_parent": pl.Int64,
                "command": pl.String, "program": pl.String}
 KEYED_BY_JOB = ("jobs", "logs", "files")
+# the `logs` rows last: a job counts as done only once its member logs are in (a build killed before that
+# reads the job again)
+COMMIT_ORDER = ("files", "errors", "jobs", "logs")
 PER_LOG = "store was built per log; use a new store or drop --group-by"
 PER_JOB = "store was built per job (--group-by job); use a new store or add --group-by job"
 
@@ -116,7 +119,8 @@ def plan_jobs(paths, store, prune: bool, progress=None) -> dict:
         if progress:
             progress(i + 1, len(found))
     seen = set(found)
-    gone = sorted(p for p in stored_rows if p not in seen and not os.path.exists(p))
+    stored_paths = set(stored_rows) | {p for p, _, _ in known_errors}
+    gone = sorted(p for p in stored_paths if p not in seen and not os.path.exists(p))
     for path, row in stored_rows.items():  # stored logs outside PATHS stay members of their job
         if path not in seen and not (prune and path in gone):
             procs.append(_process_of(row))
@@ -416,7 +420,8 @@ def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, sche
             where = {"errors": fleet_store.path_predicate([e["path"] for e in errs] + drop)} if errs or drop else {}
             if todo["stale"]:
                 where.update({t: fleet_store.in_predicate("job", todo["stale"]) for t in KEYED_BY_JOB})
-            writer.commit_where({"errors": pl.DataFrame(errs, schema=ERROR_SCHEMA) if errs else None}, where)
+            writer.commit_where({"errors": pl.DataFrame(errs, schema=ERROR_SCHEMA) if errs else None}, where,
+                                COMMIT_ORDER)
             totals["errors"] += len(errs)
         jobs = list(todo["todo"].items())
         if jobs:
@@ -426,7 +431,7 @@ def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, sche
                 for result in _run(_batches(jobs, size), client, diagnose, files, progress):
                     where = {t: fleet_store.in_predicate("job", result["keys"]) for t in KEYED_BY_JOB}
                     where["errors"] = fleet_store.path_predicate(result["paths"])
-                    writer.commit_where(result["frames"], where)
+                    writer.commit_where(result["frames"], where, COMMIT_ORDER)
                     totals["added"] += result["jobs"]
                     totals["errors"] += result["errors"]
                     totals["read"] += result["logs"]

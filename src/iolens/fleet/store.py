@@ -28,8 +28,7 @@ from ..errors import LogError
 
 TABLES = ("jobs", "errors", "files", "logs")
 KEY = ("path", "size", "mtime")
-# jobs last: a log counts as done only once its jobs/errors row is in
-COMMIT_ORDER = ("files", "logs", "errors", "jobs")
+COMMIT_ORDER = ("files", "errors", "jobs")  # jobs last: a log counts as done only once its jobs/errors row is in
 LOCK_NAME = ".build.lock"
 OLD_LAYOUT = ("a fleet store of an older iolens (Parquet part files, no Delta log): build a new store from the "
               "logs (`iolens fleet build LOGS -o NEW_STORE`), then remove this one")
@@ -147,12 +146,13 @@ class Writer:
         except Exception as exc:  # noqa: BLE001 - a full disk, a permission: the store keeps its last commit
             raise LogError(f"cannot write the store ({_one_line(exc)})", str(self.store)) from None
 
-    def commit_where(self, frames: dict, where: dict) -> None:
+    def commit_where(self, frames: dict, where: dict, order=COMMIT_ORDER) -> None:
         """Make FRAMES (table -> rows, or None) the rows matching WHERE (table -> SQL predicate) in each
-        table, jobs last: `commit` keyed by another column than the path (a per-job store's job key)."""
+        table, one commit per table in ORDER: `commit` keyed by another column than the path (a per-job
+        store's job key)."""
         try:
             with _stderr_held():
-                for table in COMMIT_ORDER:
+                for table in order:
                     frame, predicate = frames.get(table), where.get(table)
                     rows = frame is not None and frame.height > 0
                     swap = predicate is not None and is_table(self.store, table)
