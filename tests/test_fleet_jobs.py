@@ -42,8 +42,11 @@ def helpers(logs: dict) -> int:
     return sum(1 for v in logs.values() if v and not any(v[k] for k in POSIX))
 
 
-def build_cli(*args, check=True):
-    return run_iolens("fleet", "build", *args, "--group-by", "job", "--json", check=check)
+def build_cli(*args, check=True, local=True):
+    """The installed command; `local`: on threads in this process (a Dask cluster per build would cost each
+    test seconds; the whole-folder build runs on the default local cluster)."""
+    threads = ("--scheduler", "threads") if local else ()
+    return run_iolens("fleet", "build", *args, "--group-by", "job", "--json", *threads, check=check)
 
 
 def rows(store) -> pl.DataFrame:
@@ -54,7 +57,7 @@ def rows(store) -> pl.DataFrame:
 def whole(tmp_path_factory, workflows):
     """One store over the whole workflows/ folder (every log carries the allocation's job id)."""
     store = tmp_path_factory.mktemp("fleetjobs") / "store"
-    summary = json.loads(build_cli(workflows, "-o", store).stdout)
+    summary = json.loads(build_cli(workflows, "-o", store, local=False).stdout)
     return store, summary
 
 
