@@ -16,7 +16,7 @@ sync_api = pytest.importorskip("playwright.sync_api")
 def test_page_of_a_per_job_store(browser, tmp_path, logs_dir):
     store, html = tmp_path / "store", tmp_path / "fleet.html"
     run_iolens("fleet", "build", logs_dir / "workflows", logs_dir / "public/darshan-logs/release_logs", "-o", store,
-               "--group-by", "job", "-q")
+               "--group-by", "job", "-q", "--scheduler", "threads")
     r = run_iolens("fleet", "report", store, "-o", html)
     assert r.stdout.strip() == str(html)
     jobs = fleet_store.read(store, "jobs")
