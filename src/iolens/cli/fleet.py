@@ -27,9 +27,13 @@ def command():
 @click.option("-j", "--workers", type=click.IntRange(min=1), help="Local processes [default: every core].")
 @click.option("--batch", type=click.IntRange(min=1), help="Logs per task and per Parquet part [default: auto, ≤ 500].")
 @click.option("--prune", is_flag=True, help="Drop the rows of logs no longer on disk (kept by default: history).")
+@click.option("--group-by", type=click.Choice(["job"]),
+              help="One row per job (the logs `iolens jobs` groups: workflows, one log per process) instead of "
+                   "per log.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @json_option
-def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, prune, quiet, as_json):
+def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, prune, group_by, quiet,
+                  as_json):
     """Read every Darshan log under PATHS (directories, globs, or .txt/.list files of paths) into STORE.
 
     Logs are read in parallel on Dask. Logs that cannot be read become rows of the errors table. Each
@@ -42,7 +46,7 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
     show = not quiet and not as_json and sys.stderr.isatty()
     with _bar(show) as progress:
         summary = build(paths, store, diagnose=not no_diagnose, files=with_files, scheduler=scheduler,
-                        workers=workers, batch=batch, progress=progress, prune=prune)
+                        workers=workers, batch=batch, progress=progress, prune=prune, group_by=group_by)
     if as_json:
         emit_json(summary)
         return

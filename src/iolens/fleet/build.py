@@ -212,12 +212,18 @@ def batch_size(n: int, workers: int, most: int = 500) -> int:
 
 
 def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler=None, workers: int | None = None,
-          batch: int | None = None, progress=None, prune: bool = False) -> dict:
+          batch: int | None = None, progress=None, prune: bool = False, group_by: str | None = None) -> dict:
     """Bring `store` up to date with every log under `paths`: new logs added, logs rewritten in place
     replaced, with `prune` rows of logs gone from disk dropped. `scheduler`: None (a local Dask cluster of
     `workers` processes), "sync"/"threads", a `distributed.Client`, or a scheduler address.
     `progress(done_logs, total_logs)` is called as logs are read. Each finished batch is committed at once
-    (see `store`). Returns a summary."""
+    (see `store`). Returns a summary. `group_by="job"`: one row per job instead (fleet/jobs.py)."""
+    from .jobs import build_jobs, check_grouping
+
+    if group_by == "job":
+        return build_jobs(paths, store, diagnose=diagnose, files=files, scheduler=scheduler, workers=workers,
+                          batch=batch, progress=progress, prune=prune)
+    check_grouping(store, False)
     began = time.perf_counter()
     totals = {"added": 0, "errors": 0, "batches": 0, "timing": dict.fromkeys(TIMING, 0.0)}
     with fleet_store.Writer(store) as writer:

@@ -3,6 +3,7 @@
     STORE/jobs/     one row per log read (features + diagnosis)
     STORE/errors/   one row per log that could not be read (path, reason)
     STORE/files/    one row per job x file (only with `fleet build --files`)
+    STORE/logs/     one row per log of a job (only in a store built with `--group-by job`, see fleet/jobs.py)
     STORE/.build.lock   held (flock) by the build writing the store
 
 A log is keyed by its path. Each finished batch of a build is one Delta commit per table that replaces the
@@ -25,7 +26,7 @@ import polars as pl
 
 from ..errors import LogError
 
-TABLES = ("jobs", "errors", "files")
+TABLES = ("jobs", "errors", "files", "logs")
 KEY = ("path", "size", "mtime")
 COMMIT_ORDER = ("files", "errors", "jobs")  # jobs last: a log counts as done only once its jobs/errors row is in
 LOCK_NAME = ".build.lock"
@@ -98,7 +99,11 @@ def sql_string(s: str) -> str:
 
 
 def path_predicate(paths) -> str:
-    return "path IN (" + ", ".join(sql_string(p) for p in paths) + ")"
+    return in_predicate("path", paths)
+
+
+def in_predicate(column: str, values) -> str:
+    return f"{column} IN (" + ", ".join(sql_string(v) for v in values) + ")"
 
 
 class Writer:
@@ -141,18 +146,36 @@ class Writer:
         except Exception as exc:  # noqa: BLE001 - a full disk, a permission: the store keeps its last commit
             raise LogError(f"cannot write the store ({_one_line(exc)})", str(self.store)) from None
 
-    def _write(self, table: str, paths: list, frame, swap: bool) -> None:
+    def commit_where(self, frames: dict, where: dict, order=COMMIT_ORDER) -> None:
+        """Make FRAMES (table -> rows, or None) the rows matching WHERE (table -> SQL predicate) in each
+        table, one commit per table in ORDER: `commit` keyed by another column than the path (a per-job
+        store's job key)."""
+        try:
+            with _stderr_held():
+                for table in order:
+                    frame, predicate = frames.get(table), where.get(table)
+                    rows = frame is not None and frame.height > 0
+                    swap = predicate is not None and is_table(self.store, table)
+                    if rows or swap:
+                        self._write(table, None, frame if rows else None, swap, predicate)
+        except LogError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as commit
+            raise LogError(f"cannot write the store ({_one_line(exc)})", str(self.store)) from None
+
+    def _write(self, table: str, paths, frame, swap: bool, predicate: str | None = None) -> None:
         from deltalake import DeltaTable, WriterProperties, write_deltalake
 
+        predicate = predicate or path_predicate(paths)
         where = str(table_dir(self.store, table).resolve())
         zstd = WriterProperties(compression="ZSTD")
         dt = self._tables.get(table)
         if dt is None and is_table(self.store, table):
             dt = self._tables[table] = DeltaTable(where)  # kept: reloading the log every commit costs
         if frame is None:
-            dt.delete(path_predicate(paths), writer_properties=zstd)
+            dt.delete(predicate, writer_properties=zstd)
         elif swap:
-            write_deltalake(dt, frame, mode="overwrite", predicate=path_predicate(paths), schema_mode="merge",
+            write_deltalake(dt, frame, mode="overwrite", predicate=predicate, schema_mode="merge",
                             writer_properties=zstd)
         else:
             write_deltalake(dt if dt is not None else where, frame, mode="append", schema_mode="merge",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from .group import Job, Step, group
-from .processes import Process, expand, read_process
+from .processes import Process, expand, process_of, read_process
 
 
 def find_jobs(paths, counters: bool = True, progress=None, unreadable=None) -> list:
@@ -82,7 +82,7 @@ def _step(step: Step) -> dict:
     }
 
 
-__all__ = ["Job", "Process", "Step", "describe", "expand", "find_jobs", "flows", "group", "read_process"]
+__all__ = ["Job", "Process", "Step", "describe", "expand", "find_jobs", "flows", "group", "process_of", "read_process"]
 
 
 def load_job(paths, what: str = "this"):

@@ -80,6 +80,13 @@ def read_process(path: str, counters: bool = True) -> Process:
             # an empty unfinished log: only its name says whose it was; it is kept, never dropped
             return Process(str(path), name.jobid, name.pid, "", None, None, empty=True, program=name.program)
         raise exc
+    return process_of(path, raw, counters)
+
+
+def process_of(path: str, raw, counters: bool = True) -> Process:
+    """The process of a log already read (`read_raw`; with `counters`, holding the counted modules and, for
+    the files read and written, the name records): a caller that reads the whole log reads it once."""
+    name = parse_log_name(path)
     job = raw.job
     parent = job.metadata.get("fork_parent", "")
     command = job.exe.strip()
