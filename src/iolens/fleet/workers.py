@@ -50,6 +50,7 @@ def local_cluster(workers: int):
 
     from distributed import LocalCluster
 
-    # silence_logs: Dask's own shutdown notes are not the user's business on a terminal
+    # silence_logs: Dask's own notes (shutdown, a missed heartbeat on a loaded machine, logged with its
+    # traceback) are not the user's business on a terminal; a failed task still fails the build
     return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                        preload=[__name__], silence_logs=logging.ERROR)
+                        preload=[__name__], silence_logs=logging.CRITICAL)
