@@ -12,9 +12,12 @@ from __future__ import annotations
 import traceback
 import warnings
 
+import polars as pl
+
 from . import (collective, conflicts, hdf5, interfaces, lustre, metadata, mpiio_overhead, ranks, redundancy, requests,
                savings, trace)
 from .context import Context
+from .rules.common import IO_TIME_SHARE, demoted
 from .insight import (CODES, JSON_SCHEMA, SCHEMA_VERSION, SEVERITIES, Evidence, Insight, Recommendation,
                       sort_key)
 from .thresholds import DEFINITIONS, Thresholds, load_config, parse_assignment
@@ -100,11 +103,16 @@ def _dedupe(found: list) -> list:
 
 
 def _demote_if_io_is_negligible(ctx, found: list) -> None:
-    share = ctx.io_time_share
-    if share is None or share >= ctx.th.min_io_time_share:
+    """The global post-pass (`rules.demoted`, the fleet's too): demotable warnings become info when the
+    slowest rank spends almost none of the run in I/O."""
+    if not found:
         return
-    for i in found:
-        if i.demotable and i.severity in ("critical", "warning"):
-            i.severity = "info"
+    share = ctx.io_time_share
+    frame = pl.DataFrame({"severity": [i.severity for i in found], "demotable": [i.demotable for i in found],
+                          IO_TIME_SHARE: pl.Series([share] * len(found), dtype=pl.Float64)})
+    after = frame.select(demoted(pl.col("severity"), pl.col("demotable"), ctx.th).alias("s"))["s"].to_list()
+    for i, severity in zip(found, after):
+        if severity != i.severity:
+            i.severity = severity
             i.summary += (f" (Shown as info: the slowest rank spends only {fmt_pct(share)} of the run time in I/O, "
                           "so fixing this cannot speed the job up noticeably.)")

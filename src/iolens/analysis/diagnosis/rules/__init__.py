@@ -1,0 +1,93 @@
+"""Counter-based checks as column rules over a per-job features table.
+
+A rule code has (a) a features function: one log's `Context` -> plain scalars (counts, shares, seconds), and
+(b) a rule: polars expressions over a features frame and a `Thresholds` giving the code's severity (null when
+not found) and whether it is `strong` (the global post-pass never demotes a strong finding). `diagnose(log)`
+evaluates the rule on a one-row frame of the log's features before it writes the insight; `fleet build` stores
+the features and evaluates the same rule over a batch; `fleet report -t` evaluates it over the stored table.
+
+    from iolens.analysis.diagnosis.rules import RULES, evaluate
+    jobs_with_insights = evaluate(features_frame, Thresholds({"small_request_bytes": 65536}))
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import polars as pl
+
+from ..thresholds import Thresholds
+from .common import COMMON_FEATURES, RuleError, common_features, demoted, edge_index, judge, matters
+from . import small_io
+
+__all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
+           "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    features: Callable  # (ctx, edges) -> dict of scalars (edges: the size-bin edge indices to keep, or None)
+    rule: Callable  # (th) -> {"severity": expr, "strong": expr, ...}
+    dtypes: Callable  # () -> {column: polars dtype} of every feature column a full (fleet) row holds
+    thresholds: tuple  # names of the thresholds the rule reads (the common ones included)
+    stale: Callable | None = None  # (th) -> expr: rows whose stored features cannot answer `th` (a rebuild can)
+
+
+RULES = {r.code: r for r in (
+    Rule("SMALL_IO", small_io.features, small_io.rule, small_io.dtypes, small_io.THRESHOLDS, small_io.stale),
+)}
+
+
+def features(ctx, codes=None) -> dict:
+    """Every rule feature of one log for a fleet row (all size-bin edges): the common ones and each code's."""
+    row = common_features(ctx)
+    for code in codes or RULES:
+        row.update(RULES[code].features(ctx, None))
+    return row
+
+
+def feature_dtypes() -> dict:
+    out = dict(COMMON_FEATURES)
+    for r in RULES.values():
+        out.update(r.dtypes())
+    return out
+
+
+def rule_columns(code: str, th: Thresholds) -> dict:
+    """The code's severity and strong flag, the global demotion applied: {"severity", "strong", ...}."""
+    out = RULES[code].rule(th)
+    out["severity"] = demoted(out["severity"], ~out["strong"], th)
+    return out
+
+
+def stale_expr(code: str, th: Thresholds):
+    r = RULES[code]
+    return r.stale(th) if r.stale is not None else None
+
+
+def evaluate(frame, th: Thresholds, codes=None):
+    """`frame` (a DataFrame or LazyFrame of feature rows) with each rule code's `insight_CODE` column."""
+    return frame.with_columns(*[rule_columns(code, th)["severity"].alias(f"insight_{code}")
+                                for code in codes or RULES])
+
+
+def one_row(values: dict, exprs: dict) -> dict:
+    """The rule's expressions evaluated on one log's features (a batch of one): name -> Python value. A
+    feature the expressions read but the log's check did not compute (a branch not taken) is null."""
+    dtypes = _all_dtypes()
+    names = {n for e in exprs.values() for n in e.meta.root_names()} | set(values)
+    frame = pl.DataFrame({n: pl.Series(n, [values.get(n)], dtype=dtypes.get(n, pl.Float64)) for n in names})
+    return frame.select(**exprs).row(0, named=True)
+
+
+def _all_dtypes() -> dict:
+    global _DTYPES
+    if _DTYPES is None:
+        _DTYPES = feature_dtypes()
+        for r in RULES.values():  # diagnose-only columns (the every-bin edge) share their kind's type
+            _DTYPES.update({n.replace("_le1G", "_lemax"): t for n, t in r.dtypes().items() if n.endswith("_le1G")})
+    return _DTYPES
+
+
+_DTYPES = None
