@@ -23,7 +23,7 @@ from .insight import (CODES, JSON_SCHEMA, SCHEMA_VERSION, SEVERITIES, Evidence, 
 from .thresholds import DEFINITIONS, Thresholds, load_config, parse_assignment
 from .units import fmt_pct
 
-__all__ = ["diagnose", "Insight", "Evidence", "Recommendation", "Thresholds", "CODES", "SEVERITIES",
+__all__ = ["diagnose", "diagnose_context", "Context", "Insight", "Evidence", "Recommendation", "Thresholds", "CODES", "SEVERITIES",
            "SCHEMA_VERSION", "JSON_SCHEMA", "DEFINITIONS", "load_config", "parse_assignment", "CHECKS"]
 
 # (name, function) in the order they run; each returns a list of Insight
@@ -58,9 +58,17 @@ def diagnose(log, thresholds=None, strict: bool = False) -> list:
     strict: re-raise a failing check instead of reporting it as a CHECK_FAILED insight (tests use this).
     """
     th = thresholds if isinstance(thresholds, Thresholds) else Thresholds(thresholds or {})
-    ctx = Context(log, th)
+    return diagnose_context(Context(log, th), strict=strict)
+
+
+def diagnose_context(ctx: Context, skip=(), strict: bool = False) -> list:
+    """`diagnose` on a log's `Context`, without the checks named in `skip` (the fleet evaluates the rule
+    codes' checks over a whole batch instead: `rules.RULES[code].check`)."""
+    log = ctx.log
     found = []
     for name, check in CHECKS:
+        if name in skip:
+            continue
         try:
             found.extend(check(ctx))
         except Exception as exc:  # one broken check must not hide the others

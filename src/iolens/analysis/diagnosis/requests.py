@@ -113,12 +113,10 @@ def check_small(ctx) -> list:
     stake = judged["stake"]  # the busiest rank's time in small requests
     metrics["busiest_rank_small_request_time_s"] = stake
 
-    what = " and ".join(
-        f"{fmt_count(totals['small_' + op + 's'])} of {fmt_count(totals[op + 's'])} {op}s "
-        f"({fmt_pct(totals['small_' + op + 's'] / totals[op + 's'])})" for op in flagged)
+    what = small_io.what(judged)
     sizes = ", ".join(f"{op}s {fmt_size(lo)}–{fmt_size(hi)} B" if hi < 1024 else
                       f"{op}s {fmt_bytes(lo)}–{fmt_bytes(hi)}" for op, (lo, hi) in size_range.items())
-    title = f"Small requests dominate at the file system: {what} are at most {fmt_bytes(limit)}"
+    title = small_io.title(judged, th)
     summary = (f"The POSIX layer (what reaches the file system) sees {what} of at most {fmt_bytes(limit)}"
                + (f" ({sizes})" if sizes else "") + f" on {len(file_ids)} file(s)")
     if time_share is not None:
@@ -140,7 +138,7 @@ def check_small(ctx) -> list:
     return [Insight("SMALL_IO", severity, title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(file_ids), time_window=window, metrics=metrics),
                     _small_recs(ctx, file_ids, flagged), source=source, partial=partial,
-                    score=(time_share or 0.0) + sum(metrics.get(f"small_{op}_share", 0) for op in flagged),
+                    score=judged["score"],
                     demotable=not strong)]
 
 

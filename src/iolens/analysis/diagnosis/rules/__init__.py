@@ -17,7 +17,7 @@ from typing import Callable
 import polars as pl
 
 from ..thresholds import Thresholds
-from .common import COMMON_FEATURES, RuleError, common_features, demoted, edge_index, judge, matters
+from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
 from . import small_io
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
@@ -27,15 +27,18 @@ __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes
 @dataclass(frozen=True)
 class Rule:
     code: str
+    check: str  # the name of the check in `diagnosis.CHECKS` that writes the insight
     features: Callable  # (ctx, edges) -> dict of scalars (edges: the size-bin edge indices to keep, or None)
     rule: Callable  # (th) -> {"severity": expr, "strong": expr, ...}
     dtypes: Callable  # () -> {column: polars dtype} of every feature column a full (fleet) row holds
     thresholds: tuple  # names of the thresholds the rule reads (the common ones included)
     stale: Callable | None = None  # (th) -> expr: rows whose stored features cannot answer `th` (a rebuild can)
+    title: Callable | None = None  # (values of `rule`'s columns, th) -> the insight's title
 
 
 RULES = {r.code: r for r in (
-    Rule("SMALL_IO", small_io.features, small_io.rule, small_io.dtypes, small_io.THRESHOLDS, small_io.stale),
+    Rule("SMALL_IO", "small_io", small_io.features, small_io.rule, small_io.dtypes, small_io.THRESHOLDS, small_io.stale,
+         small_io.title),
 )}
 
 
@@ -55,10 +58,17 @@ def feature_dtypes() -> dict:
 
 
 def rule_columns(code: str, th: Thresholds) -> dict:
-    """The code's severity and strong flag, the global demotion applied: {"severity", "strong", ...}."""
+    """The code's columns with the global demotion applied: {"severity", "strong", "score", ...}."""
     out = RULES[code].rule(th)
     out["severity"] = demoted(out["severity"], ~out["strong"], th)
     return out
+
+
+def check_edges(th: Thresholds) -> None:
+    """Raise RuleError when a stored features table (size-bin edges up to 1 GiB) cannot answer `th`."""
+    if edge_index(int(th.small_request_bytes)) > len(EDGES):
+        raise RuleError(f"small_request_bytes: {int(th.small_request_bytes)} is past the last size-bin edge the "
+                        "store keeps (1 GiB)")
 
 
 def stale_expr(code: str, th: Thresholds):

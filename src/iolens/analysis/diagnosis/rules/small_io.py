@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from ....model.darshan import SIZE_BINS
+from ..units import fmt_bytes, fmt_count, fmt_pct
 from .common import (COMMON_THRESHOLDS, EDGES, RUN_TIME, counter_stake, dxt_stake, edge_index, edge_suffix, judge,
                      matters)
 
@@ -166,10 +167,24 @@ def rule(th) -> dict:
     run = pl.col(RUN_TIME)
     critical = ((time_share >= CRITICAL_TIME_SHARE) & (run > 0) & (stake >= CRITICAL_RUN_SHARE * run)
                 & matters(stake, th)).fill_null(False)
-    found = fw | fr
+    found = (fw | fr).fill_null(False)
     severity = pl.when(~found).then(pl.lit(None, pl.String)).when(critical).then(pl.lit("critical")).otherwise(severity)
+    both = pl.when(fw & fr).then(share_w + share_r).when(fw).then(share_w).otherwise(share_r)
+    score = time_share.fill_null(0.0) + both
     return {"severity": severity, "strong": strong & found, "stake": stake, "time_share": time_share,
-            "flag_write": fw, "flag_read": fr}
+            "score": score, "flag_write": fw, "flag_read": fr, "small_writes": f["small_writes"],
+            "small_reads": f["small_reads"], "writes": pl.col(P + "writes"), "reads": pl.col(P + "reads")}
+
+
+def what(v: dict) -> str:
+    """'N of M writes (S%) and …' of the flagged kinds, from `rule`'s values."""
+    return " and ".join(f"{fmt_count(v[f'small_{op}s'])} of {fmt_count(v[f'{op}s'])} {op}s "
+                        f"({fmt_pct(v[f'small_{op}s'] / v[f'{op}s'])})" for op, *_ in OPS if v[f"flag_{op}"])
+
+
+def title(v: dict, th) -> str:
+    return (f"Small requests dominate at the file system: {what(v)} are at most "
+            f"{fmt_bytes(int(th.small_request_bytes))}")
 
 
 def stale(th) -> pl.Expr:
