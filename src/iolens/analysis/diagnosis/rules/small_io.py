@@ -188,6 +188,10 @@ def title(v: dict, th) -> str:
 
 
 def stale(th) -> pl.Expr:
-    """Jobs whose SMALL_IO comes from a trace read at another `small_request_bytes`: a rebuild answers."""
+    """Jobs whose SMALL_IO under `th` needs their trace at another `small_request_bytes` than the one the
+    features were computed with (a rebuild answers): the counts come from the trace (no POSIX counters), or
+    the counters flag small requests and the stake and time share come from the trace."""
     at = pl.col(P + "trace_limit")
-    return (at.is_not_null() & (at != int(th.small_request_bytes))).fill_null(False)
+    f = flags(th)
+    needs_trace = pl.col(P + "from_trace") | f["flag_write"] | f["flag_read"]
+    return (at.is_not_null() & (at != int(th.small_request_bytes)) & needs_trace).fill_null(False)
