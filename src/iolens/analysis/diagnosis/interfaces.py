@@ -7,17 +7,19 @@ import polars as pl
 from . import recommendations as rec
 from .context import clip, float_sum
 from .insight import Evidence, Insight
+from .rules import fsync_heavy, one_row
+from .rules.common import common_features
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 
 
 def check_fsync(ctx) -> list:
-    th = ctx.th
+    # the rule decides (rules/fsync_heavy.py, shared with the fleet)
     p = ctx.counters("POSIX")
-    if p is None:
+    features = {**common_features(ctx), **fsync_heavy.features(ctx)}
+    judged = one_row(features, fsync_heavy.rule(ctx.th))
+    if judged["severity"] is None:
         return []
-    syncs, writes = ctx.total("POSIX", "POSIX_FSYNCS", "POSIX_FDSYNCS"), ctx.total("POSIX", "POSIX_WRITES")
-    if syncs < th.fsync_min_count or syncs < th.fsync_per_write * max(writes, 1):
-        return []
+    syncs, writes = judged["syncs"], judged["writes"]
     per = p.group_by("file_id").agg((clip("POSIX_FSYNCS") + clip("POSIX_FDSYNCS")).sum().alias("syncs"))
     fids = per.filter(pl.col("syncs") > 0).sort(["syncs", "file_id"], descending=[True, False])["file_id"].to_list()
     mpi_syncs = 0
@@ -25,13 +27,13 @@ def check_fsync(ctx) -> list:
         mpi_syncs = ctx.total("MPI-IO", "MPIIO_SYNCS")
     metrics = {"fsyncs": syncs, "writes": writes, "fsyncs_per_write": syncs / max(writes, 1),
                "mpiio_syncs": mpi_syncs, "files": len(fids)}
-    title = f"{fmt_count(syncs)} fsync calls: one per {max(writes, 1) / syncs:.1f} writes"
+    title = fsync_heavy.title(judged, ctx.th)
     summary = (f"The application forces data to stable storage {fmt_count(syncs)} times for {fmt_count(writes)} "
                f"writes on {len(fids)} file(s); each fsync waits for the storage servers and its time is counted "
                "as write time.")
-    return [Insight("FSYNC_HEAVY", "warning", title, summary,
+    return [Insight("FSYNC_HEAVY", judged["severity"], title, summary,
                     Evidence(ranks=[], files=ctx.names_of(fids), time_window=None, metrics=metrics),
-                    [rec.fewer_fsync()], source="counters", partial=False, score=syncs / max(writes, 1))]
+                    [rec.fewer_fsync()], source="counters", partial=False, score=judged["score"])]
 
 
 def check_stdio(ctx) -> list:

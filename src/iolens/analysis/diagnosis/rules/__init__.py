@@ -18,7 +18,7 @@ import polars as pl
 
 from ..thresholds import Thresholds
 from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
-from . import small_io
+from . import fsync_heavy, small_io
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
@@ -39,6 +39,8 @@ class Rule:
 RULES = {r.code: r for r in (
     Rule("SMALL_IO", "small_io", small_io.features, small_io.rule, small_io.dtypes, small_io.THRESHOLDS, small_io.stale,
          small_io.title),
+    Rule("FSYNC_HEAVY", "fsync_heavy", fsync_heavy.features, fsync_heavy.rule, fsync_heavy.dtypes,
+         fsync_heavy.THRESHOLDS, None, fsync_heavy.title),
 )}
 
 
