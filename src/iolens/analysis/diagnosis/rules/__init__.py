@@ -18,7 +18,7 @@ import polars as pl
 
 from ..thresholds import Thresholds
 from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
-from . import fsync_heavy, small_io
+from . import fsync_heavy, small_io, stdio_heavy
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
@@ -41,6 +41,8 @@ RULES = {r.code: r for r in (
          small_io.title),
     Rule("FSYNC_HEAVY", "fsync_heavy", fsync_heavy.features, fsync_heavy.rule, fsync_heavy.dtypes,
          fsync_heavy.THRESHOLDS, None, fsync_heavy.title),
+    Rule("STDIO_HEAVY", "stdio_heavy", stdio_heavy.features, stdio_heavy.rule, stdio_heavy.dtypes,
+         stdio_heavy.THRESHOLDS, None, stdio_heavy.title),
 )}
 
 
