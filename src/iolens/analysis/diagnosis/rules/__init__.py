@@ -18,7 +18,7 @@ import polars as pl
 
 from ..thresholds import Thresholds
 from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
-from . import fsync_heavy, small_io, stdio_heavy
+from . import fsync_heavy, metadata_heavy, small_io, stdio_heavy
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
@@ -43,6 +43,8 @@ RULES = {r.code: r for r in (
          fsync_heavy.THRESHOLDS, None, fsync_heavy.title),
     Rule("STDIO_HEAVY", "stdio_heavy", stdio_heavy.features, stdio_heavy.rule, stdio_heavy.dtypes,
          stdio_heavy.THRESHOLDS, None, stdio_heavy.title),
+    Rule("METADATA_HEAVY", "metadata_heavy", metadata_heavy.features, metadata_heavy.rule, metadata_heavy.dtypes,
+         metadata_heavy.THRESHOLDS, metadata_heavy.stale, metadata_heavy.title),
 )}
 
 
