@@ -18,7 +18,7 @@ import polars as pl
 
 from ..thresholds import Thresholds
 from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
-from . import fsync_heavy, metadata_heavy, small_io, stdio_heavy
+from . import fsync_heavy, lustre_striping, metadata_heavy, ost_imbalance, small_io, stdio_heavy
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
@@ -45,6 +45,10 @@ RULES = {r.code: r for r in (
          stdio_heavy.THRESHOLDS, None, stdio_heavy.title),
     Rule("METADATA_HEAVY", "metadata_heavy", metadata_heavy.features, metadata_heavy.rule, metadata_heavy.dtypes,
          metadata_heavy.THRESHOLDS, metadata_heavy.stale, metadata_heavy.title),
+    Rule("LUSTRE_STRIPING", "lustre_striping", lustre_striping.features, lustre_striping.rule,
+         lustre_striping.dtypes, lustre_striping.THRESHOLDS, None, lustre_striping.title),
+    Rule("OST_IMBALANCE", "ost_imbalance", ost_imbalance.features, ost_imbalance.rule, ost_imbalance.dtypes,
+         ost_imbalance.THRESHOLDS, None, ost_imbalance.title),
 )}
 
 
