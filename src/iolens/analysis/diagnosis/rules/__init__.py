@@ -18,7 +18,7 @@ import polars as pl
 
 from ..thresholds import Thresholds
 from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
-from . import fsync_heavy, lustre_striping, metadata_heavy, ost_imbalance, small_io, stdio_heavy
+from . import fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, ost_imbalance, small_io, stdio_heavy
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
@@ -49,6 +49,8 @@ RULES = {r.code: r for r in (
          lustre_striping.dtypes, lustre_striping.THRESHOLDS, None, lustre_striping.title),
     Rule("OST_IMBALANCE", "ost_imbalance", ost_imbalance.features, ost_imbalance.rule, ost_imbalance.dtypes,
          ost_imbalance.THRESHOLDS, None, ost_imbalance.title),
+    Rule("HDF5_METADATA", "hdf5_metadata", hdf5_metadata.features, hdf5_metadata.rule, hdf5_metadata.dtypes,
+         hdf5_metadata.THRESHOLDS, hdf5_metadata.stale, hdf5_metadata.title),
 )}
 
 
