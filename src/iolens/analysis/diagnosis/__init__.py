@@ -89,17 +89,15 @@ def diagnose_context(ctx: Context, skip=(), strict: bool = False) -> list:
 
 def _dedupe(found: list) -> list:
     """Drop an insight that only restates a more specific one about the same ranks. (OST_IMBALANCE's,
-    restating LUSTRE_STRIPING, is part of its rule: rules/ost_imbalance.py.)"""
+    restating LUSTRE_STRIPING, and REDUNDANT_READS's, restating DATA_SIEVING, are part of their rules:
+    rules/ost_imbalance.py, rules/redundant_io.py.)"""
     serial = {r for i in found if i.code == "SERIALIZED_IO" for r in i.evidence.ranks}
     slow_ost = next((i for i in found if i.code == "SLOW_OST"), None)
-    sieving_files = {f for i in found if i.code == "DATA_SIEVING" for f in i.evidence.files}
     out = []
     for i in found:
         if (i.code == "RANK_IMBALANCE" and serial and
                 i.evidence.metrics.get("heaviest_rank") in serial and "aggregators" not in i.evidence.metrics):
             continue  # "rank 0 does most of the I/O" is what SERIALIZED_IO already says, more precisely
-        if i.code == "REDUNDANT_READS" and i.evidence.files and set(i.evidence.files) <= sieving_files:
-            continue  # the re-reads are the read half of read-modify-write: DATA_SIEVING explains them
         if (i.code in ("RANK_IMBALANCE", "STRAGGLER") and slow_ost is not None and
                 set(i.evidence.ranks[:4]) & set(slow_ost.evidence.ranks)):
             i.summary += (f" These ranks' files are on OST {slow_ost.evidence.metrics.get('ost')}, which is slow "

@@ -18,7 +18,8 @@ import polars as pl
 
 from ..thresholds import Thresholds
 from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
-from . import fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, ost_imbalance, small_io, stdio_heavy
+from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, ost_imbalance, redundant_io, small_io,
+               stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
@@ -51,6 +52,11 @@ RULES = {r.code: r for r in (
          ost_imbalance.THRESHOLDS, None, ost_imbalance.title),
     Rule("HDF5_METADATA", "hdf5_metadata", hdf5_metadata.features, hdf5_metadata.rule, hdf5_metadata.dtypes,
          hdf5_metadata.THRESHOLDS, hdf5_metadata.stale, hdf5_metadata.title),
+    Rule("REDUNDANT_WRITES", "redundancy", redundant_io.writes_features, redundant_io.writes_rule,
+         redundant_io.writes_dtypes, redundant_io.THRESHOLDS, redundant_io.writes_stale, redundant_io.writes_title),
+    Rule("REDUNDANT_READS", "redundancy", redundant_io.reads_features, redundant_io.reads_rule,
+         redundant_io.reads_dtypes, redundant_io.THRESHOLDS + redundant_io.SIEVING, redundant_io.reads_stale,
+         redundant_io.reads_title),
 )}
 
 
