@@ -161,7 +161,7 @@ class Context:
         df = self.counters(module)
         if df is None:
             return None
-        prefix = COUNTER_PREFIX[module]
+        prefix = COUNTER_PREFIX.get(module, module)  # H5F's counters are named after the module
         starts = [f"{prefix}_F_{op}_START_TIMESTAMP" for op in ops]
         ends = [f"{prefix}_F_{op}_END_TIMESTAMP" for op in ops]
         if not all(c in df.columns for c in starts + ends):
