@@ -5,9 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 from . import recommendations as rec
-from .context import clip
 from .insight import Evidence, Insight
-from .rules import lustre_striping, one_row, ost_imbalance
+from .rules import lustre_striping, one_row, ost_imbalance, slow_ost
 from .rules.common import common_features
 from .units import fmt_bytes, fmt_time
 
@@ -99,50 +98,27 @@ def check_ost_imbalance(ctx) -> list:
 
 def check_slow_ost(ctx) -> list:
     """SLOW_OST: files on one OST take far longer per byte than the same kind of files on the other OSTs."""
+    # the rule decides (rules/slow_ost.py, shared with the fleet)
     th = ctx.th
-    lay = lustre_striping.layouts(ctx)
-    p = ctx.counters("POSIX")
-    if lay.is_empty() or p is None:
+    rec_ = slow_ost.records(ctx)
+    per = slow_ost.per_ost(rec_)
+    entries = slow_ost.osts(per)
+    judged = one_row({**common_features(ctx), slow_ost.P + "osts": entries or None}, slow_ost.rule(th))
+    if judged["severity"] is None:
         return []
-    # at least 4 OSTs each with a record of >= 1 MiB taking time: count such records first (same arithmetic)
-    b = ctx.column("POSIX", "POSIX_BYTES_READ") + ctx.column("POSIX", "POSIX_BYTES_WRITTEN")
-    t = ctx.column("POSIX", "POSIX_F_READ_TIME") + ctx.column("POSIX", "POSIX_F_WRITE_TIME")
-    if int(((b >= (1 << 20)) & (t > 0)).sum()) < 4:
-        return []
-    single = lay.filter(pl.col("stripe_count") == 1).select("file_id", pl.col("osts").list.first().alias("ost"))
-    rec_ = (p.with_columns((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).alias("b"),
-                           (clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")).alias("t"))
-            .select("file_id", "rank", "b", "t").join(single, on="file_id", how="inner")
-            .filter((pl.col("b") >= (1 << 20)) & (pl.col("t") > 0) & pl.col("ost").is_not_null())
-            .with_columns((pl.col("t") / (pl.col("b") / (1 << 30))).alias("s_per_gib")))
-    if rec_.is_empty():
-        return []
-    per = rec_.group_by("ost").agg(pl.col("s_per_gib").median().alias("med"), pl.len().alias("files"),
-                                   pl.col("t").max().alias("tmax"), pl.col("b").sum().alias("bytes"))
-    if per.height < 4:
-        return []
-    slow = []
-    for ost, med, files, tmax, nbytes in per.iter_rows():
-        others = per.filter(pl.col("ost") != ost)["med"].median()
-        if others and files >= th.slow_ost_min_files and med / others >= th.slow_ost_ratio:
-            slow.append((ost, med / others, med, others, files, tmax, nbytes))
-    if not slow:
-        return []
-    slow.sort(key=lambda x: -x[1])
-    ost, ratio, med, others, files, tmax, nbytes = slow[0]
-    if not ctx.matters(tmax):
-        return []
-    slow_ids = [s[0] for s in slow]
+    slow_ids = judged["slow_osts"]
+    top = judged["top"]
+    ost, ratio, med, others = top["ost"], top["ratio"], top["seconds_per_gib"], top["typical_seconds_per_gib"]
+    files, tmax, nbytes = top["files"], top["slowest_time"], top["bytes"]
     on = rec_.filter(pl.col("ost").is_in(slow_ids)).sort("t", descending=True)
     ranks = [r for r in on["rank"].unique(maintain_order=True).to_list() if r >= 0][:32]
     metrics = {"ost": ost, "slowdown": ratio, "seconds_per_gib": med, "typical_seconds_per_gib": others,
                "files_on_ost": files, "bytes_on_ost": nbytes, "slowest_file_time_s": tmax,
-               "slow_osts": len(slow), "osts_compared": per.height}
-    title = (f"OST {ost} is {ratio:.0f}× slower than the others: its {files} single-stripe files take "
-             f"{med:.0f} s/GiB against {others:.1f} s/GiB elsewhere")
+               "slow_osts": len(slow_ids), "osts_compared": per.height}
+    title = slow_ost.title(judged, th)
     summary = (f"Comparing single-stripe files of the job, those on OST {ost}"
-               + (f" (and {len(slow) - 1} more OST(s): " + ", ".join(str(s[0]) for s in slow[1:6]) + ")"
-                  if len(slow) > 1 else "")
+               + (f" (and {len(slow_ids) - 1} more OST(s): " + ", ".join(str(s) for s in slow_ids[1:6]) + ")"
+                  if len(slow_ids) > 1 else "")
                + f" need {ratio:.0f}× the time per byte of files on the other {per.height - 1} OSTs. The ranks "
                f"using them finish up to {fmt_time(tmax)} late: the storage server, not the application, is the "
                "bottleneck.")
@@ -153,7 +129,7 @@ def check_slow_ost(ctx) -> list:
         "OSTs so one slow server holds up only part of each file.",
         f"lfs df -h <mount>                      # is OST {ost} full or degraded?\n"
         f"lfs setstripe -c 4 -S 1M <output-dir>  # spread each file over several OSTs", "shell")]
-    return [Insight("SLOW_OST", "warning", title, summary,
+    return [Insight("SLOW_OST", judged["severity"], title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(on["file_id"].unique(maintain_order=True).to_list()),
                              time_window=None, metrics=metrics),
-                    recs, source="counters", partial=False, score=ratio)]
+                    recs, source="counters", partial=False, score=judged["score"])]

@@ -18,8 +18,8 @@ import polars as pl
 
 from ..thresholds import Thresholds
 from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
-from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, ost_imbalance, redundant_io, small_io,
-               stdio_heavy)
+from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, ost_imbalance, redundant_io, slow_ost,
+               small_io, stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
@@ -57,6 +57,8 @@ RULES = {r.code: r for r in (
     Rule("REDUNDANT_READS", "redundancy", redundant_io.reads_features, redundant_io.reads_rule,
          redundant_io.reads_dtypes, redundant_io.THRESHOLDS + redundant_io.SIEVING, redundant_io.reads_stale,
          redundant_io.reads_title),
+    Rule("SLOW_OST", "slow_ost", slow_ost.features, slow_ost.rule, slow_ost.dtypes, slow_ost.THRESHOLDS, None,
+         slow_ost.title),
 )}
 
 
