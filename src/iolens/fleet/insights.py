@@ -85,9 +85,12 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
         scores.append(c["score"].alias(f"_score_{code}"))
     jobs = jobs.with_columns(*cols, *scores)
     jobs = _headline(jobs, codes, th, titles)
-    note = {"thresholds": {k: v for k, v in th.changed().items()},
+    changed = th.changed()
+    own = rules.rule_only(changed)
+    note = {"thresholds": dict(changed),
             "recomputed": [f"insight_{c}" for c in codes] + list(HEADLINE),
             "per_log": [f"insight_{c}" for c in CODES if c not in rules.RULES],
+            "per_log_thresholds": [n for n in changed if n not in own and not n.startswith("fs_")],
             "stale": stale}
     return jobs, note
 

@@ -113,6 +113,9 @@ def rules_sentence(note: dict | None) -> str | None:
     changed = ", ".join(f"{k}={v}" for k, v in note["thresholds"].items()) or "the defaults"
     text = (f"Thresholds changed: {changed}. Recomputed from the stored rule features: "
             f"{', '.join(note['recomputed'])}; per log, as built: {', '.join(note['per_log'])}.")
+    if note["per_log_thresholds"]:
+        text += (f" The per-log checks read {', '.join(note['per_log_thresholds'])} too: their columns (and the "
+                 "headline where they decide it) are as built (rebuild with -t to change them).")
     for code, n in note["stale"].items():
         text += (f" {code} of {n:,} traced job(s) is kept as built: it comes from the trace at the build's "
                  "threshold (rebuild with -t to recompute it).")
