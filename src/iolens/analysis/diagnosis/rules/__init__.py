@@ -17,8 +17,8 @@ from typing import Callable
 import polars as pl
 
 from ..thresholds import Thresholds
-from .common import COMMON_FEATURES, COMMON_THRESHOLDS, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
-from . import interfaces, small_io
+from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
+from . import small_io
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
@@ -39,24 +39,7 @@ class Rule:
 RULES = {r.code: r for r in (
     Rule("SMALL_IO", "small_io", small_io.features, small_io.rule, small_io.dtypes, small_io.THRESHOLDS, small_io.stale,
          small_io.title),
-    Rule("FSYNC_HEAVY", "fsync_heavy", interfaces.fsync_features, interfaces.fsync_rule, interfaces.fsync_dtypes,
-         interfaces.FSYNC_THRESHOLDS, None, interfaces.fsync_title),
-    Rule("STDIO_HEAVY", "stdio_heavy", interfaces.stdio_features, interfaces.stdio_rule, interfaces.stdio_dtypes,
-         interfaces.STDIO_THRESHOLDS, None, interfaces.stdio_title),
 )}
-
-
-# thresholds a rule reads that per-log checks read too (RANK_IMBALANCE and HDF5_METADATA count operations against
-# small_min_ops; every check's severity goes through judge/matters and the demotion): a change of one of these
-# recomputes the rule codes, while the per-log codes keep the severity they were built with
-SHARED_WITH_CHECKS = frozenset({"small_min_ops", *COMMON_THRESHOLDS})
-
-
-def rule_only(names) -> list:
-    """Of threshold `names`, those only rules read (for a severity): a change of any other needs a rebuild for
-    the per-log codes (the cost model's fs_* only change the projections' text, which the store has not)."""
-    own = {n for r in RULES.values() for n in r.thresholds} - SHARED_WITH_CHECKS
-    return [n for n in names if n in own]
 
 
 def features(ctx, codes=None) -> dict:
@@ -118,3 +101,16 @@ def _all_dtypes() -> dict:
 
 
 _DTYPES = None
+
+
+# thresholds a rule reads that per-log checks read too (RANK_IMBALANCE and HDF5_METADATA count operations against
+# small_min_ops; every check's severity goes through judge/matters and the demotion): a change of one of these
+# recomputes the rule codes, while the per-log codes keep the severity they were built with
+SHARED_WITH_CHECKS = frozenset({"small_min_ops", *common.COMMON_THRESHOLDS})
+
+
+def rule_only(names) -> list:
+    """Of threshold `names`, those only rules read (for a severity): a change of any other needs a rebuild for
+    the per-log codes (the cost model's fs_* only change the projections' text, which the store has not)."""
+    own = {n for r in RULES.values() for n in r.thresholds} - SHARED_WITH_CHECKS
+    return [n for n in names if n in own]
