@@ -46,7 +46,8 @@ def main():
     seed = fleet_store.read(base / "seed", "jobs")
     reps = -(-args.jobs // seed.height)
     big = pl.concat([seed] * reps).head(args.jobs).with_columns(
-        pl.format("/fleet/{}/{}", pl.int_range(pl.len()), pl.col("path").str.split("/").list.last()).alias("path"))
+        pl.format("/fleet/{}/{}", pl.int_range(pl.len()), pl.col("path").str.split("/").list.last()).alias("path")
+    ).rechunk()  # as a store read gives it (not thousands of chunks per column)
     print(f"{big.height:,} jobs x {big.width} columns ({big.estimated_size() / 2**30:.2f} GiB in memory)")
     if args.store:
         from deltalake import write_deltalake

@@ -127,7 +127,8 @@ def with_thresholds(jobs: pl.DataFrame, thresholds) -> tuple:
     headline titles written for the jobs the page lists."""
     from ...fleet.insights import with_insights
 
-    top = analysis.top_jobs(analysis.with_derived(jobs))["path"].implode()
+    narrow = jobs.select("path", "io_time", "nprocs", "bytes", "bytes_read")  # sorting every column costs seconds
+    top = analysis.top_jobs(analysis.with_derived(narrow))["path"].implode()
     return with_insights(jobs, thresholds, titles=pl.col("path").is_in(top), keep_stale=True)
 
 
