@@ -70,24 +70,29 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
     rules.check_edges(th)
     codes = list(rules.RULES)
     stale = {}
-    cols, scores = [], []
+    lf = jobs.lazy()
     for code in codes:
-        c = rules.rule_columns(code, th)
-        severity = c["severity"]
-        old = f"insight_{code}"
+        lf = rules.with_stages(lf, code, th)
+    staged = lf.collect()
+    cols = []
+    for code in codes:
+        severity, old = rules.stage(code, "insight"), f"insight_{code}"
         s = rules.stale_expr(code, th) if keep_stale else None
         if s is not None and old in jobs.columns:
-            n = int(jobs.select(s.sum()).item() or 0)
+            n = int(staged.select(s.sum()).item() or 0)
             if n:
                 stale[code] = n
                 severity = pl.when(s).then(pl.col(old)).otherwise(severity)
-        cols.append(severity.alias(old))
-        scores.append(c["score"].alias(f"_score_{code}"))
-    jobs = jobs.with_columns(*cols, *scores)
+        cols += [severity.alias(old), rules.stage(code, "score").alias(f"_score_{code}")]
+    jobs = staged.with_columns(*cols)
     jobs = _headline(jobs, codes, th, titles)
-    note = {"thresholds": {k: v for k, v in th.changed().items()},
+    jobs = rules.drop_stages(jobs, codes)
+    changed = th.changed()
+    own = rules.rule_only(changed)
+    note = {"thresholds": dict(changed),
             "recomputed": [f"insight_{c}" for c in codes] + list(HEADLINE),
             "per_log": [f"insight_{c}" for c in CODES if c not in rules.RULES],
+            "per_log_thresholds": [n for n in changed if n not in own and not n.startswith("fs_")],
             "stale": stale}
     return jobs, note
 
@@ -127,7 +132,9 @@ def _titles(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
     want = pl.col("headline").is_in(codes).fill_null(False)
     if titles is not None:
         want = want & titles
-    index = jobs.with_row_index("_row").filter(want)
+    names = [n for n in jobs.columns if n.startswith(tuple(rules.stage_name(c, "") for c in codes))]
+    index = (jobs.select(want.alias("_want"), "headline", *names).with_row_index("_row")  # not every column
+             .filter(pl.col("_want")))
     if index.is_empty():
         return jobs
     text = [None] * jobs.height
@@ -136,7 +143,7 @@ def _titles(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
         if part.is_empty():
             continue
         exprs = rules.RULES[code].rule(th)
-        values = part.select(pl.col("_row"), **exprs)
+        values = part.select(pl.col("_row"), *[rules.stage(code, k).alias(k) for k in exprs])
         for v in values.iter_rows(named=True):
             text[v["_row"]] = rules.RULES[code].title(v, th)
     filled = pl.Series("_title", text, dtype=pl.String)

@@ -50,12 +50,12 @@ def check_small(ctx) -> list:
     # the rule decides (rules/small_io.py, shared with the fleet): which kinds are flagged, the stake, severity
     edges = [k for k in (small_io.bins_below(limit),) if k]
     features = {**common_features(ctx), **small_io.counts(ctx, edges)}
-    flags = one_row(features, small_io.flags(th))
+    flags = one_row(features, small_io.flags(th), "SMALL_IO")
     flagged = [op for op, *_ in OPS if flags[f"flag_{op}"]]
     if not flagged:
         return []
     features.update(small_io.stakes(ctx, edges, [small_io.set_name(flagged)], limit))
-    judged = one_row(features, small_io.rule(th))
+    judged = one_row(features, small_io.rule(th), "SMALL_IO")
     source = "dxt" if features["small_io_from_trace"] else "counters"
     totals = {k: flags[k] for k in ("small_writes", "small_reads")}
     totals.update({f"{op}s": features[f"small_io_{op}s"] for op in ("write", "read")})

@@ -113,6 +113,9 @@ def rules_sentence(note: dict | None) -> str | None:
     changed = ", ".join(f"{k}={v}" for k, v in note["thresholds"].items()) or "the defaults"
     text = (f"Thresholds changed: {changed}. Recomputed from the stored rule features: "
             f"{', '.join(note['recomputed'])}; per log, as built: {', '.join(note['per_log'])}.")
+    if note["per_log_thresholds"]:
+        text += (f" The per-log checks read {', '.join(note['per_log_thresholds'])} too: their columns (and the "
+                 "headline where they decide it) are as built (rebuild with -t to change them).")
     for code, n in note["stale"].items():
         text += (f" {code} of {n:,} traced job(s) is kept as built: it comes from the trace at the build's "
                  "threshold (rebuild with -t to recompute it).")
@@ -124,7 +127,8 @@ def with_thresholds(jobs: pl.DataFrame, thresholds) -> tuple:
     headline titles written for the jobs the page lists."""
     from ...fleet.insights import with_insights
 
-    top = analysis.top_jobs(analysis.with_derived(jobs))["path"].implode()
+    narrow = jobs.select("path", "io_time", "nprocs", "bytes", "bytes_read")  # sorting every column costs seconds
+    top = analysis.top_jobs(analysis.with_derived(narrow))["path"].implode()
     return with_insights(jobs, thresholds, titles=pl.col("path").is_in(top), keep_stale=True)
 
 

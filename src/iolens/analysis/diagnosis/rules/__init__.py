@@ -17,12 +17,13 @@ from typing import Callable
 import polars as pl
 
 from ..thresholds import Thresholds
-from .common import COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters
+from .common import (COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters, stage,
+                     stage_name)
 from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, ost_imbalance, redundant_io, slow_ost,
                small_io, stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
-           "edge_index", "common_features", "one_row", "rule_columns", "stale_expr"]
+           "edge_index", "common_features", "one_row", "with_stages", "drop_stages", "stage", "stale_expr"]
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,20 @@ def feature_dtypes() -> dict:
     return out
 
 
-def rule_columns(code: str, th: Thresholds) -> dict:
-    """The code's columns with the global demotion applied: {"severity", "strong", "score", ...}."""
-    out = RULES[code].rule(th)
-    out["severity"] = demoted(out["severity"], ~out["strong"], th)
-    return out
+def with_stages(frame, code: str, th: Thresholds, exprs: dict | None = None):
+    """`frame` (Data or LazyFrame) with each stage of `code`'s rule (or of `exprs`) as a column
+    `stage_name(code, name)`, in order, then the demoted severity as `stage_name(code, "insight")`."""
+    exprs = RULES[code].rule(th) if exprs is None else exprs
+    frame = _stages(frame, code, exprs)
+    if "severity" in exprs and "strong" in exprs:
+        frame = frame.with_columns(demoted(stage(code, "severity"), ~stage(code, "strong"), th)
+                                   .alias(stage_name(code, "insight")))
+    return frame
+
+
+def drop_stages(frame, codes):
+    prefixes = tuple(stage_name(c, "") for c in codes)
+    return frame.drop([n for n in frame.collect_schema().names() if n.startswith(prefixes)])
 
 
 def check_edges(th: Thresholds) -> None:
@@ -98,17 +108,27 @@ def stale_expr(code: str, th: Thresholds):
 
 def evaluate(frame, th: Thresholds, codes=None):
     """`frame` (a DataFrame or LazyFrame of feature rows) with each rule code's `insight_CODE` column."""
-    return frame.with_columns(*[rule_columns(code, th)["severity"].alias(f"insight_{code}")
-                                for code in codes or RULES])
+    codes = list(codes or RULES)
+    for code in codes:
+        frame = with_stages(frame, code, th).with_columns(stage(code, "insight").alias(f"insight_{code}"))
+    return drop_stages(frame, codes)
 
 
-def one_row(values: dict, exprs: dict) -> dict:
-    """The rule's expressions evaluated on one log's features (a batch of one): name -> Python value. A
-    feature the expressions read but the log's check did not compute (a branch not taken) is null."""
+def one_row(values: dict, exprs: dict, code: str = "") -> dict:
+    """A rule's stages (`exprs`) evaluated on one log's features (a batch of one): name -> Python value. A
+    feature the stages read but the log's check did not compute (a branch not taken) is null."""
     dtypes = _all_dtypes()
-    names = {n for e in exprs.values() for n in e.meta.root_names()} | set(values)
+    prefix = stage_name(code, "")
+    names = {n for e in exprs.values() for n in e.meta.root_names() if not n.startswith(prefix)} | set(values)
     frame = pl.DataFrame({n: pl.Series(n, [values.get(n)], dtype=dtypes.get(n, pl.Float64)) for n in names})
-    return frame.select(**exprs).row(0, named=True)
+    frame = _stages(frame, code, exprs)
+    return {k: frame[stage_name(code, k)][0] for k in exprs}
+
+
+def _stages(frame, code: str, exprs: dict):
+    for name, expr in exprs.items():
+        frame = frame.with_columns(expr.alias(stage_name(code, name)))
+    return frame
 
 
 def _all_dtypes() -> dict:
@@ -121,3 +141,17 @@ def _all_dtypes() -> dict:
 
 
 _DTYPES = None
+
+
+# thresholds a rule reads that per-log checks read too (RANK_IMBALANCE counts operations against small_min_ops;
+# REDUNDANT_READS's dedupe reads DATA_SIEVING's; every check's severity goes through judge/matters and the
+# demotion): a change of one of these recomputes the rule codes, while the per-log codes keep the severity they
+# were built with
+SHARED_WITH_CHECKS = frozenset({"small_min_ops", *redundant_io.SIEVING, *common.COMMON_THRESHOLDS})
+
+
+def rule_only(names) -> list:
+    """Of threshold `names`, those only rules read (for a severity): a change of any other needs a rebuild for
+    the per-log codes (the cost model's fs_* only change the projections' text, which the store has not)."""
+    own = {n for r in RULES.values() for n in r.thresholds} - SHARED_WITH_CHECKS
+    return [n for n in names if n in own]

@@ -21,6 +21,16 @@ class RuleError(ValueError):
     """A threshold value the stored features cannot answer (one line)."""
 
 
+def stage_name(code: str, name: str) -> str:
+    return f"_{code}.{name}"
+
+
+def stage(code: str, name: str) -> pl.Expr:
+    """The column of stage `name` of `code`'s rule: a rule is evaluated stage by stage (`rules.stages`), each
+    a column the later ones read, so that no expression repeats another (a million rows in seconds)."""
+    return pl.col(stage_name(code, name))
+
+
 def edge_index(limit: int) -> int:
     """How many of Darshan's size bins hold only requests of at most `limit` bytes (`small_bins`): 0..10."""
     return sum(1 for _, _, hi in SIZE_BINS if hi <= limit)

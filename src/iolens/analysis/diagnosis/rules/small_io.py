@@ -16,13 +16,18 @@ import polars as pl
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_bytes, fmt_count, fmt_pct
 from .common import (COMMON_THRESHOLDS, EDGES, RUN_TIME, counter_stake, dxt_stake, edge_index, edge_suffix, judge,
-                     matters)
+                     matters, stage)
 
 THRESHOLDS = ("small_request_bytes", "small_min_share", "small_min_ops") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
 SETS = {"w": ("write",), "r": ("read",), "wr": ("write", "read")}  # the flagged operation kinds
 P = "small_io_"
 CRITICAL_TIME_SHARE, CRITICAL_RUN_SHARE = 0.5, 0.1
+
+
+def S(name: str) -> pl.Expr:
+    """An earlier stage of this rule (`rules.stage`)."""
+    return stage("SMALL_IO", name)
 
 
 def set_name(ops) -> str:
@@ -130,23 +135,25 @@ def dtypes() -> dict:
 
 # --- the rule ----------------------------------------------------------------------------------------
 def flags(th) -> dict:
-    """Which operation kinds have enough small requests: {"flag_write", "flag_read"} (booleans)."""
+    """Which operation kinds have enough small requests: stages {"small_writes", "flag_write", …} (each may
+    read the ones before it through `S`)."""
     k = bins_below(int(th.small_request_bytes))
     out = {}
     for op, *_ in OPS:
         n = pl.col(f"{P}{op}s")
         counted = pl.col(f"{P}small_{op}s_{edge_suffix(k)}") if k else pl.lit(0, pl.Int64)
-        small = pl.when(pl.col(P + "from_trace")).then(pl.col(f"{P}trace_small_{op}s")).otherwise(counted)
-        out[f"small_{op}s"] = small
-        out[f"flag_{op}"] = (n > 0) & (small >= th.small_min_ops) & (small / n >= th.small_min_share)
+        out[f"small_{op}s"] = pl.when(pl.col(P + "from_trace")).then(pl.col(f"{P}trace_small_{op}s")).otherwise(counted)
+        small = S(f"small_{op}s")
+        out[f"flag_{op}"] = ((n > 0) & (small >= th.small_min_ops) & (small / n >= th.small_min_share)).fill_null(False)
     return out
 
 
 def rule(th) -> dict:
-    """{"severity", "strong", "stake", "time_share", "flag_write", "flag_read"} over a features frame."""
+    """Stages ending in {"severity", "strong", "score"} over a features frame (evaluated in order, each one a
+    column the later ones read through `S`: the expressions stay small over a million rows)."""
     k = bins_below(int(th.small_request_bytes))
-    f = flags(th)
-    fw, fr = f["flag_write"], f["flag_read"]
+    out = flags(th)
+    fw, fr = S("flag_write"), S("flag_read")
 
     def per_set(name):  # the stake and traced time share if the flagged kinds are `name`
         share = pl.col(f"{P}trace_time_share_{name}")
@@ -155,25 +162,27 @@ def rule(th) -> dict:
         stake = pl.when(share.is_not_null() & ~partial).then(pl.col(f"{P}trace_stake_{name}")).otherwise(counted)
         return stake, share
 
-    def pick(i):
-        sets = [per_set(s) for s in ("wr", "w", "r")]
-        return pl.when(fw & fr).then(sets[0][i]).when(fw).then(sets[1][i]).when(fr).then(sets[2][i])
-
-    stake, time_share = pick(0), pick(1)
-    share_w = f["small_writes"] / pl.col(P + "writes")
-    share_r = f["small_reads"] / pl.col(P + "reads")
-    share = pl.when(fw & fr).then(pl.max_horizontal(share_w, share_r)).when(fw).then(share_w).otherwise(share_r)
-    severity, strong = judge(stake, share, th)
+    sets = [per_set(s) for s in ("wr", "w", "r")]
+    for i, name in enumerate(("stake", "time_share")):
+        out[name] = pl.when(fw & fr).then(sets[0][i]).when(fw).then(sets[1][i]).when(fr).then(sets[2][i])
+    out["writes"], out["reads"] = pl.col(P + "writes"), pl.col(P + "reads")
+    out["share_w"] = S("small_writes") / S("writes")
+    out["share_r"] = S("small_reads") / S("reads")
+    share_w, share_r = S("share_w"), S("share_r")
+    out["share"] = pl.when(fw & fr).then(pl.max_horizontal(share_w, share_r)).when(fw).then(share_w).otherwise(share_r)
+    stake, time_share = S("stake"), S("time_share")
+    severity, strong = judge(stake, S("share"), th)
     run = pl.col(RUN_TIME)
     critical = ((time_share >= CRITICAL_TIME_SHARE) & (run > 0) & (stake >= CRITICAL_RUN_SHARE * run)
                 & matters(stake, th)).fill_null(False)
-    found = (fw | fr).fill_null(False)
-    severity = pl.when(~found).then(pl.lit(None, pl.String)).when(critical).then(pl.lit("critical")).otherwise(severity)
+    out["found"] = fw | fr
+    found = S("found")
+    out["severity"] = (pl.when(~found).then(pl.lit(None, pl.String)).when(critical).then(pl.lit("critical"))
+                       .otherwise(severity))
+    out["strong"] = strong & found
     both = pl.when(fw & fr).then(share_w + share_r).when(fw).then(share_w).otherwise(share_r)
-    score = time_share.fill_null(0.0) + both
-    return {"severity": severity, "strong": strong & found, "stake": stake, "time_share": time_share,
-            "score": score, "flag_write": fw, "flag_read": fr, "small_writes": f["small_writes"],
-            "small_reads": f["small_reads"], "writes": pl.col(P + "writes"), "reads": pl.col(P + "reads")}
+    out["score"] = time_share.fill_null(0.0) + both
+    return out
 
 
 def what(v: dict) -> str:
@@ -192,6 +201,5 @@ def stale(th) -> pl.Expr:
     features were computed with (a rebuild answers): the counts come from the trace (no POSIX counters), or
     the counters flag small requests and the stake and time share come from the trace."""
     at = pl.col(P + "trace_limit")
-    f = flags(th)
-    needs_trace = pl.col(P + "from_trace") | f["flag_write"] | f["flag_read"]
+    needs_trace = pl.col(P + "from_trace") | S("flag_write") | S("flag_read")  # evaluated after `rule`
     return (at.is_not_null() & (at != int(th.small_request_bytes)) & needs_trace).fill_null(False)
