@@ -14,7 +14,10 @@ from .units import fmt_bytes, fmt_time
 def check_striping(ctx) -> list:
     # the rule decides (rules/lustre_striping.py, shared with the fleet)
     th = ctx.th
-    judged = one_row({**common_features(ctx), **lustre_striping.features(ctx)}, lustre_striping.rule(th))
+    row = lustre_striping.features(ctx)
+    if row[lustre_striping.P + "extents"] is None:  # no shared single-stripe file: nothing to judge
+        return []
+    judged = one_row({**common_features(ctx), **row}, lustre_striping.rule(th))
     if judged["severity"] is None:
         return []
     bad = lustre_striping.candidates(ctx).filter(pl.col("extent") >= th.lustre_large_file_bytes)
@@ -69,6 +72,8 @@ def check_ost_imbalance(ctx) -> list:
     # the rule decides (rules/ost_imbalance.py, shared with the fleet), LUSTRE_STRIPING's deduplication included
     th = ctx.th
     row, per_ost, fids, source = ost_imbalance.measure(ctx)
+    if row[ost_imbalance.P + "osts"] is None:  # fewer than two OSTs: nothing to judge
+        return []
     judged = one_row({**common_features(ctx), **row}, ost_imbalance.rule(th))
     if judged["severity"] is None:
         return []
@@ -103,6 +108,8 @@ def check_slow_ost(ctx) -> list:
     rec_ = slow_ost.records(ctx)
     per = slow_ost.per_ost(rec_)
     entries = slow_ost.osts(per)
+    if not entries:  # fewer than four OSTs to compare: nothing to judge
+        return []
     judged = one_row({**common_features(ctx), slow_ost.P + "osts": entries or None}, slow_ost.rule(th))
     if judged["severity"] is None:
         return []

@@ -16,6 +16,8 @@ def check(ctx) -> list:
     # the rule decides (rules/metadata_heavy.py, shared with the fleet)
     th = ctx.th
     row, per_rank = metadata_heavy.measure(ctx)
+    if row["metadata_heavy_meta_time"] + row["metadata_heavy_data_time"] <= 0:  # no POSIX/STDIO time to judge
+        return []
     judged = one_row({**common_features(ctx), **row}, metadata_heavy.rule(th))
     if judged["severity"] is None:
         return []

@@ -119,8 +119,11 @@ def one_row(values: dict, exprs: dict, code: str = "") -> dict:
     feature the stages read but the log's check did not compute (a branch not taken) is null."""
     dtypes = _all_dtypes()
     prefix = stage_name(code, "")
-    names = {n for e in exprs.values() for n in e.meta.root_names() if not n.startswith(prefix)} | set(values)
+    roots = {n for e in exprs.values() for n in e.meta.root_names()}
+    names = {n for n in roots if not n.startswith(prefix)} | set(values)
     frame = pl.DataFrame({n: pl.Series(n, [values.get(n)], dtype=dtypes.get(n, pl.Float64)) for n in names})
+    if not any(n.startswith(prefix) for n in roots):  # no stage reads another: one query (a check runs per log)
+        return frame.select(**exprs).row(0, named=True)
     frame = _stages(frame, code, exprs)
     return {k: frame[stage_name(code, k)][0] for k in exprs}
 
