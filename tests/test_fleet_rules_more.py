@@ -98,7 +98,8 @@ def test_report_thresholds_give_the_rebuilds_columns(stores, tmp_path):
         differ = int((a.fill_null("-") != b.fill_null("-")).sum())
         assert differ <= note["stale"].get(code, 0), (code, differ, note["stale"])
         moved = int((a.fill_null("-") != default[f"insight_{code}"].fill_null("-")).sum())
-        assert moved, code  # the thresholds moved some job for every code
+        # the thresholds moved some job for every code, or (redundant_ratio: which files count) kept it as built
+        assert moved or note["stale"].get(code), code
     out = report_json(stores["default"], tmp_path, LOOSE)
     assert {f"insight_{c}" for c in CODES} <= set(out["rules"]["recomputed"])
 
