@@ -83,7 +83,11 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
             if n:
                 stale[code] = n
                 severity = pl.when(s).then(pl.col(old)).otherwise(severity)
-        cols += [severity.alias(old), rules.stage(code, "score").alias(f"_score_{code}")]
+        serious = rules.stage(code, "serious")
+        if s is not None and code in stale:
+            serious = pl.when(s).then(pl.col(old).is_in(SERIOUS).fill_null(False).cast(pl.Int64)).otherwise(serious)
+        cols += [severity.alias(old), rules.stage(code, "score").alias(f"_score_{code}"),
+                 serious.alias(f"_serious_{code}")]
     jobs = staged.with_columns(*cols)
     jobs = _headline(jobs, codes, th, titles)
     jobs = rules.drop_stages(jobs, codes)
@@ -118,13 +122,12 @@ def _headline(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
                                  pl.when(better).then(sc).otherwise(score).alias("_score"),
                                  pl.when(better).then(pl.lit(None, pl.String)).otherwise(pl.col("headline_title"))
                                  .alias("headline_title"))
-    serious = pl.sum_horizontal([pl.col(f"insight_{c}").is_in(SERIOUS).fill_null(False).cast(pl.Int64)
-                                 for c in codes])
+    serious = pl.sum_horizontal([pl.col(f"_serious_{c}") for c in codes])
     diagnosed = pl.col("diagnosed").fill_null(False)
     jobs = jobs.with_columns(pl.when(diagnosed).then(pl.col("per_log_insights").fill_null(0) + serious)
                              .alias("insights"))
     jobs = _titles(jobs, codes, th, titles)
-    return jobs.drop(["_score", *[f"_score_{c}" for c in codes]])
+    return jobs.drop(["_score", *[f"_{k}_{c}" for c in codes for k in ("score", "serious")]])
 
 
 def _titles(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
@@ -143,7 +146,7 @@ def _titles(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
         if part.is_empty():
             continue
         exprs = rules.RULES[code].rule(th)
-        values = part.select(pl.col("_row"), *[rules.stage(code, k).alias(k) for k in exprs])
+        values = part.select(pl.col("_row"), *[rules.stage(code, k).alias(k) for k in [*exprs, "best"]])
         for v in values.iter_rows(named=True):
             text[v["_row"]] = rules.RULES[code].title(v, th)
     filled = pl.Series("_title", text, dtype=pl.String)
