@@ -158,3 +158,12 @@ def test_store_without_features_says_rebuild(tmp_path, generated):
     r = run_iolens("fleet", "report", store, "-o", tmp_path / "p.html", "-t", "small_min_ops=10", check=False)
     assert r.returncode == 2 and "rebuild" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     run_iolens("fleet", "report", store, "-o", tmp_path / "p.html")  # without -t the page is as built
+
+
+def test_a_code_the_store_has_no_features_for_stays_as_built(stores):
+    """A store built before a code became a rule: that code's column is kept, and the note says so."""
+    built = jobs_of(stores["default"])
+    older = built.drop([c for c in built.columns if c.startswith("small_io_")])
+    recomputed, note = with_thresholds(older, Thresholds({"small_min_ops": 1}))
+    assert note["not_in_store"] == ["SMALL_IO"] and "insight_SMALL_IO" in note["per_log"]
+    assert recomputed["insight_SMALL_IO"].to_list() == built["insight_SMALL_IO"].to_list()

@@ -34,6 +34,7 @@ def log_columns(log, th) -> dict:
             try:
                 row.update(rule.features(ctx, None))
             except Exception:  # noqa: BLE001 - as diagnose does: the check failed, the others run
+                row.update(dict.fromkeys(rule.dtypes()))
                 out["insight_CHECK_FAILED"] = "info"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -68,7 +69,10 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
     if not has_features(jobs):
         raise LogError(REBUILD, "jobs")
     rules.check_edges(th)
-    codes = list(rules.RULES)
+    names = set(jobs.collect_schema().names())
+    # a code whose features this store has not (built by an iolens before it was a rule) stays as built
+    codes = [c for c, r in rules.RULES.items() if set(r.dtypes()) <= names]
+    missing = [c for c in rules.RULES if c not in codes]
     stale = {}
     lf = jobs.lazy()
     for code in codes:
@@ -95,7 +99,8 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
     own = rules.rule_only(changed)
     note = {"thresholds": dict(changed),
             "recomputed": [f"insight_{c}" for c in codes] + list(HEADLINE),
-            "per_log": [f"insight_{c}" for c in CODES if c not in rules.RULES],
+            "per_log": [f"insight_{c}" for c in CODES if c not in codes],
+            "not_in_store": missing,
             "per_log_thresholds": [n for n in changed if n not in own and not n.startswith("fs_")],
             "stale": stale}
     return jobs, note
