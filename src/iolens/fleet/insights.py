@@ -40,7 +40,8 @@ def log_columns(log, th) -> dict:
             warnings.simplefilter("ignore", RuntimeWarning)
             found = diagnose_context(ctx, skip={r.check for r in rules.RULES.values()})
     except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
-        return {**out, "per_log_insights": 0, "diagnosis_error": f"{type(exc).__name__}: {exc}"}
+        return {**dict.fromkeys(rules.feature_dtypes()), **out, **dict.fromkeys(PER_LOG), "per_log_insights": 0,
+                "diagnosis_error": f"{type(exc).__name__}: {exc}"}
     row = {k: row.get(k) for k in rules.feature_dtypes()}  # one column order in every batch (the store's schema)
     for i in found:  # most severe first: keep the first severity seen per code
         key = f"insight_{i.code}"
