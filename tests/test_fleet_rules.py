@@ -22,7 +22,8 @@ from conftest import all_logs, run_iolens
 SETTINGS = {
     "default": {},
     "share": {"small_min_share": "30%"},  # a share threshold
-    "count": {"small_min_ops": "50"},  # a count threshold (RANK_IMBALANCE, a per-log check, reads it too)
+    "count": {"no_collective_min_ops": "10"},  # a count threshold
+    "shared": {"small_min_ops": "50"},  # a count RANK_IMBALANCE, a per-log check, reads too
     "edge": {"small_request_bytes": "1MiB"},  # a size-bin edge
     "off_edge": {"small_request_bytes": "64KiB"},  # between edges: counters round it down to 10 KiB
 }
@@ -79,7 +80,7 @@ def test_fleet_insights_are_the_per_log_diagnosis(stores, name):
     assert {"critical", "warning", None} <= seen  # the comparison covers found and not found
 
 
-@pytest.mark.parametrize("name", ["share", "count", "edge", "off_edge"])
+@pytest.mark.parametrize("name", ["share", "count", "shared", "edge", "off_edge"])
 def test_report_thresholds_give_the_rebuilds_columns(stores, name):
     """`fleet report -t X=V` over the default store == `fleet build -t X=V`, for every job whose stored
     features answer it; the rest (a trace read at another small_request_bytes) are counted, kept as built. A
@@ -93,8 +94,8 @@ def test_report_thresholds_give_the_rebuilds_columns(stores, name):
     assert (stale > 0) == (name == "off_edge" or name == "edge")
     # a threshold the per-log checks read too: the rule codes are recomputed, the per-log ones (and so the
     # headline they may decide) are as built, and the note says so
-    columns = COLUMNS if name != "count" else [f"insight_{c}" for c in RULES]
-    assert note["per_log_thresholds"] == (["small_min_ops"] if name == "count" else [])
+    columns = COLUMNS if name != "shared" else [f"insight_{c}" for c in RULES]
+    assert note["per_log_thresholds"] == (["small_min_ops"] if name == "shared" else [])
     differ = recomputed.select(columns).to_dicts() != rebuilt.select(columns).to_dicts()
     rows = [(a, b) for a, b in zip(recomputed.select(columns).iter_rows(named=True),
                                    rebuilt.select(columns).iter_rows(named=True)) if a != b]
@@ -102,7 +103,7 @@ def test_report_thresholds_give_the_rebuilds_columns(stores, name):
     moved = [c for c in columns if c.startswith("insight_")
              if (recomputed[c].fill_null("") != built[c].fill_null("")).any()]
     assert moved  # the threshold moved some job
-    assert note["recomputed"][0] == "insight_SMALL_IO" and "insight_CONFLICT" in note["per_log"]
+    assert "insight_SMALL_IO" in note["recomputed"] and "insight_CONFLICT" in note["per_log"]
 
 
 def test_report_json_and_page_say_what_was_recomputed(stores, tmp_path):
@@ -117,7 +118,7 @@ def test_report_json_and_page_say_what_was_recomputed(stores, tmp_path):
         {k: rebuilt["SMALL_IO"][k] for k in ("critical", "warning", "info")}
     html = page.read_text()
     assert 'id="rules-note"' in html and "small_min_share=0.3" in html and "insight_SMALL_IO" in html
-    r = run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "d.html", *t_args(SETTINGS["count"]))
+    r = run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "d.html", *t_args(SETTINGS["shared"]))
     assert "The per-log checks read small_min_ops too" in r.stderr
     r = run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "c.html", *t_args(SETTINGS["off_edge"]))
     assert "kept as built" in r.stderr and "rebuild with -t" in r.stderr
@@ -140,7 +141,7 @@ def test_bad_threshold_is_one_line(stores, tmp_path, args, problem):
 
 def test_config_file_is_read_like_diagnose(stores, tmp_path):
     cfg = tmp_path / "t.toml"
-    cfg.write_text('[thresholds]\nsmall_min_ops = 50\n')
+    cfg.write_text('[thresholds]\nno_collective_min_ops = 10\n')
     a = json.loads(run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "a.html", "--json",
                               "--config", cfg).stdout)
     b = json.loads(run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "b.html", "--json",
@@ -157,3 +158,12 @@ def test_store_without_features_says_rebuild(tmp_path, generated):
     r = run_iolens("fleet", "report", store, "-o", tmp_path / "p.html", "-t", "small_min_ops=10", check=False)
     assert r.returncode == 2 and "rebuild" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     run_iolens("fleet", "report", store, "-o", tmp_path / "p.html")  # without -t the page is as built
+
+
+def test_a_code_the_store_has_no_features_for_stays_as_built(stores):
+    """A store built before a code became a rule: that code's column is kept, and the note says so."""
+    built = jobs_of(stores["default"])
+    older = built.drop([c for c in built.columns if c.startswith("small_io_")])
+    recomputed, note = with_thresholds(older, Thresholds({"small_min_ops": 1}))
+    assert note["not_in_store"] == ["SMALL_IO"] and "insight_SMALL_IO" in note["per_log"]
+    assert recomputed["insight_SMALL_IO"].to_list() == built["insight_SMALL_IO"].to_list()

@@ -34,12 +34,15 @@ def log_columns(log, th) -> dict:
             try:
                 row.update(rule.features(ctx, None))
             except Exception:  # noqa: BLE001 - as diagnose does: the check failed, the others run
+                row.update(dict.fromkeys(rule.dtypes()))
                 out["insight_CHECK_FAILED"] = "info"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             found = diagnose_context(ctx, skip={r.check for r in rules.RULES.values()})
     except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
-        return {**out, "per_log_insights": 0, "diagnosis_error": f"{type(exc).__name__}: {exc}"}
+        return {**dict.fromkeys(rules.feature_dtypes()), **out, **dict.fromkeys(PER_LOG), "per_log_insights": 0,
+                "diagnosis_error": f"{type(exc).__name__}: {exc}"}
+    row = {k: row.get(k) for k in rules.feature_dtypes()}  # one column order in every batch (the store's schema)
     for i in found:  # most severe first: keep the first severity seen per code
         key = f"insight_{i.code}"
         if out.get(key) is None:
@@ -68,7 +71,10 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
     if not has_features(jobs):
         raise LogError(REBUILD, "jobs")
     rules.check_edges(th)
-    codes = list(rules.RULES)
+    names = set(jobs.collect_schema().names())
+    # a code whose features this store has not (built by an iolens before it was a rule) stays as built
+    codes = [c for c, r in rules.RULES.items() if set(r.dtypes()) <= names]
+    missing = [c for c in rules.RULES if c not in codes]
     stale = {}
     lf = jobs.lazy()
     for code in codes:
@@ -83,7 +89,11 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
             if n:
                 stale[code] = n
                 severity = pl.when(s).then(pl.col(old)).otherwise(severity)
-        cols += [severity.alias(old), rules.stage(code, "score").alias(f"_score_{code}")]
+        serious = rules.stage(code, "serious")
+        if s is not None and code in stale:
+            serious = pl.when(s).then(pl.col(old).is_in(SERIOUS).fill_null(False).cast(pl.Int64)).otherwise(serious)
+        cols += [severity.alias(old), rules.stage(code, "score").alias(f"_score_{code}"),
+                 serious.alias(f"_serious_{code}")]
     jobs = staged.with_columns(*cols)
     jobs = _headline(jobs, codes, th, titles)
     jobs = rules.drop_stages(jobs, codes)
@@ -91,7 +101,8 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
     own = rules.rule_only(changed)
     note = {"thresholds": dict(changed),
             "recomputed": [f"insight_{c}" for c in codes] + list(HEADLINE),
-            "per_log": [f"insight_{c}" for c in CODES if c not in rules.RULES],
+            "per_log": [f"insight_{c}" for c in CODES if c not in codes],
+            "not_in_store": missing,
             "per_log_thresholds": [n for n in changed if n not in own and not n.startswith("fs_")],
             "stale": stale}
     return jobs, note
@@ -118,13 +129,12 @@ def _headline(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
                                  pl.when(better).then(sc).otherwise(score).alias("_score"),
                                  pl.when(better).then(pl.lit(None, pl.String)).otherwise(pl.col("headline_title"))
                                  .alias("headline_title"))
-    serious = pl.sum_horizontal([pl.col(f"insight_{c}").is_in(SERIOUS).fill_null(False).cast(pl.Int64)
-                                 for c in codes])
+    serious = pl.sum_horizontal([pl.col(f"_serious_{c}") for c in codes])
     diagnosed = pl.col("diagnosed").fill_null(False)
     jobs = jobs.with_columns(pl.when(diagnosed).then(pl.col("per_log_insights").fill_null(0) + serious)
                              .alias("insights"))
     jobs = _titles(jobs, codes, th, titles)
-    return jobs.drop(["_score", *[f"_score_{c}" for c in codes]])
+    return jobs.drop(["_score", *[f"_{k}_{c}" for c in codes for k in ("score", "serious")]])
 
 
 def _titles(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
@@ -143,7 +153,7 @@ def _titles(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
         if part.is_empty():
             continue
         exprs = rules.RULES[code].rule(th)
-        values = part.select(pl.col("_row"), *[rules.stage(code, k).alias(k) for k in exprs])
+        values = part.select(pl.col("_row"), *[rules.stage(code, k).alias(k) for k in [*exprs, "best"]])
         for v in values.iter_rows(named=True):
             text[v["_row"]] = rules.RULES[code].title(v, th)
     filled = pl.Series("_title", text, dtype=pl.String)

@@ -116,6 +116,9 @@ def rules_sentence(note: dict | None) -> str | None:
     if note["per_log_thresholds"]:
         text += (f" The per-log checks read {', '.join(note['per_log_thresholds'])} too: their columns (and the "
                  "headline where they decide it) are as built (rebuild with -t to change them).")
+    if note.get("not_in_store"):
+        text += (f" The store has no rule features for {', '.join(note['not_in_store'])} (built before they were "
+                 "rules): as built (rebuild to recompute them).")
     for code, n in note["stale"].items():
         text += (f" {code} of {n:,} traced job(s) is kept as built: it comes from the trace at the build's "
                  "threshold (rebuild with -t to recompute it).")

@@ -19,8 +19,8 @@ import polars as pl
 from ..thresholds import Thresholds
 from .common import (COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters, stage,
                      stage_name)
-from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, ost_imbalance, redundant_io, slow_ost,
-               small_io, stdio_heavy)
+from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, mpiio_overhead, no_collective_io,
+               ost_imbalance, redundant_io, slow_ost, small_io, stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "with_stages", "drop_stages", "stage", "stale_expr"]
@@ -36,9 +36,14 @@ class Rule:
     thresholds: tuple  # names of the thresholds the rule reads (the common ones included)
     stale: Callable | None = None  # (th) -> expr: rows whose stored features cannot answer `th` (a rebuild can)
     title: Callable | None = None  # (values of `rule`'s columns, th) -> the insight's title
+    parts: tuple = ()  # one insight per part (e.g. write, read): stages severity_<part>, strong_<part>, score_<part>
 
 
 RULES = {r.code: r for r in (
+    Rule("NO_COLLECTIVE_IO", "no_collective_io", no_collective_io.features, no_collective_io.rule,
+         no_collective_io.dtypes, no_collective_io.THRESHOLDS, None, no_collective_io.title, no_collective_io.PARTS),
+    Rule("MPIIO_OVERHEAD", "mpiio_overhead", mpiio_overhead.features, mpiio_overhead.rule, mpiio_overhead.dtypes,
+         mpiio_overhead.THRESHOLDS, None, mpiio_overhead.title),
     Rule("SMALL_IO", "small_io", small_io.features, small_io.rule, small_io.dtypes, small_io.THRESHOLDS, small_io.stale,
          small_io.title),
     Rule("FSYNC_HEAVY", "fsync_heavy", fsync_heavy.features, fsync_heavy.rule, fsync_heavy.dtypes,
@@ -80,13 +85,43 @@ def feature_dtypes() -> dict:
 
 def with_stages(frame, code: str, th: Thresholds, exprs: dict | None = None):
     """`frame` (Data or LazyFrame) with each stage of `code`'s rule (or of `exprs`) as a column
-    `stage_name(code, name)`, in order, then the demoted severity as `stage_name(code, "insight")`."""
+    `stage_name(code, name)`, in order, then the code's `insight` (its most severe insight after the demotion),
+    its `score` and `best` part (for the headline) and `serious` (how many of its insights are critical or
+    warning)."""
     exprs = RULES[code].rule(th) if exprs is None else exprs
     frame = _stages(frame, code, exprs)
-    if "severity" in exprs and "strong" in exprs:
-        frame = frame.with_columns(demoted(stage(code, "severity"), ~stage(code, "strong"), th)
-                                   .alias(stage_name(code, "insight")))
-    return frame
+    parts = RULES[code].parts if code in RULES else ()
+    if not parts:
+        return _stages(frame, code, {"insight": demoted(stage(code, "severity"), ~stage(code, "strong"), th),
+                                     "best": pl.lit(None, pl.String),
+                                     "serious": stage(code, "insight").is_in(SERIOUS).fill_null(False).cast(pl.Int64)})
+    # several insights: the code's column is the first in the diagnosis's order (severity, then score, then
+    # the order the check wrote them in)
+    for p in parts:
+        frame = _stages(frame, code, {f"insight_{p}": demoted(stage(code, f"severity_{p}"),
+                                                             ~stage(code, f"strong_{p}"), th)})
+    frame = _stages(frame, code, {"insight": stage(code, f"insight_{parts[0]}"), "score": stage(code, f"score_{parts[0]}"),
+                                  "best": pl.lit(parts[0])})
+    for p in parts[1:]:
+        r_p, r_b = _rank(stage(code, f"insight_{p}")), _rank(stage(code, "insight"))
+        better = (r_p.is_not_null() & (r_b.is_null() | (r_p < r_b) | (
+            (r_p == r_b) & (stage(code, f"score_{p}") > stage(code, "score"))))).fill_null(False)
+        frame = _stages(frame, code, {"better": better})
+        frame = _stages(frame, code, {
+            "insight": pl.when(stage(code, "better")).then(stage(code, f"insight_{p}")).otherwise(stage(code, "insight")),
+            "score": pl.when(stage(code, "better")).then(stage(code, f"score_{p}")).otherwise(stage(code, "score")),
+            "best": pl.when(stage(code, "better")).then(pl.lit(p)).otherwise(stage(code, "best"))})
+    serious = pl.sum_horizontal([stage(code, f"insight_{p}").is_in(SERIOUS).fill_null(False).cast(pl.Int64)
+                                 for p in parts])
+    return _stages(frame, code, {"serious": serious})
+
+
+SERIOUS = ("critical", "warning")
+
+
+def _rank(severity: pl.Expr) -> pl.Expr:
+    return severity.replace_strict({"critical": 0, "warning": 1, "info": 2, "ok": 3}, default=None,
+                                   return_dtype=pl.Int64)
 
 
 def drop_stages(frame, codes):
@@ -147,10 +182,11 @@ _DTYPES = None
 
 
 # thresholds a rule reads that per-log checks read too (RANK_IMBALANCE counts operations against small_min_ops;
-# REDUNDANT_READS's dedupe reads DATA_SIEVING's; every check's severity goes through judge/matters and the
-# demotion): a change of one of these recomputes the rule codes, while the per-log codes keep the severity they
-# were built with
-SHARED_WITH_CHECKS = frozenset({"small_min_ops", *redundant_io.SIEVING, *common.COMMON_THRESHOLDS})
+# RANDOM_ACCESS and COLLECTIVE_IO read large_request_bytes; REDUNDANT_READS's dedupe reads DATA_SIEVING's; every
+# check's severity goes through judge/matters and the demotion): a change of one of these recomputes the rule
+# codes, while the per-log codes keep the severity they were built with
+SHARED_WITH_CHECKS = frozenset({"small_min_ops", "large_request_bytes", *redundant_io.SIEVING,
+                                *common.COMMON_THRESHOLDS})
 
 
 def rule_only(names) -> list:
