@@ -11,6 +11,34 @@ import click
 from .common import emit_json, json_option
 
 
+def threshold_options(f):
+    """-t NAME=VALUE (repeatable) and --config FILE.toml, as `iolens diagnose` takes them."""
+    f = click.option("--config", "config", type=click.Path(dir_okay=False, path_type=str),
+                     help="TOML file with a [thresholds] table, as for `iolens diagnose` (-t wins).")(f)
+    return click.option("--threshold", "-t", "overrides", multiple=True, metavar="NAME=VALUE",
+                        help="Change a diagnosis threshold, e.g. -t small_request_bytes=64KiB. Repeatable.")(f)
+
+
+def thresholds_of(overrides, config) -> dict:
+    """{name: value} from --config then -t; a bad name or value is one line (`iolens: error: …`, exit 2)."""
+    from ..analysis.diagnosis.thresholds import load_config, parse_assignment
+    from ..errors import LogError
+
+    values = {}
+    if config:
+        try:
+            values.update(load_config(config))
+        except (ValueError, OSError, UnicodeDecodeError) as exc:
+            raise LogError(str(exc).removeprefix(f"{config}: "), config) from None
+    for text in overrides:
+        try:
+            name, value = parse_assignment(text)
+        except ValueError as exc:
+            raise LogError(str(exc), "--threshold") from None
+        values[name] = value
+    return values
+
+
 @click.group("fleet")
 def command():
     """Many logs: a Parquet store of every job (build), and one page over them (report)."""
@@ -31,22 +59,27 @@ def command():
               help="One row per job (the logs `iolens jobs` groups: workflows, one log per process) instead of "
                    "per log.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@threshold_options
 @json_option
-def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, prune, group_by, quiet,
-                  as_json):
+def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, prune, group_by, quiet, overrides,
+                  config, as_json):
     """Read every Darshan log under PATHS (directories, globs, or .txt/.list files of paths) into STORE.
 
     Logs are read in parallel on Dask. Logs that cannot be read become rows of the errors table. Each
     finished batch is committed to STORE's Delta tables at once; a build that is stopped keeps them, and
-    the next build carries on. One build at a time per store.
+    the next build carries on. One build at a time per store. -t/--config set the diagnosis's thresholds
+    for the logs this build reads (`fleet report -t` recomputes the rule codes of every stored job instead).
     """
     from ..fleet.build import build
+
+    thresholds = thresholds_of(overrides, config)
 
     signal.signal(signal.SIGTERM, _terminated)  # a batch system's time limit: close the workers, then exit
     show = not quiet and not as_json and sys.stderr.isatty()
     with _bar(show) as progress:
         summary = build(paths, store, diagnose=not no_diagnose, files=with_files, scheduler=scheduler,
-                        workers=workers, batch=batch, progress=progress, prune=prune, group_by=group_by)
+                        workers=workers, batch=batch, progress=progress, prune=prune, thresholds=thresholds,
+                        group_by=group_by)
     if as_json:
         emit_json(summary)
         return
@@ -100,14 +133,33 @@ class _bar:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("fleet.html"),
               show_default=True, help="Where to write the page.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
-def report_command(store, output, open_browser):
+@threshold_options
+@json_option
+def report_command(store, output, open_browser, overrides, config, as_json):
     """Write one offline page over the jobs in STORE: parallel coordinates, applications, insights,
-    peer groups, top jobs."""
-    from ..fleet.store import check_store
-    from ..views.html.fleet import write_fleet_report
+    peer groups, top jobs.
 
-    info = write_fleet_report(check_store(store), output)
+    With -t/--config the rule codes' insight columns (and the headline) are recomputed from the features
+    the build stored, without reading a log; the other codes stay as built (docs/fleet.md).
+    """
+    from ..analysis.diagnosis import Thresholds
+    from ..fleet.store import check_store
+    from ..views.html.fleet import rules_sentence, write_fleet_report
+
+    values = thresholds_of(overrides, config)
+    thresholds = Thresholds(values) if (overrides or config) else None
+    try:
+        info = write_fleet_report(check_store(store), output, thresholds)
+    except ValueError as exc:  # a threshold the stored features cannot answer (rules.RuleError)
+        from ..errors import LogError
+        raise LogError(str(exc), str(store)) from None
+    if as_json:
+        emit_json({"output": str(output), "jobs": info["jobs"], "bytes": info["bytes"], "rules": info["rules"],
+                   "insights": info["insights"]})
+        return
     click.echo(str(output))
+    if info["rules"]:
+        click.echo(rules_sentence(info["rules"]), err=True)
     if sys.stderr.isatty():
         click.echo(f"{info['jobs']:,} jobs, {info['bytes'] / 2**20:.1f} MiB", err=True)
     if open_browser:

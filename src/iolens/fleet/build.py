@@ -13,7 +13,6 @@ import os
 import threading
 import time
 import uuid
-import warnings
 from contextlib import contextmanager
 
 import polars as pl
@@ -25,7 +24,7 @@ from .features import FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
 LOG_SUFFIX = ".darshan"
 LIST_SUFFIXES = (".txt", ".list", ".lst")
 STRING_COLS = {"path", "exe", "app", "log_version", "lib_version", "headline", "headline_severity",
-               "headline_title", "diagnosis_error"}
+               "headline_title", "diagnosis_error"}  # the rule features and per_log_* columns: insights.dtypes
 BOOL_COLS = {"diagnosed", "partial", "has_dxt", "dxt_truncated", "uses_hdf5", "uses_pnetcdf", "shared",
              "io_share_over_100"}
 INT_SUFFIXES = ("_bytes_read", "_bytes_written", "_reads", "_writes", "_meta_ops", "_files", "_min", "_max",
@@ -76,12 +75,12 @@ def log_key(path: str) -> tuple:
 
 
 # --- one batch: the Dask task ----------------------------------------------------------------------
-def process_batch(keys: list, diagnose: bool = True, files: bool = False, tick=None) -> dict:
+def process_batch(keys: list, diagnose: bool = True, files: bool = False, tick=None, thresholds=None) -> dict:
     """Read a batch of logs into its jobs/errors/files rows (frames, None when empty); counts and seconds
-    per stage. `tick(n)` is called after each log with the number read so far. Writes nothing: the build
-    commits the batch to the store as one transaction."""
+    per stage. `tick(n)` is called after each log with the number read so far. `thresholds`: the diagnosis's
+    overrides {name: value}. Writes nothing: the build commits the batch to the store as one transaction."""
     with _one_reader_thread():
-        return _process(keys, diagnose, files, tick)
+        return _process(keys, diagnose, files, tick, thresholds)
 
 
 @contextmanager
@@ -98,8 +97,12 @@ def _one_reader_thread():
             os.environ.pop("IOLENS_THREADS", None)
 
 
-def _process(keys: list, diagnose: bool, files: bool, tick) -> dict:
+def _process(keys: list, diagnose: bool, files: bool, tick, thresholds=None) -> dict:
+    from ..analysis.diagnosis import Thresholds
     from ..model import Log
+    from .insights import log_columns, with_insights
+
+    th = Thresholds(thresholds or {})
     from ..reader.log import read_raw
 
     timing = dict.fromkeys(TIMING, 0.0)
@@ -130,15 +133,20 @@ def _process(keys: list, diagnose: bool, files: bool, tick) -> dict:
             file_table.extend(file_rows(raw, path))
         t2 = time.perf_counter()
         if diagnose:
-            row.update(diagnosis_columns(Log(raw)))
+            row.update(log_columns(Log(raw), th))
         jobs.append(row)
         t3 = time.perf_counter()
         timing["read"] += t1 - t0
         timing["features"] += t2 - t1
         timing["diagnosis"] += t3 - t2
     t0 = time.perf_counter()
+    table = typed_frame(jobs) if jobs else None
+    if table is not None and diagnose:  # the rule codes, over the whole batch at once
+        table = with_insights(table, th)[0]
+    timing["diagnosis"] += time.perf_counter() - t0
+    t0 = time.perf_counter()
     frames = {
-        "jobs": typed_frame(jobs) if jobs else None,
+        "jobs": table,
         "errors": pl.DataFrame(errors, schema=ERROR_SCHEMA) if errors else None,
         # a log's file rows are replaced even when it now has none (files=False leaves them alone)
         "files": typed_frame(file_table) if file_table else None,
@@ -148,29 +156,9 @@ def _process(keys: list, diagnose: bool, files: bool, tick) -> dict:
             "jobs": len(jobs), "errors": len(errors), "timing": timing}
 
 
-def diagnosis_columns(log) -> dict:
-    """One column per insight code (its severity, null when not found) and the headline insight."""
-    from ..analysis.diagnosis import CODES, diagnose
-
-    out = {f"insight_{code}": None for code in CODES}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            found = diagnose(log)
-    except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
-        return {**out, "insights": 0, "headline": None, "headline_severity": None, "headline_title": None,
-                "diagnosis_error": f"{type(exc).__name__}: {exc}"}
-    for i in found:  # most severe first: keep the first severity seen per code
-        key = f"insight_{i.code}"
-        if out.get(key) is None:
-            out[key] = i.severity
-    top = next((i for i in found if i.severity in ("critical", "warning")), None)
-    return {**out, "insights": sum(i.severity in ("critical", "warning") for i in found),
-            "headline": top.code if top else None, "headline_severity": top.severity if top else None,
-            "headline_title": top.title if top else None, "diagnosis_error": None}
-
-
 def column_dtype(name: str):
+    if name in _rule_dtypes():
+        return _rule_dtypes()[name]
     if name in STRING_COLS or name.startswith("insight_") or name == "file":
         return pl.String
     if name in BOOL_COLS:
@@ -178,6 +166,17 @@ def column_dtype(name: str):
     if name in INT_COLS or name.endswith(INT_SUFFIXES):
         return pl.Int64
     return pl.Float64
+
+
+def _rule_dtypes() -> dict:
+    global _RULE_DTYPES
+    if _RULE_DTYPES is None:
+        from .insights import dtypes
+        _RULE_DTYPES = dtypes()
+    return _RULE_DTYPES
+
+
+_RULE_DTYPES = None
 
 
 def typed_frame(rows: list) -> pl.DataFrame:
@@ -212,17 +211,19 @@ def batch_size(n: int, workers: int, most: int = 500) -> int:
 
 
 def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler=None, workers: int | None = None,
-          batch: int | None = None, progress=None, prune: bool = False, group_by: str | None = None) -> dict:
+          batch: int | None = None, progress=None, prune: bool = False, thresholds=None,
+          group_by: str | None = None) -> dict:
     """Bring `store` up to date with every log under `paths`: new logs added, logs rewritten in place
     replaced, with `prune` rows of logs gone from disk dropped. `scheduler`: None (a local Dask cluster of
     `workers` processes), "sync"/"threads", a `distributed.Client`, or a scheduler address.
-    `progress(done_logs, total_logs)` is called as logs are read. Each finished batch is committed at once
+    `progress(done_logs, total_logs)` is called as logs are read. `thresholds`: the diagnosis's overrides
+    {name: value} (the insight columns are evaluated with them). Each finished batch is committed at once
     (see `store`). Returns a summary. `group_by="job"`: one row per job instead (fleet/jobs.py)."""
     from .jobs import build_jobs, check_grouping
 
     if group_by == "job":
         return build_jobs(paths, store, diagnose=diagnose, files=files, scheduler=scheduler, workers=workers,
-                          batch=batch, progress=progress, prune=prune)
+                          batch=batch, progress=progress, prune=prune, thresholds=thresholds)
     check_grouping(store, False)
     began = time.perf_counter()
     totals = {"added": 0, "errors": 0, "batches": 0, "timing": dict.fromkeys(TIMING, 0.0)}
@@ -235,7 +236,8 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
             with _scheduler(scheduler, workers) as (client, n_workers):
                 size = batch or batch_size(len(keys), n_workers)
                 batches = [keys[i:i + size] for i in range(0, len(keys), size)]
-                for result, replace in _run(batches, client, scheduler, n_workers, diagnose, files, progress):
+                for result, replace in _run(batches, client, scheduler, n_workers, (diagnose, files, thresholds),
+                                              progress):
                     writer.commit(result["paths"], result["frames"], replace=replace)
                     totals["added"] += result["jobs"]
                     totals["errors"] += result["errors"]
@@ -306,23 +308,26 @@ class _Tally:
                 self.progress(sum(self.done.values()), self.total)
 
 
-def _run(batches, client, scheduler, workers, diagnose, files, progress):
+def _run(batches, client, scheduler, workers, options, progress):
     """Yield (result, replace) for each batch as it finishes, in any order."""
     tally = _Tally(progress, sum(len(b) for b in batches))
     replace = [any(r for _, r in b) for b in batches]
     keys = [[k for k, _ in b] for b in batches]
     if client is None:
-        results = _run_here(keys, scheduler, workers, diagnose, files, tally)
+        results = _run_here(keys, scheduler, workers, options, tally)
     else:
-        results = _run_on_cluster(keys, client, diagnose, files, tally)
+        results = _run_on_cluster(keys, client, options, tally)
     for index, result in results:
         tally(index, result["logs"])
         yield result, replace[index]
 
 
-def _run_here(keys, scheduler, workers, diagnose, files, tally):
+def _run_here(keys, scheduler, workers, options, tally):
+    diagnose, files, thresholds = options
+
     def one(index):
-        return index, process_batch(keys[index], diagnose, files, tick=lambda n: tally(index, n))
+        return index, process_batch(keys[index], diagnose, files, tick=lambda n: tally(index, n),
+                                    thresholds=thresholds)
 
     if scheduler == "threads":
         from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -335,13 +340,13 @@ def _run_here(keys, scheduler, workers, diagnose, files, tally):
             yield one(index)
 
 
-def _run_on_cluster(keys, client, diagnose, files, tally):
+def _run_on_cluster(keys, client, options, tally):
     from distributed import as_completed
 
     topic = "iolens-fleet-" + uuid.uuid4().hex
     client.subscribe_topic(topic, lambda event: tally(*event[1]))
     try:
-        futures = [client.submit(_batch_task, i, b, diagnose, files, topic, pure=False) for i, b in enumerate(keys)]
+        futures = [client.submit(_batch_task, i, b, options, topic, pure=False) for i, b in enumerate(keys)]
         for future in as_completed(futures):
             yield future.result()
             future.release()
@@ -349,7 +354,7 @@ def _run_on_cluster(keys, client, diagnose, files, tally):
         client.unsubscribe_topic(topic)
 
 
-def _batch_task(index: int, keys: list, diagnose: bool, files: bool, topic: str) -> tuple:
+def _batch_task(index: int, keys: list, options: tuple, topic: str) -> tuple:
     """The Dask task: one batch, with its progress sent to the client as worker events (at most 5 a
     second per worker)."""
     from distributed import get_worker
@@ -362,4 +367,5 @@ def _batch_task(index: int, keys: list, diagnose: bool, files: bool, topic: str)
             last[0] = now
             worker.log_event(topic, (index, n))
 
-    return index, process_batch(keys, diagnose, files, tick)
+    diagnose, files, thresholds = options
+    return index, process_batch(keys, diagnose, files, tick, thresholds)

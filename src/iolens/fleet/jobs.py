@@ -17,6 +17,7 @@ import dataclasses
 import os
 import time
 import uuid
+import warnings
 
 import numpy as np
 import polars as pl
@@ -142,7 +143,7 @@ def plan_jobs(paths, store, prune: bool, progress=None) -> dict:
 
 
 # --- one job: its row ------------------------------------------------------------------------------
-def job_rows(job_paths: dict, diagnose: bool = True, files: bool = False, tick=None) -> dict:
+def job_rows(job_paths: dict, diagnose: bool = True, files: bool = False, tick=None, thresholds=None) -> dict:
     """The task: {job key: [paths]} -> frames (jobs, logs, errors, files), each job's logs read whole.
     `tick(n)` is called with the number of logs read so far. Writes nothing (the build commits)."""
     from .build import ERROR_SCHEMA, TIMING, typed_frame
@@ -168,7 +169,7 @@ def job_rows(job_paths: dict, diagnose: bool = True, files: bool = False, tick=N
                             "(only its file name: job, program, pid)"} for p in job.unplaced]
                 continue
             try:
-                row, raw = job_row(job, key, raws, diagnose, timing)
+                row, raw = job_row(job, key, raws, diagnose, timing, thresholds)
             except Exception as exc:  # noqa: BLE001 - one bad job never stops a batch
                 errors += [{"path": p.path, **_size(p.path),
                             "reason": f"job {key}: features failed ({type(exc).__name__}: {exc})"}
@@ -232,11 +233,10 @@ def _size(path: str) -> dict:
     return {"size": size, "mtime": mtime}
 
 
-def job_row(job, key: str, raws: dict, diagnose: bool, timing: dict) -> tuple:
+def job_row(job, key: str, raws: dict, diagnose: bool, timing: dict, thresholds=None) -> tuple:
     """(row, the job's RawLog): its features (its logs merged; one log alone: that log's own), its job
     columns, its diagnosis."""
     from ..model import Log
-    from .build import diagnosis_columns
     from .features import job_features
 
     t0 = time.perf_counter()
@@ -251,16 +251,31 @@ def job_row(job, key: str, raws: dict, diagnose: bool, timing: dict) -> tuple:
                 "empty_logs": sum(p.empty for p in members(job))})
     t1 = time.perf_counter()
     if diagnose:
-        row.update(diagnosis_columns(Log(raw)) if len(data) == 1 else job_diagnosis_columns(job, raws))
+        judge = (lambda log: diagnose_log(log, thresholds)) if len(data) == 1 else None
+        row.update(judge(Log(raw)) if judge else job_diagnosis_columns(job, raws, thresholds))
     timing["features"] += t1 - t0
     timing["diagnosis"] += time.perf_counter() - t1
     return row, raw
 
 
-def job_diagnosis_columns(job, raws: dict) -> dict:
-    """The insight columns of the job's diagnosis, as `iolens diagnose FOLDER` judges it (step by step)."""
-    import warnings
+def diagnose_log(log, thresholds=None) -> dict:
+    """A one-log job's insight columns: `diagnose(log)`'s, as `iolens diagnose LOG` judges it. (A per-job
+    store keeps the diagnosis as built: its jobs' steps have no rule features, see docs/fleet.md.)"""
+    from ..analysis.diagnosis import CODES, diagnose
 
+    out = {f"insight_{code}": None for code in CODES}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            found = [i.to_dict() for i in diagnose(log, thresholds)]
+    except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
+        return {**out, "insights": 0, "headline": None, "headline_severity": None, "headline_title": None,
+                "diagnosis_error": f"{type(exc).__name__}: {exc}"}
+    return _insight_columns(out, found)
+
+
+def job_diagnosis_columns(job, raws: dict, thresholds=None) -> dict:
+    """The insight columns of the job's diagnosis, as `iolens diagnose FOLDER` judges it (step by step)."""
     from ..analysis.diagnosis import CODES, diagnose
     from ..jobs import diagnose_job
     from ..jobs.merged import JobLog
@@ -271,10 +286,14 @@ def job_diagnosis_columns(job, raws: dict) -> dict:
         log = JobLog(job, job.steps[0].head.path, cache={p: Log(r) for p, r in raws.items()})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            found = diagnose_job(log, lambda step: [i.to_dict() for i in diagnose(step)])
+            found = diagnose_job(log, lambda step: [i.to_dict() for i in diagnose(step, thresholds)])
     except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
         return {**out, "insights": 0, "headline": None, "headline_severity": None, "headline_title": None,
                 "diagnosis_error": f"{type(exc).__name__}: {exc}"}
+    return _insight_columns(out, found)
+
+
+def _insight_columns(out: dict, found: list) -> dict:
     for i in found:  # most severe first: keep the first severity seen per code
         out[f"insight_{i['code']}"] = out.get(f"insight_{i['code']}") or i["severity"]
     top = next((i for i in found if i["severity"] in ("critical", "warning")), None)
@@ -401,7 +420,8 @@ def _lustre(logs: list, firsts):
 
 # --- the whole build --------------------------------------------------------------------------------
 def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, scheduler=None,
-               workers: int | None = None, batch: int | None = None, progress=None, prune: bool = False) -> dict:
+               workers: int | None = None, batch: int | None = None, progress=None, prune: bool = False,
+               thresholds=None) -> dict:
     """`build.build` with one row per job: group, then recompute the jobs whose logs changed, a batch of
     whole jobs per task, each batch committed as it finishes (rows replaced by job key)."""
     from .build import TIMING, _scheduler, batch_size
@@ -428,7 +448,7 @@ def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, sche
             with _scheduler(scheduler, workers) as (client, n_workers):
                 n_logs = sum(len(ps) for _, ps in jobs)
                 size = batch or batch_size(n_logs, n_workers)
-                for result in _run(_batches(jobs, size), client, diagnose, files, progress):
+                for result in _run(_batches(jobs, size), client, (diagnose, files, thresholds), progress):
                     where = {t: fleet_store.in_predicate("job", result["keys"]) for t in KEYED_BY_JOB}
                     where["errors"] = fleet_store.path_predicate(result["paths"])
                     writer.commit_where(result["frames"], where, COMMIT_ORDER)
@@ -470,22 +490,24 @@ def _batches(jobs: list, size: int) -> list:
     return out
 
 
-def _run(batches: list, client, diagnose: bool, files: bool, progress):
+def _run(batches: list, client, options: tuple, progress):
     """Yield each batch's result as it finishes (in this process, or as Dask tasks on CLIENT), with
     `progress(logs read, logs to read)` called as logs are read."""
     from .build import _Tally
 
     tally = _Tally(progress, sum(len(ps) for b in batches for ps in b.values()))
+    diagnose, files, thresholds = options
     if client is None:
         for index, b in enumerate(batches):
-            yield job_rows(b, diagnose, files, tick=lambda n, index=index: tally(index, n))
+            yield job_rows(b, diagnose, files, tick=lambda n, index=index: tally(index, n), thresholds=thresholds)
         return
     from distributed import as_completed
 
     topic = "iolens-fleet-jobs-" + uuid.uuid4().hex
     client.subscribe_topic(topic, lambda event: tally(*event[1]))
     try:
-        futures = [client.submit(_batch_task, i, b, diagnose, files, topic, pure=False) for i, b in enumerate(batches)]
+        futures = [client.submit(_batch_task, i, b, diagnose, files, topic, thresholds, pure=False)
+                   for i, b in enumerate(batches)]
         for future in as_completed(futures):
             index, result = future.result()
             tally(index, result["logs"])
@@ -495,7 +517,7 @@ def _run(batches: list, client, diagnose: bool, files: bool, progress):
         client.unsubscribe_topic(topic)
 
 
-def _batch_task(index: int, batch: dict, diagnose: bool, files: bool, topic: str) -> tuple:
+def _batch_task(index: int, batch: dict, diagnose: bool, files: bool, topic: str, thresholds=None) -> tuple:
     """The Dask task: one batch of whole jobs, its progress sent to the client as worker events."""
     from distributed import get_worker
 
@@ -507,4 +529,4 @@ def _batch_task(index: int, batch: dict, diagnose: bool, files: bool, topic: str
             last[0] = now
             worker.log_event(topic, (index, n))
 
-    return index, job_rows(batch, diagnose, files, tick)
+    return index, job_rows(batch, diagnose, files, tick, thresholds)

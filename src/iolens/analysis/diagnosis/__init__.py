@@ -12,15 +12,18 @@ from __future__ import annotations
 import traceback
 import warnings
 
+import polars as pl
+
 from . import (collective, conflicts, hdf5, interfaces, lustre, metadata, mpiio_overhead, ranks, redundancy, requests,
                savings, trace)
 from .context import Context
+from .rules.common import IO_TIME_SHARE, demoted
 from .insight import (CODES, JSON_SCHEMA, SCHEMA_VERSION, SEVERITIES, Evidence, Insight, Recommendation,
                       sort_key)
 from .thresholds import DEFINITIONS, Thresholds, load_config, parse_assignment
 from .units import fmt_pct
 
-__all__ = ["diagnose", "Insight", "Evidence", "Recommendation", "Thresholds", "CODES", "SEVERITIES",
+__all__ = ["diagnose", "diagnose_context", "Context", "Insight", "Evidence", "Recommendation", "Thresholds", "CODES", "SEVERITIES",
            "SCHEMA_VERSION", "JSON_SCHEMA", "DEFINITIONS", "load_config", "parse_assignment", "CHECKS"]
 
 # (name, function) in the order they run; each returns a list of Insight
@@ -55,9 +58,17 @@ def diagnose(log, thresholds=None, strict: bool = False) -> list:
     strict: re-raise a failing check instead of reporting it as a CHECK_FAILED insight (tests use this).
     """
     th = thresholds if isinstance(thresholds, Thresholds) else Thresholds(thresholds or {})
-    ctx = Context(log, th)
+    return diagnose_context(Context(log, th), strict=strict)
+
+
+def diagnose_context(ctx: Context, skip=(), strict: bool = False) -> list:
+    """`diagnose` on a log's `Context`, without the checks named in `skip` (the fleet evaluates the rule
+    codes' checks over a whole batch instead: `rules.RULES[code].check`)."""
+    log = ctx.log
     found = []
     for name, check in CHECKS:
+        if name in skip:
+            continue
         try:
             found.extend(check(ctx))
         except Exception as exc:  # one broken check must not hide the others
@@ -77,20 +88,16 @@ def diagnose(log, thresholds=None, strict: bool = False) -> list:
 
 
 def _dedupe(found: list) -> list:
-    """Drop an insight that only restates a more specific one about the same ranks."""
+    """Drop an insight that only restates a more specific one about the same ranks. (OST_IMBALANCE's,
+    restating LUSTRE_STRIPING, and REDUNDANT_READS's, restating DATA_SIEVING, are part of their rules:
+    rules/ost_imbalance.py, rules/redundant_io.py.)"""
     serial = {r for i in found if i.code == "SERIALIZED_IO" for r in i.evidence.ranks}
-    striping_files = {f for i in found if i.code == "LUSTRE_STRIPING" for f in i.evidence.files}
     slow_ost = next((i for i in found if i.code == "SLOW_OST"), None)
-    sieving_files = {f for i in found if i.code == "DATA_SIEVING" for f in i.evidence.files}
     out = []
     for i in found:
         if (i.code == "RANK_IMBALANCE" and serial and
                 i.evidence.metrics.get("heaviest_rank") in serial and "aggregators" not in i.evidence.metrics):
             continue  # "rank 0 does most of the I/O" is what SERIALIZED_IO already says, more precisely
-        if i.code == "REDUNDANT_READS" and i.evidence.files and set(i.evidence.files) <= sieving_files:
-            continue  # the re-reads are the read half of read-modify-write: DATA_SIEVING explains them
-        if i.code == "OST_IMBALANCE" and i.evidence.files and set(i.evidence.files[:3]) <= striping_files:
-            continue  # one big single-stripe file on one OST: LUSTRE_STRIPING says it with the fix
         if (i.code in ("RANK_IMBALANCE", "STRAGGLER") and slow_ost is not None and
                 set(i.evidence.ranks[:4]) & set(slow_ost.evidence.ranks)):
             i.summary += (f" These ranks' files are on OST {slow_ost.evidence.metrics.get('ost')}, which is slow "
@@ -100,11 +107,16 @@ def _dedupe(found: list) -> list:
 
 
 def _demote_if_io_is_negligible(ctx, found: list) -> None:
-    share = ctx.io_time_share
-    if share is None or share >= ctx.th.min_io_time_share:
+    """The global post-pass (`rules.demoted`, the fleet's too): demotable warnings become info when the
+    slowest rank spends almost none of the run in I/O."""
+    if not found:
         return
-    for i in found:
-        if i.demotable and i.severity in ("critical", "warning"):
-            i.severity = "info"
+    share = ctx.io_time_share
+    frame = pl.DataFrame({"severity": [i.severity for i in found], "demotable": [i.demotable for i in found],
+                          IO_TIME_SHARE: pl.Series([share] * len(found), dtype=pl.Float64)})
+    after = frame.select(demoted(pl.col("severity"), pl.col("demotable"), ctx.th).alias("s"))["s"].to_list()
+    for i, severity in zip(found, after):
+        if severity != i.severity:
+            i.severity = severity
             i.summary += (f" (Shown as info: the slowest rank spends only {fmt_pct(share)} of the run time in I/O, "
                           "so fixing this cannot speed the job up noticeably.)")

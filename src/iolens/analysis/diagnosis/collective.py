@@ -9,6 +9,8 @@ from .context import MAX_RANKS, SIZE_BINS, clip
 from .insight import Evidence, Insight
 from .costmodel import project
 from .requests import counter_stake
+from .rules import no_collective_io as no_collective, one_row
+from .rules.common import common_features
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
 OPS = (("write", "WRITES", "WRITE", "WRITTEN"), ("read", "READS", "READ", "READ"))
@@ -44,22 +46,17 @@ def check_no_collective(ctx) -> list:
     table = _mpi_table(ctx)
     if table is None:
         return []
+    # the rule decides (rules/no_collective_io.py, shared with the fleet): which kinds, their severity
+    features = {**common_features(ctx), **no_collective.features(ctx)}
+    v = one_row(features, no_collective.rule(th), "NO_COLLECTIVE_IO")
     out = []
     for op, *_ in OPS:
-        shared = table.filter(pl.col("nranks") >= 2)
-        indep = int(shared[f"indep_{op}s"].sum() or 0)
-        allops = int((shared[f"indep_{op}s"] + shared[f"coll_{op}s"] + shared[f"other_{op}s"]).sum() or 0)
-        if not allops or indep < th.no_collective_min_ops or indep / allops < th.no_collective_min_share:
+        if not v[f"found_{op}"]:
             continue
-        # independent requests of large contiguous blocks are fine: only flag when most requests are small
+        shared = table.filter(pl.col("nranks") >= 2)
+        indep, allops = v[f"independent_{op}s"], v[f"all_{op}s"]
         below = int(shared[f"below_large_{op}s"].sum() or 0)
         mpi_ops = int((shared[f"indep_{op}s"] + shared[f"coll_{op}s"]).sum() or 0)
-        if mpi_ops and below / max(mpi_ops, 1) < 0.5:
-            continue
-        # per rank of the files involved: a few independent header reads per rank are harmless
-        ranks_involved = int(shared.filter(pl.col(f"indep_{op}s") > 0)["nranks"].max() or 1)
-        if indep / max(ranks_involved, 1) < th.no_collective_min_ops_per_rank:
-            continue
         files = shared.filter(pl.col(f"indep_{op}s") > 0).sort(f"indep_{op}s", descending=True)
         fids = files["file_id"].to_list()
         nranks = int(files["nranks"].max())
@@ -77,18 +74,10 @@ def check_no_collective(ctx) -> list:
                 metrics["median_request_bytes"] = float(s["length"].median())
         if window is None:
             window = ctx.counter_window("MPI-IO", fids, ops=("WRITE",) if op == "write" else ("READ",))
-        # what is at stake: the busiest rank's time in independent MPI-IO calls on these files
-        OPS_ = "WRITES" if op == "write" else "READS"
-        OP = "WRITE" if op == "write" else "READ"
-        recs_ = ctx.counters("MPI-IO").filter(pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-        allexpr = sum((clip(f"MPIIO_{k}_{OPS_}") for k in ("INDEP", "COLL", "SPLIT", "NB")), pl.lit(0))
-        stake = counter_stake(ctx, recs_, clip(f"MPIIO_F_{OP}_TIME") * clip(f"MPIIO_INDEP_{OPS_}")
-                              / pl.max_horizontal(allexpr, pl.lit(1)))
+        stake = features[f"no_collective_io_stake_{op}"]  # the busiest rank's time in independent calls
         metrics["busiest_rank_independent_time_s"] = stake
-        # structural when most MPI-IO requests are both independent and small
-        severity, strong = ctx.judge(stake, min(indep / allops, below / max(mpi_ops, 1)))
-        title = (f"No collective I/O: {fmt_count(indep)} independent MPI-IO {op}s ({fmt_pct(indep / allops)}) "
-                 f"on {len(fids)} shared file(s) used by up to {nranks} ranks")
+        severity, strong = v[f"severity_{op}"], v[f"strong_{op}"]
+        title = no_collective.title(v, th, op)
         summary = (f"{fmt_pct(indep / allops)} of the MPI-IO {op}s to files shared by several ranks are "
                    f"independent (MPI_File_{op}/_{op}_at) and {fmt_pct(below / max(mpi_ops, 1))} are smaller than "
                    f"{fmt_bytes(th.large_request_bytes)}: each becomes its own file-system request instead of "
@@ -110,7 +99,7 @@ def check_no_collective(ctx) -> list:
         recs.extend(rec.collective_io(op, ctx.hosts or None, stripe))
         out.append(Insight("NO_COLLECTIVE_IO", severity, title, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
-                           recs, source=source, partial=partial, score=indep / allops, demotable=not strong))
+                           recs, source=source, partial=partial, score=v[f"score_{op}"], demotable=not strong))
     return out
 
 

@@ -10,6 +10,7 @@ from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F40
 from .. import measures
 from ..measures import recorded
 from ..summary import dxt_summary
+from .rules import common as rules_common
 from .thresholds import Thresholds
 
 HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".h5part", ".nc4", ".cgns")
@@ -161,7 +162,7 @@ class Context:
         df = self.counters(module)
         if df is None:
             return None
-        prefix = COUNTER_PREFIX[module]
+        prefix = COUNTER_PREFIX.get(module, module)  # H5F's counters are named after the module
         starts = [f"{prefix}_F_{op}_START_TIMESTAMP" for op in ops]
         ends = [f"{prefix}_F_{op}_END_TIMESTAMP" for op in ops]
         if not all(c in df.columns for c in starts + ends):
@@ -193,29 +194,32 @@ class Context:
         return self.slowest_rank_io_time / self.run_time
 
     def matters(self, seconds: float) -> bool:
-        """Is a problem that costs the busiest rank `seconds` worth a warning for this run?
+        """Is a problem that costs the busiest rank `seconds` worth a warning for this run? (`rules.matters`)
 
         Yes when it is at least `min_stake_floor` and either at least `min_runtime_share` of the run time or
         at least `min_stake_seconds` (for long runs, a minute of every rank waiting is worth fixing even if it
         is a small share).
         """
-        if seconds < self.th.min_stake_floor:
-            return False
-        if self.run_time <= 0:
-            return True
-        return seconds >= self.th.min_runtime_share * self.run_time or seconds >= self.th.min_stake_seconds
+        return self._rule({"m": rules_common.matters(pl.col("stake"), self.th)}, seconds, None)["m"]
 
     def judge(self, stake: float, share) -> tuple:
-        """(severity, strong) of a pattern costing the busiest rank `stake` seconds and covering `share`.
+        """(severity, strong) of a pattern costing the busiest rank `stake` seconds and covering `share`
+        (`rules.judge`, the rules' own expression).
 
         A strong pattern (share at least `strong_share` of the requests, bytes or I/O time it is measured
         against) is structural: a warning on any run, however fast this machine made it. A weaker one is a
         warning only when its cost here matters (`matters`), else info.
         """
-        strong = share is not None and share >= self.th.strong_share
-        if strong or self.matters(stake):
-            return "warning", strong
-        return "info", False
+        severity, strong = rules_common.judge(pl.col("stake"), pl.col("share"), self.th)
+        v = self._rule({"severity": severity, "strong": strong}, stake, share)
+        return v["severity"], v["strong"]
+
+    def _rule(self, exprs: dict, stake, share) -> dict:
+        """`exprs` of the common rules on one row: this run's time, `stake` seconds, `share`."""
+        frame = pl.DataFrame({rules_common.RUN_TIME: pl.Series([self.run_time], dtype=pl.Float64),
+                              "stake": pl.Series([stake], dtype=pl.Float64),
+                              "share": pl.Series([share], dtype=pl.Float64)})
+        return frame.select(**exprs).row(0, named=True)
 
     # --- the trace ------------------------------------------------------------------------------
     def trace_truncated(self, module: str) -> bool:

@@ -1,75 +1,29 @@
 """LUSTRE_STRIPING and OST_IMBALANCE: how the files are laid out over Lustre OSTs."""
 from __future__ import annotations
 
-from collections import defaultdict
 
-import numpy as np
 import polars as pl
 
 from . import recommendations as rec
-from .context import clip
 from .insight import Evidence, Insight
+from .rules import lustre_striping, one_row, ost_imbalance, slow_ost
+from .rules.common import common_features
 from .units import fmt_bytes, fmt_time
 
 
-def _layouts(ctx) -> pl.DataFrame:
-    return ctx.memo("lustre_layouts", lambda: _layouts_of(ctx))
-
-
-def _layouts_of(ctx) -> pl.DataFrame:
-    lus = ctx.log.lustre
-    if lus.is_empty():
-        return lus
-    return (lus.filter(pl.col("stripe_size") > 0).sort(["file_id", "component"])
-            .unique(["file_id"], keep="first", maintain_order=True))
-
-
-def _file_sizes(ctx) -> pl.DataFrame:
-    """file_id -> extent (highest byte + 1), bytes moved, ranks, from the POSIX counters."""
-    return ctx.memo("posix_file_sizes", lambda: _file_sizes_of(ctx))
-
-
-def _file_sizes_of(ctx) -> pl.DataFrame:
-    p = ctx.counters("POSIX")
-    if p is None:
-        return pl.DataFrame(schema={"file_id": pl.UInt64, "extent": pl.Int64, "bytes": pl.Int64, "nranks": pl.Int64})
-    return p.group_by("file_id").agg(
-        (pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max() + 1)
-        .clip(lower_bound=0).alias("extent"),
-        (clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).sum().alias("bytes"),
-    ).join(ctx.ranks_on_file("POSIX"), on="file_id", how="left")
-
-
-def _any_file_reaches(ctx, size) -> bool:
-    """Does the POSIX extent (highest byte + 1, as `_file_sizes`) of any file reach `size`? In integers,
-    without the per-file table: most logs have no file that large."""
-    if ctx.counters("POSIX") is None:
-        return False
-    top = max(ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_WRITTEN").max(initial=-1),
-              ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_READ").max(initial=-1))
-    return top + 1 >= size
-
-
 def check_striping(ctx) -> list:
+    # the rule decides (rules/lustre_striping.py, shared with the fleet)
     th = ctx.th
-    lay = _layouts(ctx)
-    if lay.is_empty() or not _any_file_reaches(ctx, th.lustre_large_file_bytes):
+    row = lustre_striping.features(ctx)
+    if row[lustre_striping.P + "extents"] is None:  # no shared single-stripe file: nothing to judge
         return []
-    j = lay.join(_file_sizes(ctx), on="file_id", how="inner")
-    mpi_ranks = ctx.ranks_on_file("MPI-IO").rename({"nranks": "mpi_nranks"})
-    j = j.join(mpi_ranks, on="file_id", how="left").with_columns(
-        pl.max_horizontal(pl.col("nranks").fill_null(0), pl.col("mpi_nranks").fill_null(0)).alias("nranks"))
-    if not ctx.seg.is_empty():
-        dxt_ranks = ctx.seg.group_by("file_id").agg(pl.col("rank").n_unique().cast(pl.Int64).alias("dxt_ranks"))
-        j = j.join(dxt_ranks, on="file_id", how="left").with_columns(
-            pl.max_horizontal("nranks", pl.col("dxt_ranks").fill_null(0)).alias("nranks"))
-    bad = j.filter((pl.col("extent") >= th.lustre_large_file_bytes) & (pl.col("nranks") >= 2)
-                   & (pl.col("stripe_count") <= 1)).sort("extent", descending=True)
-    if bad.is_empty():
+    judged = one_row({**common_features(ctx), **row}, lustre_striping.rule(th))
+    if judged["severity"] is None:
         return []
+    bad = lustre_striping.candidates(ctx).filter(pl.col("extent") >= th.lustre_large_file_bytes)
     top = bad.row(0, named=True)
     fids = bad["file_id"].to_list()
-    size, writers, name = int(top["extent"]), int(top["nranks"]), ctx.name(top["file_id"])
+    size, writers, name = judged["largest"], judged["ranks"], ctx.name(top["file_id"])
     request = _dominant_request(ctx, top["file_id"])
     count = rec.stripe_count_for(size, writers)
     stripe = rec.stripe_size_for(request)
@@ -79,8 +33,7 @@ def check_striping(ctx) -> list:
                "bytes_on_single_stripe_files": int(bad["bytes"].sum())}
     if request:
         metrics["dominant_request_bytes"] = request
-    title = (f"{len(fids)} large shared file(s) on a single Lustre stripe (largest {fmt_bytes(size)}, "
-             f"{writers} ranks)")
+    title = lustre_striping.title(judged, th)
     summary = (f"{name} is {fmt_bytes(size)}, accessed by {writers} ranks, but striped over one OST: all its "
                "traffic goes through one storage server, and ROMIO uses one collective-buffering aggregator "
                "per stripe by default.")
@@ -94,10 +47,10 @@ def check_striping(ctx) -> list:
                                     "Or set the striping when MPI-IO creates the file",
                                     "ROMIO applies these hints only when it creates the file (delete the old "
                                     "file first)."))
-    return [Insight("LUSTRE_STRIPING", "warning", title, summary,
+    return [Insight("LUSTRE_STRIPING", judged["severity"], title, summary,
                     Evidence(ranks=[], files=ctx.names_of(fids), time_window=ctx.counter_window("POSIX", fids[:1]),
                              metrics=metrics),
-                    recs, source="counters", partial=False, score=size / (1 << 30))]
+                    recs, source="counters", partial=False, score=judged["score"])]
 
 
 def _dominant_request(ctx, fid):
@@ -116,61 +69,26 @@ def _dominant_request(ctx, fid):
 
 
 def check_ost_imbalance(ctx) -> list:
+    # the rule decides (rules/ost_imbalance.py, shared with the fleet), LUSTRE_STRIPING's deduplication included
     th = ctx.th
-    lay = _layouts(ctx)
-    if lay.is_empty():
+    row, per_ost, fids, source = ost_imbalance.measure(ctx)
+    if row[ost_imbalance.P + "osts"] is None:  # fewer than two OSTs: nothing to judge
         return []
-    per_ost = defaultdict(float)
-    files_on = defaultdict(list)
-    source = "counters"
-    seg = ctx.seg_posix
-    if not seg.is_empty() and "osts" in seg.columns and ctx.trace_complete("DXT_POSIX"):
-        s = seg.filter(pl.col("osts").is_not_null() & (pl.col("osts").list.len() > 0))
-        if s.height:
-            source = "dxt"
-            e = (s.select("file_id", "osts", (pl.col("length") / pl.col("osts").list.len()).alias("b"))
-                 .explode("osts").group_by(["osts", "file_id"]).agg(pl.col("b").sum()))
-            for ost, fid, b in e.iter_rows():
-                per_ost[int(ost)] += b
-                files_on[int(ost)].append((b, fid))
-    if source == "counters" and ctx.total("POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN") < 0.99 * th.ost_min_bytes:
-        return []  # the OSTs' bytes below add up to the files' bytes: the total cannot reach ost_min_bytes
-    if source == "counters":
-        j = lay.join(_file_sizes(ctx), on="file_id", how="inner").filter(pl.col("bytes") > 0)
-        for fid, size, count, osts, extent, nbytes in j.select(
-                "file_id", "stripe_size", "stripe_count", "osts", "extent", "bytes").iter_rows():
-            osts = list(osts or [])
-            if not osts:
-                continue
-            stripes = max(1, -(-max(int(extent), 1) // int(size)))
-            c = len(osts)
-            share = np.full(c, stripes // c, dtype=float)
-            share[: stripes % c] += 1
-            share /= share.sum()
-            for ost, f in zip(osts, share):
-                if f > 0:
-                    per_ost[int(ost)] += nbytes * f
-                    files_on[int(ost)].append((nbytes * f, fid))
-    if len(per_ost) < 2:
+    judged = one_row({**common_features(ctx), **row}, ost_imbalance.rule(th))
+    if judged["severity"] is None:
         return []
-    vals = np.array(list(per_ost.values()))
-    total, mean, top = vals.sum(), vals.mean(), vals.max()
-    if total < th.ost_min_bytes or mean <= 0 or top / mean < th.ost_imbalance_ratio:
-        return []
-    heaviest = max(per_ost, key=per_ost.get)
+    total, mean, top, heaviest = judged["bytes"], judged["mean_bytes"], judged["max_bytes"], judged["heaviest"]
     heavy_osts = sorted((o for o in per_ost if per_ost[o] >= th.ost_imbalance_ratio * mean),
                         key=lambda o: -per_ost[o])
-    fids = [f for _, f in sorted(files_on[heaviest], key=lambda x: -x[0])]
     metrics = {"osts_used": len(per_ost), "heaviest_ost": heaviest, "heaviest_ost_bytes": top,
                "mean_ost_bytes": mean, "max_over_mean": top / mean, "heaviest_ost_share": top / total,
                "overloaded_osts": len(heavy_osts), "lustre_bytes": total}
-    title = (f"OST {heaviest} moves {top / mean:.1f}× the mean OST's bytes ({fmt_bytes(top)} of "
-             f"{fmt_bytes(total)} over {len(per_ost)} OSTs)")
+    title = ost_imbalance.title(judged, th)
     summary = (f"The job's Lustre traffic is uneven across the {len(per_ost)} OSTs it uses: "
                f"{len(heavy_osts)} OST(s) (" + ", ".join(map(str, heavy_osts[:8])) + ") carry at least "
                f"{th.ost_imbalance_ratio:g}× the mean, so the slowest server sets the pace. "
                f"{len(fids)} file(s) have data on OST {heaviest}.")
-    big = max((int(x) for x in (lay["stripe_count"].max(),)), default=1)
+    big = max((int(x) for x in (lustre_striping.layouts(ctx)["stripe_count"].max(),)), default=1)
     recs = [rec.Recommendation(
         "Spread the data over more OSTs",
         "Stripe the large files over several OSTs so their bytes spread evenly, and let Lustre choose the "
@@ -178,57 +96,36 @@ def check_ost_imbalance(ctx) -> list:
         "files are created by different ranks over time so the allocator can round-robin them.",
         f"lfs setstripe -c {max(4, big)} -S 1M <output-dir>\nlfs df -h <mount>   # check OST fullness: "
         "full OSTs are skipped by the allocator", "shell")]
-    return [Insight("OST_IMBALANCE", "warning", title, summary,
+    return [Insight("OST_IMBALANCE", judged["severity"], title, summary,
                     Evidence(ranks=[], files=ctx.names_of(fids), time_window=None, metrics=metrics),
-                    recs, source=source, partial=False, score=top / mean)]
+                    recs, source=source, partial=False, score=judged["score"])]
 
 
 def check_slow_ost(ctx) -> list:
     """SLOW_OST: files on one OST take far longer per byte than the same kind of files on the other OSTs."""
+    # the rule decides (rules/slow_ost.py, shared with the fleet)
     th = ctx.th
-    lay = _layouts(ctx)
-    p = ctx.counters("POSIX")
-    if lay.is_empty() or p is None:
+    rec_ = slow_ost.records(ctx)
+    per = slow_ost.per_ost(rec_)
+    entries = slow_ost.osts(per)
+    if not entries:  # fewer than four OSTs to compare: nothing to judge
         return []
-    # at least 4 OSTs each with a record of >= 1 MiB taking time: count such records first (same arithmetic)
-    b = ctx.column("POSIX", "POSIX_BYTES_READ") + ctx.column("POSIX", "POSIX_BYTES_WRITTEN")
-    t = ctx.column("POSIX", "POSIX_F_READ_TIME") + ctx.column("POSIX", "POSIX_F_WRITE_TIME")
-    if int(((b >= (1 << 20)) & (t > 0)).sum()) < 4:
+    judged = one_row({**common_features(ctx), slow_ost.P + "osts": entries or None}, slow_ost.rule(th))
+    if judged["severity"] is None:
         return []
-    single = lay.filter(pl.col("stripe_count") == 1).select("file_id", pl.col("osts").list.first().alias("ost"))
-    rec_ = (p.with_columns((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).alias("b"),
-                           (clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")).alias("t"))
-            .select("file_id", "rank", "b", "t").join(single, on="file_id", how="inner")
-            .filter((pl.col("b") >= (1 << 20)) & (pl.col("t") > 0) & pl.col("ost").is_not_null())
-            .with_columns((pl.col("t") / (pl.col("b") / (1 << 30))).alias("s_per_gib")))
-    if rec_.is_empty():
-        return []
-    per = rec_.group_by("ost").agg(pl.col("s_per_gib").median().alias("med"), pl.len().alias("files"),
-                                   pl.col("t").max().alias("tmax"), pl.col("b").sum().alias("bytes"))
-    if per.height < 4:
-        return []
-    slow = []
-    for ost, med, files, tmax, nbytes in per.iter_rows():
-        others = per.filter(pl.col("ost") != ost)["med"].median()
-        if others and files >= th.slow_ost_min_files and med / others >= th.slow_ost_ratio:
-            slow.append((ost, med / others, med, others, files, tmax, nbytes))
-    if not slow:
-        return []
-    slow.sort(key=lambda x: -x[1])
-    ost, ratio, med, others, files, tmax, nbytes = slow[0]
-    if not ctx.matters(tmax):
-        return []
-    slow_ids = [s[0] for s in slow]
+    slow_ids = judged["slow_osts"]
+    top = judged["top"]
+    ost, ratio, med, others = top["ost"], top["ratio"], top["seconds_per_gib"], top["typical_seconds_per_gib"]
+    files, tmax, nbytes = top["files"], top["slowest_time"], top["bytes"]
     on = rec_.filter(pl.col("ost").is_in(slow_ids)).sort("t", descending=True)
     ranks = [r for r in on["rank"].unique(maintain_order=True).to_list() if r >= 0][:32]
     metrics = {"ost": ost, "slowdown": ratio, "seconds_per_gib": med, "typical_seconds_per_gib": others,
                "files_on_ost": files, "bytes_on_ost": nbytes, "slowest_file_time_s": tmax,
-               "slow_osts": len(slow), "osts_compared": per.height}
-    title = (f"OST {ost} is {ratio:.0f}× slower than the others: its {files} single-stripe files take "
-             f"{med:.0f} s/GiB against {others:.1f} s/GiB elsewhere")
+               "slow_osts": len(slow_ids), "osts_compared": per.height}
+    title = slow_ost.title(judged, th)
     summary = (f"Comparing single-stripe files of the job, those on OST {ost}"
-               + (f" (and {len(slow) - 1} more OST(s): " + ", ".join(str(s[0]) for s in slow[1:6]) + ")"
-                  if len(slow) > 1 else "")
+               + (f" (and {len(slow_ids) - 1} more OST(s): " + ", ".join(str(s) for s in slow_ids[1:6]) + ")"
+                  if len(slow_ids) > 1 else "")
                + f" need {ratio:.0f}× the time per byte of files on the other {per.height - 1} OSTs. The ranks "
                f"using them finish up to {fmt_time(tmax)} late: the storage server, not the application, is the "
                "bottleneck.")
@@ -239,7 +136,7 @@ def check_slow_ost(ctx) -> list:
         "OSTs so one slow server holds up only part of each file.",
         f"lfs df -h <mount>                      # is OST {ost} full or degraded?\n"
         f"lfs setstripe -c 4 -S 1M <output-dir>  # spread each file over several OSTs", "shell")]
-    return [Insight("SLOW_OST", "warning", title, summary,
+    return [Insight("SLOW_OST", judged["severity"], title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(on["file_id"].unique(maintain_order=True).to_list()),
                              time_window=None, metrics=metrics),
-                    recs, source="counters", partial=False, score=ratio)]
+                    recs, source="counters", partial=False, score=judged["score"])]

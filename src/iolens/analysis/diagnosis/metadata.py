@@ -5,43 +5,39 @@ import numpy as np
 import polars as pl
 
 from . import recommendations as rec
-from .context import MAX_RANKS, clip, float_sum
+from .context import MAX_RANKS, clip
 from .insight import Evidence, Insight
+from .rules import metadata_heavy, one_row
+from .rules.common import common_features
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 
 
 def check(ctx) -> list:
+    # the rule decides (rules/metadata_heavy.py, shared with the fleet)
     th = ctx.th
-    n = ctx.nprocs
-    meta = data = 0.0
-    per_rank = np.zeros(n)
+    row, per_rank = metadata_heavy.measure(ctx)
+    if row["metadata_heavy_meta_time"] + row["metadata_heavy_data_time"] <= 0:  # no POSIX/STDIO time to judge
+        return []
+    judged = one_row({**common_features(ctx), **row}, metadata_heavy.rule(th))
+    if judged["severity"] is None:
+        return []
+    meta, data = row["metadata_heavy_meta_time"], row["metadata_heavy_data_time"]
     counts = {"opens": 0, "stats": 0, "seeks": 0}
     files_meta = []
     for module, p in (("POSIX", "POSIX"), ("STDIO", "STDIO")):
         df = ctx.counters(module)
         if df is None:
             continue
-        m = ctx.column(module, f"{p}_F_META_TIME")
-        meta += float(float_sum(m))
-        data += float(float_sum(ctx.column(module, f"{p}_F_READ_TIME") + ctx.column(module, f"{p}_F_WRITE_TIME")))
-        own = ctx.own_records(module)
-        if own.any():
-            np.add.at(per_rank, ctx.column(module, "rank")[own], m[own])
-        shared = ctx.column(module, "rank") < 0
-        if shared.any():
-            per_rank += float(float_sum(m[shared])) / n
         counts["opens"] += ctx.total(module, f"{p}_OPENS")
         counts["seeks"] += ctx.total(module, f"{p}_SEEKS")
         if module == "POSIX":
             counts["stats"] += ctx.total(module, "POSIX_STATS")
-        files_meta.append(df.select("file_id", pl.Series("_m", m)))
-    if meta + data <= 0:
-        return []
+        files_meta.append(df.select("file_id", pl.Series("_m", ctx.column(module, f"{p}_F_META_TIME"))))
     out = []
-    share = meta / (meta + data)
+    share = judged["share"]
     worst_rank = int(per_rank.argmax())
     worst = float(per_rank[worst_rank])
-    if share >= th.metadata_min_share and ctx.matters(worst):
+    if judged["by_time"]:
         fm = (pl.concat([f.group_by("file_id").agg(pl.col("_m").sum()) for f in files_meta])
               .group_by("file_id").agg(pl.col("_m").sum()).sort(["_m", "file_id"], descending=[True, False]))
         order = np.argsort(-per_rank, kind="stable")
@@ -49,51 +45,45 @@ def check(ctx) -> list:
         metrics = {"metadata_time_s": meta, "data_time_s": data, "metadata_time_share": share,
                    "max_rank_metadata_time_s": worst, "max_rank_metadata_runtime_share":
                    worst / ctx.run_time if ctx.run_time else 0, **counts}
-        title = f"Metadata operations take {fmt_pct(share)} of the POSIX/STDIO I/O time"
-        severity = "warning"
+        title = metadata_heavy.title(judged, th)
+        severity = judged["severity"]
         summary = (f"Opens, closes, stats, seeks and syncs take {fmt_time(meta)} summed over ranks against "
                    f"{fmt_time(data)} of reads and writes ({fmt_count(counts['opens'])} opens, "
                    f"{fmt_count(counts['stats'])} stats, {fmt_count(counts['seeks'])} seeks); rank {worst_rank} "
                    f"alone spends {fmt_time(worst)}"
                    + (f" ({fmt_pct(worst / ctx.run_time)} of the run)." if ctx.run_time else "."))
-        if ctx.run_time > 0 and worst > 1.05 * ctx.run_time:
+        if severity == "info":
             # a serial rank cannot spend longer than the run in open/stat/seek: its threads overlap, or the
             # opens block (named pipes, sockets, locks) - not a file-system metadata cost
-            severity = "info"
             summary += (" That is more than the run time itself: the rank's threads overlap or the opens block "
                         "waiting (named pipes/FIFOs, sockets, lock files), so this is not file-system metadata "
                         "cost; look at what these files are.")
         out.append(Insight("METADATA_HEAVY", severity, title, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(fm["file_id"].to_list()), time_window=None,
                                     metrics=metrics),
-                           rec.metadata_fixes(False), source="counters", partial=False, score=share))
-    # many tiny files
-    p = ctx.counters("POSIX")
-    if p is not None and len(ctx.file_groups("POSIX")[0]) >= th.tiny_files_min:  # else too few files anyway
-        f = p.group_by("file_id").agg(
+                           rec.metadata_fixes(False), source="counters", partial=False, score=judged["score"]))
+    if judged["by_tiny_files"]:  # many tiny files
+        f = ctx.counters("POSIX").group_by("file_id").agg(
             (pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max() + 1)
             .clip(lower_bound=0).alias("extent"),
             (clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).sum().alias("bytes"))
         f = f.filter(pl.col("bytes") > 0)
         tiny = f.filter(pl.col("extent") <= th.tiny_file_bytes)
-        if f.height and tiny.height >= th.tiny_files_min and tiny.height / f.height >= th.tiny_files_min_share:
-            metrics = {"tiny_files": tiny.height, "files_with_data": f.height,
-                       "tiny_file_share": tiny.height / f.height, "tiny_file_bytes": int(tiny["bytes"].sum()),
-                       "tiny_file_limit_bytes": int(th.tiny_file_bytes)}
-            if out:
-                out[0].evidence.metrics.update(metrics)
-                out[0].summary += (f" Also, {fmt_count(tiny.height)} of the {fmt_count(f.height)} files with data "
-                                   f"are at most {fmt_bytes(th.tiny_file_bytes)}.")
-                out[0].recommendations = rec.metadata_fixes(True)
-            else:
-                out.append(Insight(
-                    "METADATA_HEAVY", "warning",
-                    f"{fmt_count(tiny.height)} tiny files ({fmt_pct(tiny.height / f.height)} of the files with data "
-                    f"are at most {fmt_bytes(th.tiny_file_bytes)})",
-                    f"The job reads or writes {fmt_count(tiny.height)} files of at most "
-                    f"{fmt_bytes(th.tiny_file_bytes)} ({fmt_bytes(tiny['bytes'].sum())} in all): every one costs "
-                    "metadata-server operations (create/open/close) that dwarf the data moved.",
-                    Evidence(ranks=[], files=ctx.names_of(tiny["file_id"].to_list()), time_window=None,
-                             metrics=metrics),
-                    rec.metadata_fixes(True), source="counters", partial=False, score=tiny.height / f.height))
+        metrics = {"tiny_files": tiny.height, "files_with_data": f.height,
+                   "tiny_file_share": tiny.height / f.height, "tiny_file_bytes": int(tiny["bytes"].sum()),
+                   "tiny_file_limit_bytes": int(th.tiny_file_bytes)}
+        if out:
+            out[0].evidence.metrics.update(metrics)
+            out[0].summary += (f" Also, {fmt_count(tiny.height)} of the {fmt_count(f.height)} files with data "
+                               f"are at most {fmt_bytes(th.tiny_file_bytes)}.")
+            out[0].recommendations = rec.metadata_fixes(True)
+        else:
+            out.append(Insight(
+                "METADATA_HEAVY", judged["severity"], metadata_heavy.title(judged, th),
+                f"The job reads or writes {fmt_count(tiny.height)} files of at most "
+                f"{fmt_bytes(th.tiny_file_bytes)} ({fmt_bytes(tiny['bytes'].sum())} in all): every one costs "
+                "metadata-server operations (create/open/close) that dwarf the data moved.",
+                Evidence(ranks=[], files=ctx.names_of(tiny["file_id"].to_list()), time_window=None,
+                         metrics=metrics),
+                rec.metadata_fixes(True), source="counters", partial=False, score=judged["score"]))
     return out

@@ -16,6 +16,7 @@ import polars as pl
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
 from .insight import Evidence, Insight
+from .rules import mpiio_overhead as rule, one_row
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
 DATA_OPS = ("read", "write")
@@ -92,16 +93,20 @@ def _table(ctx, files: list) -> tuple:
     return _counter_table(ctx, files), "counters", False
 
 
-def check(ctx) -> list:
-    th = ctx.th
-    if not ctx.total("MPI-IO", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES"):
-        return []  # no collective call at all (most logs): nothing to look at
+def measure(ctx):
+    """The per-rank table over the mostly-collective files and its totals (once a log), or None."""
+    return ctx.memo("mpiio_overhead", lambda: _measure(ctx))
+
+
+def _measure(ctx):
+    if ctx.counters("MPI-IO") is None or not ctx.total("MPI-IO", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES"):
+        return None  # no collective call at all (most logs): nothing to look at
     files = collective_files(ctx)
     if not files:
-        return []
+        return None
     table, source, partial = _table(ctx, files)
     if table is None or table.is_empty():
-        return []
+        return None
     total_mpiio = float(table["mpiio_s"].sum())
     total_posix = float(table["posix_s"].sum())
     share = (total_mpiio - total_posix) / total_mpiio if total_mpiio > 0 else 0.0
@@ -111,10 +116,24 @@ def check(ctx) -> list:
         slow_mpiio, slow_over = slowest["mpiio_s"], slowest["overhead_s"]
     else:  # shared records: the average rank's part of the sums
         slow_mpiio, slow_over = total_mpiio / ctx.nprocs, (total_mpiio - total_posix) / ctx.nprocs
-    if share < th.mpiio_overhead_min_share or slow_over < th.mpiio_overhead_min_seconds:
+    return {"files": files, "table": table, "source": source, "partial": partial, "total_mpiio": total_mpiio,
+            "total_posix": total_posix, "share": share, "slowest": slowest, "per_rank": per_rank,
+            "slow_mpiio": slow_mpiio, "slow_over": slow_over}
+
+
+def check(ctx) -> list:
+    th = ctx.th
+    m = measure(ctx)
+    if m is None:
         return []
-    severity = ("critical" if share >= th.mpiio_overhead_critical_share else
-                "warning" if share >= th.mpiio_overhead_warning_share else "info")
+    # the rule decides (rules/mpiio_overhead.py, shared with the fleet)
+    v = one_row(rule.features(ctx), rule.rule(th), "MPIIO_OVERHEAD")
+    if v["severity"] is None:
+        return []
+    severity, strong = v["severity"], v["strong"]
+    files, table, source, partial = m["files"], m["table"], m["source"], m["partial"]
+    total_mpiio, total_posix, share, slowest = m["total_mpiio"], m["total_posix"], m["share"], m["slowest"]
+    per_rank, slow_mpiio, slow_over = m["per_rank"], m["slow_mpiio"], m["slow_over"]
     writers = int((table["posix_s"] > 0).sum()) if per_rank else None
     nranks = table.height if per_rank else ctx.nprocs
     facts = _facts(ctx, source)
@@ -132,16 +151,14 @@ def check(ctx) -> list:
         metrics["min_rank_overhead_share"] = float(table["overhead_share"].min())
         metrics["ranks_with_posix_io"] = writers
     ranks = [int(r) for r in table["rank"].to_list() if r >= 0][:MAX_RANKS]
-    title = (f"MPI-IO above the file system: {fmt_pct(share)} of the MPI-IO time ({fmt_time(total_mpiio - total_posix)}"
-             f" of {fmt_time(total_mpiio)} over all ranks) is not spent in POSIX")
+    title = rule.title(v, th)
     summary = _summary(metrics, table if per_rank else None)
     recs = _recs(ctx, metrics, saving, slow_mpiio, floor)
     window = ctx.seg_window(ctx.seg_mpiio) if source == "dxt" else ctx.counter_window("MPI-IO")
-    strong = share >= th.mpiio_overhead_warning_share
     return [Insight("MPIIO_OVERHEAD", severity, title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(_files(ctx, files)), time_window=window,
                              metrics=metrics),
-                    recs, source=source, partial=partial, score=share, demotable=not strong)]
+                    recs, source=source, partial=partial, score=v["score"], demotable=not strong)]
 
 
 def _summary(m: dict, table) -> str:

@@ -6,9 +6,11 @@ import polars as pl
 
 from ..access import STRIDE_SHARE
 from . import recommendations as rec
-from ..measures import largest_rank_sum, small_bins
-from .context import MAX_RANKS, SIZE_BINS, clip, float_sum
+from ..measures import small_bins
+from .context import MAX_RANKS, SIZE_BINS, clip
 from .costmodel import project
+from .rules import one_row, small_io
+from .rules.common import common_features, counter_stake as stake_of_values, dxt_stake  # noqa: F401 - dxt_stake: the checks' name
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
 
@@ -22,20 +24,9 @@ def possibly_below_bins(limit: int):
 
 def counter_stake(ctx, df: pl.DataFrame, est: pl.Expr) -> float:
     """The largest per-rank value of `est` (seconds) over counter records: a rank's own records plus an
-    even share of the records of files shared by all ranks."""
-    n = ctx.nprocs
-    rank = df["rank"].to_numpy()
+    even share of the records of files shared by all ranks (`rules.common.counter_stake`)."""
     values = df.select(est.fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
-    own = largest_rank_sum(rank, values)
-    shared = float(float_sum(values[rank < 0]) or 0.0) / n if (rank < 0).any() else 0.0
-    return float(own or 0.0) + shared
-
-
-def dxt_stake(seg: pl.DataFrame) -> float:
-    """The largest per-rank time spent in the given traced operations."""
-    if seg.is_empty():
-        return 0.0
-    return float(seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"))["t"].max() or 0.0)
+    return stake_of_values(ctx, df["rank"].to_numpy(), values)
 
 
 def _posix_file_table(ctx, bins_small) -> pl.DataFrame:
@@ -56,35 +47,25 @@ def check_small(ctx) -> list:
     th = ctx.th
     limit = int(th.small_request_bytes)
     seg = ctx.seg_posix
-    source, table = "counters", None
-    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
-    if ctx.counters("POSIX") is not None:
-        # the totals straight from the records (integers), the per-file table only for a finding
-        data = ~np.isin(ctx.column("POSIX", "file_id"), std_ids)
-        totals = {}
-        for op, OP, OPS_, _ in OPS:
-            totals[f"{op}s"] = int(ctx.column("POSIX", f"POSIX_{OPS_}")[data].sum())
-            totals[f"small_{op}s"] = sum(int(ctx.column("POSIX", f"POSIX_SIZE_{OP}_{b}")[data].sum())
-                                         for b in small_bins(limit))
-    else:
-        if seg.is_empty():
-            return []
-        source = "dxt"
-        table = seg.group_by("file_id").agg(
-            *[(pl.col("op") == op).sum().alias(f"{op}s") for op, *_ in OPS],
-            *[((pl.col("op") == op) & (pl.col("length") <= limit)).sum().alias(f"small_{op}s") for op, *_ in OPS])
-        table = table.filter(pl.Series(~np.isin(table["file_id"].to_numpy(), std_ids)))
-        totals = {k: int(table[k].sum() or 0) for k in ("writes", "reads", "small_writes", "small_reads")}
-    flagged = []
-    for op, *_ in OPS:
-        n, small = totals[f"{op}s"], totals[f"small_{op}s"]
-        if n and small >= th.small_min_ops and small / n >= th.small_min_share:
-            flagged.append(op)
+    # the rule decides (rules/small_io.py, shared with the fleet): which kinds are flagged, the stake, severity
+    edges = [k for k in (small_io.bins_below(limit),) if k]
+    features = {**common_features(ctx), **small_io.counts(ctx, edges)}
+    flags = one_row(features, small_io.flags(th), "SMALL_IO")
+    flagged = [op for op, *_ in OPS if flags[f"flag_{op}"]]
     if not flagged:
         return []
-    if table is None:
+    features.update(small_io.stakes(ctx, edges, [small_io.set_name(flagged)], limit))
+    judged = one_row(features, small_io.rule(th), "SMALL_IO")
+    source = "dxt" if features["small_io_from_trace"] else "counters"
+    totals = {k: flags[k] for k in ("small_writes", "small_reads")}
+    totals.update({f"{op}s": features[f"small_io_{op}s"] for op in ("write", "read")})
+    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
+    if source == "dxt":
+        table = seg.group_by("file_id").agg(
+            *[((pl.col("op") == op) & (pl.col("length") <= limit)).sum().alias(f"small_{op}s") for op, *_ in OPS])
+    else:
         table = _posix_file_table(ctx, small_bins(limit))
-        table = table.filter(pl.Series(~np.isin(table["file_id"].to_numpy(), std_ids)))
+    table = table.filter(pl.Series(~np.isin(table["file_id"].to_numpy(), std_ids)))
 
     metrics = {"small_request_bytes": limit}
     for op in ("write", "read"):
@@ -129,27 +110,13 @@ def check_small(ctx) -> list:
     elif table["shared"].any() if "shared" in table.columns else False:
         metrics["ranks_with_small_requests"] = ctx.nprocs
 
-    # what is at stake: the busiest rank's time in small requests
-    if not seg.is_empty() and time_share is not None and not partial:
-        stake = dxt_stake(seg.filter((pl.col("length") <= limit) & pl.col("op").is_in(flagged)))
-    elif ctx.counters("POSIX") is not None:
-        est = pl.lit(0.0)
-        for op, OP, OPS_, _ in OPS:
-            if op in flagged:
-                bins = small_bins(limit)
-                small_n = pl.sum_horizontal([clip(f"POSIX_SIZE_{OP}_{b}") for b in bins]) if bins else pl.lit(0)
-                est = est + clip(f"POSIX_F_{OP}_TIME") * small_n / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1))
-        stake = counter_stake(ctx, ctx.counters("POSIX"), est)
-    else:
-        stake = 0.0
+    stake = judged["stake"]  # the busiest rank's time in small requests
     metrics["busiest_rank_small_request_time_s"] = stake
 
-    what = " and ".join(
-        f"{fmt_count(totals['small_' + op + 's'])} of {fmt_count(totals[op + 's'])} {op}s "
-        f"({fmt_pct(totals['small_' + op + 's'] / totals[op + 's'])})" for op in flagged)
+    what = small_io.what(judged)
     sizes = ", ".join(f"{op}s {fmt_size(lo)}–{fmt_size(hi)} B" if hi < 1024 else
                       f"{op}s {fmt_bytes(lo)}–{fmt_bytes(hi)}" for op, (lo, hi) in size_range.items())
-    title = f"Small requests dominate at the file system: {what} are at most {fmt_bytes(limit)}"
+    title = small_io.title(judged, th)
     summary = (f"The POSIX layer (what reaches the file system) sees {what} of at most {fmt_bytes(limit)}"
                + (f" ({sizes})" if sizes else "") + f" on {len(file_ids)} file(s)")
     if time_share is not None:
@@ -162,12 +129,7 @@ def check_small(ctx) -> list:
     if partial:
         summary += " The trace is truncated: the time share, ranks and sizes are from the traced part only."
     metrics["small_requests"] = sum(totals[f"small_{op}s"] for op in flagged)
-    share = max(metrics.get(f"small_{op}_share", 0.0) for op in flagged)
-    severity, strong = ctx.judge(stake, share)
-    # critical: small requests are most of the I/O time and cost the busiest rank >= 10% of the run
-    if time_share is not None and time_share >= 0.5 and ctx.run_time > 0 and stake >= 0.1 * ctx.run_time \
-            and ctx.matters(stake):
-        severity = "critical"
+    severity, strong = judged["severity"], judged["strong"]
     if severity == "info":
         summary += (f" They cost the busiest rank only {fmt_time(stake)} ({fmt_pct(stake / ctx.run_time)} of the run), "
                     "so this is not worth fixing for this run." if ctx.run_time > 0 else "")
@@ -176,7 +138,7 @@ def check_small(ctx) -> list:
     return [Insight("SMALL_IO", severity, title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(file_ids), time_window=window, metrics=metrics),
                     _small_recs(ctx, file_ids, flagged), source=source, partial=partial,
-                    score=(time_share or 0.0) + sum(metrics.get(f"small_{op}_share", 0) for op in flagged),
+                    score=judged["score"],
                     demotable=not strong)]
 
 

@@ -100,17 +100,54 @@ def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
     }
 
 
-def render_fleet(meta: dict) -> str:
+def render_fleet(meta: dict, rules: dict | None = None) -> str:
     return render("fleet.html.j2", scripts=SCRIPTS, styles=STYLES,
-                  title=f"iolens fleet: {meta['totals']['jobs']:,} jobs", meta_json=script_json(meta))
+                  title=f"iolens fleet: {meta['totals']['jobs']:,} jobs", meta_json=script_json(meta),
+                  rules=rules_sentence(rules))
 
 
-def write_fleet_report(store, path) -> dict:
+def rules_sentence(note: dict | None) -> str | None:
+    """What `fleet report -t` recomputed, in one sentence for the page (None: the columns are as built)."""
+    if not note:
+        return None
+    changed = ", ".join(f"{k}={v}" for k, v in note["thresholds"].items()) or "the defaults"
+    text = (f"Thresholds changed: {changed}. Recomputed from the stored rule features: "
+            f"{', '.join(note['recomputed'])}; per log, as built: {', '.join(note['per_log'])}.")
+    if note["per_log_thresholds"]:
+        text += (f" The per-log checks read {', '.join(note['per_log_thresholds'])} too: their columns (and the "
+                 "headline where they decide it) are as built (rebuild with -t to change them).")
+    if note.get("not_in_store"):
+        text += (f" The store has no rule features for {', '.join(note['not_in_store'])} (built before they were "
+                 "rules): as built (rebuild to recompute them).")
+    for code, n in note["stale"].items():
+        text += (f" {code} of {n:,} traced job(s) is kept as built: it comes from the trace at the build's "
+                 "threshold (rebuild with -t to recompute it).")
+    return text
+
+
+def with_thresholds(jobs: pl.DataFrame, thresholds) -> tuple:
+    """(jobs with the rule codes' insight columns recomputed under `thresholds`, the note of what changed);
+    headline titles written for the jobs the page lists."""
+    from ...fleet.insights import with_insights
+
+    narrow = jobs.select("path", "io_time", "nprocs", "bytes", "bytes_read")  # sorting every column costs seconds
+    top = analysis.top_jobs(analysis.with_derived(narrow))["path"].implode()
+    return with_insights(jobs, thresholds, titles=pl.col("path").is_in(top), keep_stale=True)
+
+
+def write_fleet_report(store, path, thresholds=None) -> dict:
+    """Write the page; with `thresholds` (a `Thresholds`) the rule codes' insight columns are recomputed
+    from the stored features first. Returns {path, jobs, bytes, rules (the note, or None)}."""
     jobs = fleet_store.read(store, "jobs")
     if jobs.is_empty():
         from ...errors import LogError
         raise LogError("the store holds no readable job (see its errors table)", str(store))
+    note = None
+    if thresholds is not None:
+        jobs, note = with_thresholds(jobs, thresholds)
     errors = fleet_store.read(store, "errors")
-    html = render_fleet(fleet_payload(jobs, errors))
+    payload = fleet_payload(jobs, errors)
+    html = render_fleet(payload, note)
     Path(path).write_text(html, encoding="utf-8")
-    return {"path": str(path), "jobs": jobs.height, "bytes": len(html.encode("utf-8"))}
+    return {"path": str(path), "jobs": jobs.height, "bytes": len(html.encode("utf-8")), "rules": note,
+            "insights": payload["insights"]}

@@ -1,0 +1,130 @@
+"""HDF5_METADATA as a rule: HDF5's metadata operations take at least `hdf5_meta_min_share` of its time and the
+average rank's share matters for the run; or the POSIX writes to HDF5 files of at most
+`hdf5_meta_request_bytes` (metadata blocks) are at least `small_min_ops` and `hdf5_meta_min_share` of those
+writes, and the busiest rank's time in them matters.
+
+The times are job totals. Which writes are small depends on `hdf5_meta_request_bytes`: from the counters the
+features keep them, and the busiest rank's estimated time in them, per size-bin edge (any limit is answered
+by the edge at or below it, as the diagnosis rounds it); from a complete trace they are counted at the
+build's limit (`hdf5_metadata_trace_limit`), and another limit needs the trace again (`stale`).
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from ....model.darshan import SIZE_BINS
+from ..units import fmt_count, fmt_pct
+from .common import (COMMON_THRESHOLDS, EDGE_NAMES, counter_stake, dxt_stake, edge_index, edge_suffix, matters)
+
+THRESHOLDS = ("hdf5_meta_min_share", "hdf5_meta_request_bytes", "small_min_ops") + COMMON_THRESHOLDS
+P = "hdf5_metadata_"
+ALL_EDGES = range(1, len(EDGE_NAMES) + 1)  # 100 B .. 1 GiB and every bin: a limit never falls past them
+
+
+def hdf5_files(ctx) -> list:
+    return [f for f in set(ctx.names) if ctx.is_data(f) and ctx.file_kind(f) == "hdf5"]
+
+
+def times(ctx) -> dict:
+    """HDF5's metadata and data seconds (H5F, H5D), its flushes, and the metadata seconds per rank."""
+    from ..context import clip
+
+    h5f, h5d = ctx.counters("H5F"), ctx.counters("H5D")
+    meta_t = data_t = 0.0
+    flushes = 0
+    if h5f is not None:
+        meta_t += float(h5f.select(clip("H5F_F_META_TIME").sum()).item() or 0)
+        flushes += int(h5f.select(clip("H5F_FLUSHES").sum()).item() or 0)
+    if h5d is not None:
+        meta_t += float(h5d.select(clip("H5D_F_META_TIME").sum()).item() or 0)
+        data_t += float(h5d.select((clip("H5D_F_READ_TIME") + clip("H5D_F_WRITE_TIME")).sum()).item() or 0)
+        flushes += int(h5d.select(clip("H5D_FLUSHES").sum()).item() or 0)
+    return {P + "meta_time": meta_t, P + "data_time": data_t, P + "meta_time_per_rank": meta_t / ctx.nprocs,
+            P + "flushes": flushes}
+
+
+def small_writes(ctx, fids, edges) -> dict:
+    """The POSIX writes to the HDF5 files `fids`, and the small ones with the busiest rank's time in them:
+    from a complete trace at `hdf5_meta_request_bytes`, else from the counters per size-bin edge."""
+    from ..context import clip
+
+    limit = int(ctx.th.hdf5_meta_request_bytes)
+    row = {P + "writes": None, P + "from_trace": False, P + "trace_limit": None, P + "trace_small_writes": None,
+           P + "trace_stake": None}
+    row.update({f"{P}small_writes_{edge_suffix(k)}": None for k in edges})
+    row.update({f"{P}counter_stake_{edge_suffix(k)}": None for k in edges})
+    seg = ctx.seg_posix
+    ids = pl.Series(fids, dtype=pl.UInt64).implode()
+    if fids and not seg.is_empty() and ctx.trace_complete("DXT_POSIX", "write"):
+        s = seg.filter((pl.col("op") == "write") & pl.col("file_id").is_in(ids))
+        sm = s.filter(pl.col("length") <= limit)
+        row.update({P + "writes": s.height, P + "from_trace": True, P + "trace_limit": limit,
+                    P + "trace_small_writes": sm.height, P + "trace_stake": dxt_stake(sm) if sm.height else 0.0})
+    elif fids and ctx.counters("POSIX") is not None:
+        p = ctx.counters("POSIX").filter(pl.col("file_id").is_in(ids))
+        total = int(p.select(clip("POSIX_WRITES").sum()).item() or 0)
+        row[P + "writes"] = total
+        rank = p["rank"].to_numpy()
+        running = 0
+        for k in range(1, max(edges, default=0) + 1):
+            running += int(p.select(clip(f"POSIX_SIZE_WRITE_{SIZE_BINS[k - 1][0]}").sum()).item() or 0)
+            if k not in edges:
+                continue
+            row[f"{P}small_writes_{edge_suffix(k)}"] = running
+            if total:
+                est = clip("POSIX_F_WRITE_TIME") * (running / total)
+                values = p.select(est.fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
+                row[f"{P}counter_stake_{edge_suffix(k)}"] = counter_stake(ctx, rank, values)
+    return row
+
+
+def features(ctx, edges=None) -> dict:
+    """HDF5_METADATA's features of one log; `edges`: the size-bin edges to keep (None: every one)."""
+    edges = list(ALL_EDGES) if edges is None else [k for k in edges if k > 0]
+    return {**times(ctx), **small_writes(ctx, hdf5_files(ctx), edges)}
+
+
+def dtypes() -> dict:
+    out = {P + "meta_time": pl.Float64, P + "data_time": pl.Float64, P + "meta_time_per_rank": pl.Float64,
+           P + "flushes": pl.Int64, P + "writes": pl.Int64, P + "from_trace": pl.Boolean,
+           P + "trace_limit": pl.Int64, P + "trace_small_writes": pl.Int64, P + "trace_stake": pl.Float64}
+    for k in ALL_EDGES:
+        out[f"{P}small_writes_{edge_suffix(k)}"] = pl.Int64
+        out[f"{P}counter_stake_{edge_suffix(k)}"] = pl.Float64
+    return out
+
+
+def rule(th) -> dict:
+    k = edge_index(int(th.hdf5_meta_request_bytes))
+    meta, data, per_rank = pl.col(P + "meta_time"), pl.col(P + "data_time"), pl.col(P + "meta_time_per_rank")
+    share = meta / (meta + data)
+    timed = (meta + data) > 0
+    by_time = (timed & (share >= th.hdf5_meta_min_share) & matters(per_rank, th)).fill_null(False)
+    trace = pl.col(P + "from_trace")
+    counted = pl.col(f"{P}small_writes_{edge_suffix(k)}") if k else pl.lit(0, pl.Int64)
+    counted_stake = pl.col(f"{P}counter_stake_{edge_suffix(k)}") if k else pl.lit(0.0)
+    small = pl.when(trace).then(pl.col(P + "trace_small_writes")).otherwise(counted)
+    stake = pl.when(trace).then(pl.col(P + "trace_stake")).otherwise(counted_stake)
+    writes = pl.col(P + "writes")
+    small_share = small / writes
+    by_writes = ((writes > 0) & (small >= th.small_min_ops) & (small_share >= th.hdf5_meta_min_share)
+                 & matters(stake, th)).fill_null(False)
+    found = by_time | by_writes
+    score = pl.max_horizontal(pl.lit(0.0), pl.when(by_time).then(share), pl.when(by_writes).then(small_share))
+    return {"severity": pl.when(found).then(pl.lit("warning")).otherwise(pl.lit(None, pl.String)),
+            "strong": pl.lit(False), "score": score, "by_time": by_time, "by_writes": by_writes,
+            "time_share": pl.when(timed).then(share), "small_writes": small, "writes": writes, "stake": stake}
+
+
+def title(v: dict, th) -> str:
+    share = v["time_share"]
+    if share is not None and share >= th.hdf5_meta_min_share:
+        return f"HDF5 metadata dominates: metadata operations take {fmt_pct(share)} of the HDF5 time"
+    return f"HDF5 metadata dominates: {fmt_count(v['small_writes'])} small metadata writes"
+
+
+def stale(th) -> pl.Expr:
+    """Jobs whose small HDF5 writes were counted from the trace at another `hdf5_meta_request_bytes`."""
+    at = pl.col(P + "trace_limit")
+    return (pl.col(P + "from_trace") & at.is_not_null() & (at != int(th.hdf5_meta_request_bytes))
+            & (pl.col(P + "writes") > 0)).fill_null(False)

@@ -1,0 +1,248 @@
+"""REDUNDANT_WRITES and REDUNDANT_READS as rules: on the data files whose bytes moved are at least
+`redundant_ratio` × their extent (the union of the byte ranges touched from a complete trace, else the highest
+offset + 1 from the counters), the excess is at least `redundant_min_bytes`; the busiest rank's time in the
+excess and the excess share of the bytes decide warning/info (`judge`).
+
+Which files count depends on `redundant_ratio`, so the features hold those files' totals at the build's ratio
+(`*_at_ratio`) and the largest ratio of any file: a larger ratio than every file's finds nothing, another
+ratio below it needs the log again (`stale`). The diagnosis drops REDUNDANT_READS when DATA_SIEVING names all
+its files (the re-reads are read-modify-write): the features say whether it did at the build's thresholds
+(`redundant_reads_sieved`), and other sieving thresholds make such a job stale.
+"""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ..units import fmt_bytes
+from .common import COMMON_THRESHOLDS, judge
+
+THRESHOLDS = ("redundant_ratio", "redundant_min_bytes") + COMMON_THRESHOLDS
+SIEVING = ("sieving_min_bytes", "sieving_min_share")  # DATA_SIEVING's, for REDUNDANT_READS's dedupe
+OPS = {"write": ("REDUNDANT_WRITES", "WRITTEN", "redundant_writes_"), "read": ("REDUNDANT_READS", "READ",
+                                                                                "redundant_reads_")}
+
+
+def dxt_coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> pl.DataFrame:
+    """file_id -> bytes moved and the size of the union of the byte ranges touched (exact overlap), over the
+    operations of `seg` (those where `rows` is true, if given: a mask costs less than a filtered copy)."""
+    keep = (seg["offset"] >= 0) & (seg["length"] > 0)
+    keep = (keep & rows if rows is not None else keep).to_numpy()
+    if not keep.any():
+        return pl.DataFrame(schema={"file_id": pl.UInt64, "bytes": pl.Int64, "extent": pl.Int64})
+    fid = seg["file_id"].to_numpy()[keep]
+    files = pl.Series(np.unique(fid), dtype=pl.UInt64)  # sorted
+    codes = np.searchsorted(files.to_numpy(), fid)
+    a = seg["offset"].to_numpy()[keep]
+    b = a + seg["length"].to_numpy()[keep]
+    nfiles = len(files)
+    span = int(b.max()) + 1
+    out_bytes = np.bincount(codes, weights=(b - a).astype(np.float64), minlength=nfiles)
+    if span * nfiles < (1 << 62):
+        # one pass over all files: shift each file into its own range so a running max never crosses files
+        shift = codes.astype(np.int64) * span
+        a2 = a + shift
+        order = np.argsort(a2)  # one int64 key (file, offset): several times faster than a two-key sort
+        a2, b2, c2 = a2[order], (b + shift)[order], codes[order]
+        prev = np.maximum.accumulate(b2)
+        starts = np.ones(len(a2), dtype=bool)
+        starts[1:] = a2[1:] > prev[:-1]
+        g_start = a2[starts]
+        g_end = np.maximum.reduceat(b2, np.flatnonzero(starts))
+        g_file = c2[starts]
+        union = np.bincount(g_file, weights=(g_end - g_start).astype(np.float64), minlength=nfiles)
+    else:  # pragma: no cover - offsets near 2^62 with many files
+        union = np.zeros(nfiles)
+        for k in range(nfiles):
+            m = codes == k
+            aa, bb = a[m], b[m]
+            o = np.argsort(aa, kind="stable")
+            aa, bb = aa[o], bb[o]
+            prev = np.maximum.accumulate(bb)
+            st = np.ones(len(aa), dtype=bool)
+            st[1:] = aa[1:] > prev[:-1]
+            union[k] = float((np.maximum.reduceat(bb, np.flatnonzero(st)) - aa[st]).sum())
+    return pl.DataFrame({"file_id": files, "bytes": out_bytes.astype(np.int64), "extent": union.astype(np.int64)})
+
+
+def _max_ratio(ctx, ids, moved, extent):
+    """The largest ratio of bytes moved over extent of a data file (the same division as the table's), or
+    None: most logs have no redundant file and skip the per-file table."""
+    keep = (extent > 0) & ~np.isin(ids, np.fromiter(ctx.std_ids, dtype=np.uint64))
+    return float((moved[keep] / extent[keep]).max()) if keep.any() else None
+
+
+def files(ctx, op: str) -> dict:
+    """The per-file table of `op` and what it is from: {"source", "table" (or None: no file at the build's
+    ratio), "max_ratio"}; None when neither a complete trace of `op` nor POSIX counters say anything."""
+    th = ctx.th
+    _, B, _ = OPS[op]
+    if ctx.trace_complete("DXT_POSIX", op):
+        rows = ctx.seg_posix["op"] == op
+        if not rows.any():
+            return None
+        table = dxt_coverage(ctx.seg_posix, rows)
+        source = "dxt"
+        best = _max_ratio(ctx, table["file_id"].to_numpy(), table["bytes"].to_numpy(), table["extent"].to_numpy())
+    elif ctx.counters("POSIX") is not None:
+        # per file in integers: bytes moved, highest offset touched + 1
+        ids, _ = ctx.file_groups("POSIX")
+        moved, extent = ctx.per_file_total("POSIX", f"POSIX_BYTES_{B}"), \
+            np.maximum(ctx.per_file_max("POSIX", f"POSIX_MAX_BYTE_{B}") + 1, 0)
+        source = "counters"
+        best = _max_ratio(ctx, ids, moved, extent)
+        table = None
+        if best is not None and best >= th.redundant_ratio:
+            table = pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved, "extent": extent})
+    else:
+        return None
+    if best is None or best < th.redundant_ratio:
+        return {"source": source, "table": None, "max_ratio": best}
+    table = table.filter((pl.col("extent") > 0) & pl.col("file_id").is_in(
+        pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()).not_())
+    table = table.with_columns((pl.col("bytes") / pl.col("extent")).alias("ratio"),
+                               (pl.col("bytes") - pl.col("extent")).alias("excess"))
+    bad = table.filter(pl.col("ratio") >= th.redundant_ratio).sort("excess", descending=True)
+    return {"source": source, "table": bad if bad.height else None, "max_ratio": best}
+
+
+def stake(ctx, op: str, found: dict) -> float:
+    """The busiest rank's time in the excess bytes: each file's op time in proportion to its excess."""
+    from ..context import clip
+    from .common import counter_stake
+
+    bad = found["table"]
+    fids = bad["file_id"].to_list()
+    if found["source"] == "dxt":
+        frac = dict(zip(fids, (bad["excess"] / bad["bytes"]).to_list()))
+        s_ = (ctx.seg_posix.filter((pl.col("op") == op)
+                                   & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
+              .with_columns(pl.col("file_id").replace_strict(frac, default=0.0, return_dtype=pl.Float64)
+                            .alias("frac")))
+        return float(s_.group_by("rank").agg(((pl.col("end") - pl.col("start")) * pl.col("frac")).sum().alias("t"))
+                     ["t"].max() or 0.0)
+    ex = bad.select("file_id", (pl.col("excess") / pl.col("bytes")).alias("frac"))
+    recs_ = ctx.counters("POSIX").join(ex, on="file_id", how="inner")
+    OP = "WRITE" if op == "write" else "READ"
+    values = recs_.select((clip(f"POSIX_F_{OP}_TIME") * pl.col("frac")).fill_nan(0.0).fill_null(0.0)
+                          .cast(pl.Float64)).to_series().to_numpy()
+    return counter_stake(ctx, recs_["rank"].to_numpy(), values)
+
+
+def sieved(ctx, fids) -> bool:
+    """Does DATA_SIEVING (at the log's thresholds) name every one of the insight's listed files?"""
+    from ..collective import check_sieving
+
+    try:
+        named = {f for i in check_sieving(ctx) for f in i.evidence.files}
+    except Exception:  # noqa: BLE001 - a failing check reports nothing: nothing to dedupe against
+        return False
+    listed = ctx.names_of(fids)
+    return bool(listed) and set(listed) <= named
+
+
+def measure(ctx, op: str) -> tuple:
+    """(features of `op`, the per-file finding of `files` with the stake, or None)."""
+    P = OPS[op][2]
+    th = ctx.th
+    row = {P + "max_ratio": None, P + "at_ratio": float(th.redundant_ratio), P + "moved": None, P + "extent": None,
+           P + "excess": None, P + "stake": None}
+    if op == "read":
+        row.update({P + "sieved": None, P + "at_sieving_min_bytes": float(th.sieving_min_bytes),
+                    P + "at_sieving_min_share": float(th.sieving_min_share)})
+    found = files(ctx, op)
+    if found is None:
+        return row, None
+    row[P + "max_ratio"] = found["max_ratio"]
+    bad = found["table"]
+    if bad is None:
+        return row, found
+    found["stake"] = stake(ctx, op, found)
+    row.update({P + "moved": int(bad["bytes"].sum()), P + "extent": int(bad["extent"].sum()),
+                P + "excess": int(bad["excess"].sum()), P + "stake": found["stake"]})
+    if op == "read":
+        row[P + "sieved"] = sieved(ctx, bad["file_id"].to_list())
+    return row, found
+
+
+def writes_features(ctx, edges=None) -> dict:
+    return measure(ctx, "write")[0]
+
+
+def reads_features(ctx, edges=None) -> dict:
+    return measure(ctx, "read")[0]
+
+
+def _dtypes(op) -> dict:
+    P = OPS[op][2]
+    out = {P + "max_ratio": pl.Float64, P + "at_ratio": pl.Float64, P + "moved": pl.Int64, P + "extent": pl.Int64,
+           P + "excess": pl.Int64, P + "stake": pl.Float64}
+    if op == "read":
+        out.update({P + "sieved": pl.Boolean, P + "at_sieving_min_bytes": pl.Float64,
+                    P + "at_sieving_min_share": pl.Float64})
+    return out
+
+
+def writes_dtypes() -> dict:
+    return _dtypes("write")
+
+
+def reads_dtypes() -> dict:
+    return _dtypes("read")
+
+
+def _rule(op, th) -> dict:
+    P = OPS[op][2]
+    moved, extent, excess = pl.col(P + "moved"), pl.col(P + "extent"), pl.col(P + "excess")
+    stake_ = pl.col(P + "stake").fill_null(0.0)
+    found = (pl.col(P + "max_ratio") >= th.redundant_ratio) & (excess >= th.redundant_min_bytes)
+    if op == "read":  # DATA_SIEVING explains the re-reads: the read half of read-modify-write
+        found = found & ~pl.col(P + "sieved").fill_null(False)
+    found = found.fill_null(False)
+    severity, strong = judge(stake_, excess / moved, th)
+    return {"severity": pl.when(found).then(severity).otherwise(pl.lit(None, pl.String)), "strong": strong & found,
+            "score": moved / extent, "ratio": moved / extent, "moved": moved, "extent": extent, "excess": excess,
+            "stake": stake_}
+
+
+def writes_rule(th) -> dict:
+    return _rule("write", th)
+
+
+def reads_rule(th) -> dict:
+    return _rule("read", th)
+
+
+def title(op, v: dict) -> str:
+    verb = "written" if op == "write" else "read"
+    return (f"{'Rewrites' if op == 'write' else 'Re-reads'}: {fmt_bytes(v['moved'])} {verb} for "
+            f"{fmt_bytes(v['extent'])} of file extent ({v['ratio']:.1f}×)")
+
+
+def writes_title(v: dict, th) -> str:
+    return title("write", v)
+
+
+def reads_title(v: dict, th) -> str:
+    return title("read", v)
+
+
+def _stale(op, th) -> pl.Expr:
+    """Jobs with a file at or above `redundant_ratio` whose features were computed at another ratio (or, for
+    the re-reads DATA_SIEVING may explain, at other sieving thresholds): a rebuild answers."""
+    P = OPS[op][2]
+    could = pl.col(P + "max_ratio") >= th.redundant_ratio
+    other = pl.col(P + "at_ratio") != float(th.redundant_ratio)
+    if op == "read":
+        other = other | (pl.col(P + "sieved").is_not_null()
+                         & ((pl.col(P + "at_sieving_min_bytes") != float(th.sieving_min_bytes))
+                            | (pl.col(P + "at_sieving_min_share") != float(th.sieving_min_share))))
+    return (could & other).fill_null(False)
+
+
+def writes_stale(th) -> pl.Expr:
+    return _stale("write", th)
+
+
+def reads_stale(th) -> pl.Expr:
+    return _stale("read", th)

@@ -1,0 +1,205 @@
+"""SMALL_IO as a rule: small requests are at least `small_min_share` and `small_min_ops` of the POSIX reads or
+writes; the busiest rank's time in them decides warning/info (`judge`), most of the traced time and a tenth of
+the run makes it critical.
+
+Counters only know Darshan's size bins, so the features keep, per size-bin edge (100 B .. 1 GiB), the small
+requests and the busiest rank's estimated time in them: any `small_request_bytes` is answered from the stored
+features by the edge at or below it, as the diagnosis rounds it. On a DXT log the time share and the stake come
+from the trace at the exact limit the features were computed with (`small_io_trace_limit`): another limit
+needs the trace again (`stale`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ....model.darshan import SIZE_BINS
+from ..units import fmt_bytes, fmt_count, fmt_pct
+from .common import (COMMON_THRESHOLDS, EDGES, RUN_TIME, counter_stake, dxt_stake, edge_index, edge_suffix, judge,
+                     matters, stage)
+
+THRESHOLDS = ("small_request_bytes", "small_min_share", "small_min_ops") + COMMON_THRESHOLDS
+OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
+SETS = {"w": ("write",), "r": ("read",), "wr": ("write", "read")}  # the flagged operation kinds
+P = "small_io_"
+CRITICAL_TIME_SHARE, CRITICAL_RUN_SHARE = 0.5, 0.1
+
+
+def S(name: str) -> pl.Expr:
+    """An earlier stage of this rule (`rules.stage`)."""
+    return stage("SMALL_IO", name)
+
+
+def set_name(ops) -> str:
+    return "".join(op[0] for op in ("write", "read") if op in ops)
+
+
+bins_below = edge_index  # how many size bins hold only requests of at most `limit` bytes: 0..10
+
+
+# --- features ----------------------------------------------------------------------------------------
+def features(ctx, edges=None, sets=None) -> dict:
+    """SMALL_IO's features of one log. `edges`: the bin counts (`bins_below`) to keep (None: every edge,
+    1..9, as a fleet row does); `sets`: the flagged operation kinds to price (None: all three)."""
+    limit = int(ctx.th.small_request_bytes)
+    edges = range(1, len(EDGES) + 1) if edges is None else [k for k in edges if k > 0]
+    sets = tuple(SETS) if sets is None else tuple(sets)
+    row = counts(ctx, edges)
+    row.update(stakes(ctx, edges, sets, limit))
+    return row
+
+
+def counts(ctx, edges) -> dict:
+    """Requests per kind, and those in the bins below each edge, over the data files (not stdin/out/err)."""
+    row = {P + "from_trace": False, P + "trace_small_writes": None, P + "trace_small_reads": None}
+    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
+    if ctx.counters("POSIX") is not None:
+        data = ~np.isin(ctx.column("POSIX", "file_id"), std_ids)
+        for op, OP, OPS_ in OPS:
+            row[f"{P}{op}s"] = int(ctx.column("POSIX", f"POSIX_{OPS_}")[data].sum())
+            running = 0
+            for k in range(1, max(edges, default=0) + 1):
+                running += int(ctx.column("POSIX", f"POSIX_SIZE_{OP}_{SIZE_BINS[k - 1][0]}")[data].sum())
+                if k in edges:
+                    row[f"{P}small_{op}s_{edge_suffix(k)}"] = running
+        return row
+    seg = ctx.seg_posix
+    limit = int(ctx.th.small_request_bytes)
+    row[P + "from_trace"] = not seg.is_empty()
+    keep = ~np.isin(seg["file_id"].to_numpy(), std_ids)
+    for op, *_ in OPS:
+        mine = (seg["op"] == op).to_numpy() & keep
+        row[f"{P}{op}s"] = int(mine.sum())
+        row[f"{P}trace_small_{op}s"] = int((mine & (seg["length"] <= limit).to_numpy()).sum())
+        for k in edges:
+            row[f"{P}small_{op}s_{edge_suffix(k)}"] = 0
+    return row
+
+
+def stakes(ctx, edges, sets, limit: int) -> dict:
+    """The busiest rank's time in the small requests of each flagged set: from the counters per edge
+    (time x small share of each record's requests), and from the trace at `limit`."""
+    row = {}
+    df = ctx.counters("POSIX")
+    if df is not None and edges:
+        rank = ctx.column("POSIX", "rank")
+        terms = {}
+        for op, OP, OPS_ in OPS:
+            time = ctx.column("POSIX", f"POSIX_F_{OP}_TIME").astype(np.float64)
+            per = np.maximum(ctx.column("POSIX", f"POSIX_{OPS_}"), 1)
+            running = np.zeros(len(rank), dtype=np.int64)
+            for k in range(1, max(edges) + 1):
+                running = running + ctx.column("POSIX", f"POSIX_SIZE_{OP}_{SIZE_BINS[k - 1][0]}")
+                if k in edges:
+                    terms[op, k] = time * running / per
+        for k in edges:
+            for s in sets:
+                est = 0.0
+                for op in SETS[s]:
+                    est = est + terms[op, k]
+                est = np.where(np.isnan(est), 0.0, est)
+                row[f"{P}counter_stake_{s}_{edge_suffix(k)}"] = counter_stake(ctx, rank, est)
+    else:
+        row.update({f"{P}counter_stake_{s}_{edge_suffix(k)}": 0.0 for k in edges for s in sets})
+    seg = ctx.seg_posix
+    row[P + "trace_limit"] = None if seg.is_empty() else limit
+    for op, *_ in OPS:
+        row[f"{P}trace_incomplete_{op}"] = not ctx.trace_complete("DXT_POSIX", op)
+    total_t = None if seg.is_empty() else ((seg["end"] - seg["start"]).sum() or 0.0)
+    for s in sets:
+        share = stake = None
+        if total_t is not None:
+            small = seg.filter((pl.col("length") <= limit) & pl.col("op").is_in(list(SETS[s])))
+            if not small.is_empty():
+                small_t = (small["end"] - small["start"]).sum() or 0.0
+                share = small_t / total_t if total_t > 0 else None
+                stake = dxt_stake(small)
+        row[f"{P}trace_time_share_{s}"], row[f"{P}trace_stake_{s}"] = share, stake
+    return row
+
+
+def dtypes() -> dict:
+    out = {P + "writes": pl.Int64, P + "reads": pl.Int64, P + "from_trace": pl.Boolean,
+           P + "trace_small_writes": pl.Int64, P + "trace_small_reads": pl.Int64, P + "trace_limit": pl.Int64,
+           P + "trace_incomplete_write": pl.Boolean, P + "trace_incomplete_read": pl.Boolean}
+    for k in range(1, len(EDGES) + 1):
+        for op, *_ in OPS:
+            out[f"{P}small_{op}s_{edge_suffix(k)}"] = pl.Int64
+        for s in SETS:
+            out[f"{P}counter_stake_{s}_{edge_suffix(k)}"] = pl.Float64
+    for s in SETS:
+        out[f"{P}trace_time_share_{s}"] = pl.Float64
+        out[f"{P}trace_stake_{s}"] = pl.Float64
+    return out
+
+
+# --- the rule ----------------------------------------------------------------------------------------
+def flags(th) -> dict:
+    """Which operation kinds have enough small requests: stages {"small_writes", "flag_write", …} (each may
+    read the ones before it through `S`)."""
+    k = bins_below(int(th.small_request_bytes))
+    out = {}
+    for op, *_ in OPS:
+        n = pl.col(f"{P}{op}s")
+        counted = pl.col(f"{P}small_{op}s_{edge_suffix(k)}") if k else pl.lit(0, pl.Int64)
+        out[f"small_{op}s"] = pl.when(pl.col(P + "from_trace")).then(pl.col(f"{P}trace_small_{op}s")).otherwise(counted)
+        small = S(f"small_{op}s")
+        out[f"flag_{op}"] = ((n > 0) & (small >= th.small_min_ops) & (small / n >= th.small_min_share)).fill_null(False)
+    return out
+
+
+def rule(th) -> dict:
+    """Stages ending in {"severity", "strong", "score"} over a features frame (evaluated in order, each one a
+    column the later ones read through `S`: the expressions stay small over a million rows)."""
+    k = bins_below(int(th.small_request_bytes))
+    out = flags(th)
+    fw, fr = S("flag_write"), S("flag_read")
+
+    def per_set(name):  # the stake and traced time share if the flagged kinds are `name`
+        share = pl.col(f"{P}trace_time_share_{name}")
+        partial = pl.any_horizontal([pl.col(f"{P}trace_incomplete_{op}") for op in SETS[name]])
+        counted = pl.col(f"{P}counter_stake_{name}_{edge_suffix(k)}") if k else pl.lit(0.0)
+        stake = pl.when(share.is_not_null() & ~partial).then(pl.col(f"{P}trace_stake_{name}")).otherwise(counted)
+        return stake, share
+
+    sets = [per_set(s) for s in ("wr", "w", "r")]
+    for i, name in enumerate(("stake", "time_share")):
+        out[name] = pl.when(fw & fr).then(sets[0][i]).when(fw).then(sets[1][i]).when(fr).then(sets[2][i])
+    out["writes"], out["reads"] = pl.col(P + "writes"), pl.col(P + "reads")
+    out["share_w"] = S("small_writes") / S("writes")
+    out["share_r"] = S("small_reads") / S("reads")
+    share_w, share_r = S("share_w"), S("share_r")
+    out["share"] = pl.when(fw & fr).then(pl.max_horizontal(share_w, share_r)).when(fw).then(share_w).otherwise(share_r)
+    stake, time_share = S("stake"), S("time_share")
+    severity, strong = judge(stake, S("share"), th)
+    run = pl.col(RUN_TIME)
+    critical = ((time_share >= CRITICAL_TIME_SHARE) & (run > 0) & (stake >= CRITICAL_RUN_SHARE * run)
+                & matters(stake, th)).fill_null(False)
+    out["found"] = fw | fr
+    found = S("found")
+    out["severity"] = (pl.when(~found).then(pl.lit(None, pl.String)).when(critical).then(pl.lit("critical"))
+                       .otherwise(severity))
+    out["strong"] = strong & found
+    both = pl.when(fw & fr).then(share_w + share_r).when(fw).then(share_w).otherwise(share_r)
+    out["score"] = time_share.fill_null(0.0) + both
+    return out
+
+
+def what(v: dict) -> str:
+    """'N of M writes (S%) and …' of the flagged kinds, from `rule`'s values."""
+    return " and ".join(f"{fmt_count(v[f'small_{op}s'])} of {fmt_count(v[f'{op}s'])} {op}s "
+                        f"({fmt_pct(v[f'small_{op}s'] / v[f'{op}s'])})" for op, *_ in OPS if v[f"flag_{op}"])
+
+
+def title(v: dict, th) -> str:
+    return (f"Small requests dominate at the file system: {what(v)} are at most "
+            f"{fmt_bytes(int(th.small_request_bytes))}")
+
+
+def stale(th) -> pl.Expr:
+    """Jobs whose SMALL_IO under `th` needs their trace at another `small_request_bytes` than the one the
+    features were computed with (a rebuild answers): the counts come from the trace (no POSIX counters), or
+    the counters flag small requests and the stake and time share come from the trace."""
+    at = pl.col(P + "trace_limit")
+    needs_trace = pl.col(P + "from_trace") | S("flag_write") | S("flag_read")  # evaluated after `rule`
+    return (at.is_not_null() & (at != int(th.small_request_bytes)) & needs_trace).fill_null(False)
