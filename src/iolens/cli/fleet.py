@@ -143,11 +143,17 @@ def report_command(store, output, open_browser, overrides, config, as_json):
     the build stored, without reading a log; the other codes stay as built (docs/fleet.md).
     """
     from ..analysis.diagnosis import Thresholds
+    from ..fleet.jobs import is_per_job
     from ..fleet.store import check_store
     from ..views.html.fleet import rules_sentence, write_fleet_report
 
     values = thresholds_of(overrides, config)
     thresholds = Thresholds(values) if (overrides or config) else None
+    if thresholds is not None and is_per_job(store):
+        from ..errors import LogError
+        raise LogError("a per-job store (--group-by job) keeps its diagnosis as built (a job's steps are judged "
+                       "one by one, not by the stored rules): rebuild it with `iolens fleet build --group-by job "
+                       "-t NAME=VALUE` into a new store", str(store))
     try:
         info = write_fleet_report(check_store(store), output, thresholds)
     except ValueError as exc:  # a threshold the stored features cannot answer (rules.RuleError)
