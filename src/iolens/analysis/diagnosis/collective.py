@@ -9,7 +9,8 @@ from .context import MAX_RANKS, SIZE_BINS, clip
 from .insight import Evidence, Insight
 from .costmodel import project
 from .requests import counter_stake
-from .rules import no_collective_io as no_collective, one_row
+from .rules import collective_io as collective_rule, one_row
+from .rules import no_collective_io as no_collective
 from .rules.common import common_features
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
@@ -110,12 +111,14 @@ def check_collective(ctx) -> list:
     table = _mpi_table(ctx)
     if table is None:
         return []
+    # the rule decides (rules/collective_io.py, shared with the fleet): which kinds
+    v = one_row(collective_rule.features(ctx), collective_rule.rule(ctx.th), "COLLECTIVE_IO")
     out = []
     posix = ctx.counters("POSIX")
     for op, OPS_, OP, B in OPS:
-        files = table.filter(pl.col(f"coll_{op}s") > 0).sort(f"bytes_{op}", descending=True)
-        if files.is_empty():
+        if v[f"severity_{op}"] is None:
             continue
+        files = table.filter(pl.col(f"coll_{op}s") > 0).sort(f"bytes_{op}", descending=True)
         fids = files["file_id"].to_list()
         coll = int(files[f"coll_{op}s"].sum())
         mpi_bytes = int(files[f"bytes_{op}"].sum())
@@ -162,7 +165,7 @@ def check_collective(ctx) -> list:
         if "posix_median_request_bytes" in metrics:
             summary += f", which issue requests of {fmt_bytes(metrics['posix_median_request_bytes'])} (median)"
         summary += ". This is the healthy way to write shared files from many ranks."
-        out.append(Insight("COLLECTIVE_IO", "info", title, summary,
+        out.append(Insight("COLLECTIVE_IO", v[f"severity_{op}"], title, summary,
                            Evidence(ranks=ranks[:MAX_RANKS], files=ctx.names_of(fids), time_window=window,
                                     metrics=metrics),
                            [], source=source, partial=partial, score=coll, demotable=False))

@@ -19,8 +19,8 @@ import polars as pl
 from ..thresholds import Thresholds
 from .common import (COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters, stage,
                      stage_name)
-from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, mpiio_overhead, no_collective_io,
-               ost_imbalance, redundant_io, slow_ost, small_io, stdio_heavy)
+from . import (collective_io, fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy,
+               mpiio_overhead, no_collective_io, ost_imbalance, redundant_io, slow_ost, small_io, stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "with_stages", "drop_stages", "stage", "stale_expr"]
@@ -42,6 +42,8 @@ class Rule:
 RULES = {r.code: r for r in (
     Rule("NO_COLLECTIVE_IO", "no_collective_io", no_collective_io.features, no_collective_io.rule,
          no_collective_io.dtypes, no_collective_io.THRESHOLDS, None, no_collective_io.title, no_collective_io.PARTS),
+    Rule("COLLECTIVE_IO", "collective_io", collective_io.features, collective_io.rule, collective_io.dtypes,
+         collective_io.THRESHOLDS, None, collective_io.title, collective_io.PARTS),
     Rule("MPIIO_OVERHEAD", "mpiio_overhead", mpiio_overhead.features, mpiio_overhead.rule, mpiio_overhead.dtypes,
          mpiio_overhead.THRESHOLDS, None, mpiio_overhead.title),
     Rule("SMALL_IO", "small_io", small_io.features, small_io.rule, small_io.dtypes, small_io.THRESHOLDS, small_io.stale,
