@@ -1,15 +1,13 @@
 """NO_COLLECTIVE_IO, COLLECTIVE_IO, DATA_SIEVING: how MPI-IO requests are turned into file-system requests."""
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from . import recommendations as rec
 from .context import MAX_RANKS, SIZE_BINS, clip
 from .insight import Evidence, Insight
 from .costmodel import project
-from .requests import counter_stake
-from .rules import collective_io as collective_rule, one_row
+from .rules import collective_io as collective_rule, data_sieving as sieving, one_row
 from .rules import no_collective_io as no_collective
 from .rules.common import common_features
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
@@ -173,58 +171,14 @@ def check_collective(ctx) -> list:
 
 
 # --- DATA_SIEVING -----------------------------------------------------------------------------------
-def _may_sieve(ctx) -> bool:
-    """Does any file read at least `sieving_min_bytes` more at POSIX than MPI-IO asked for (the first condition
-    below, in integers)? Most logs do not: this spares them the per-file tables."""
-    mpi_ids, _ = ctx.file_groups("MPI-IO")
-    posix_ids, _ = ctx.file_groups("POSIX")
-    mpi_read = ctx.per_file_total("MPI-IO", "MPIIO_BYTES_READ")
-    mpi_written = ctx.per_file_total("MPI-IO", "MPIIO_BYTES_WRITTEN")
-    posix_read = ctx.per_file_total("POSIX", "POSIX_BYTES_READ")
-    both, in_mpi, in_posix = np.intersect1d(mpi_ids, posix_ids, assume_unique=True, return_indices=True)
-    used = (mpi_written[in_mpi] > 0) | (mpi_read[in_mpi] > 0)
-    extra = np.maximum(posix_read[in_posix] - mpi_read[in_mpi], 0)[used]
-    return bool(extra.size and extra.max() >= ctx.th.sieving_min_bytes)
-
-
 def check_sieving(ctx) -> list:
-    th = ctx.th
-    mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
-    if mpi is None or posix is None or not _may_sieve(ctx):
+    # the rule decides (rules/data_sieving.py, shared with the fleet): whether, and how severe
+    features, j, stake = sieving.measure(ctx)
+    v = one_row({**common_features(ctx), **features}, sieving.rule(ctx.th), "DATA_SIEVING")
+    if v["severity"] is None:
         return []
-    m = mpi.group_by("file_id").agg(clip("MPIIO_BYTES_READ").sum().alias("mpi_read"),
-                                    clip("MPIIO_BYTES_WRITTEN").sum().alias("mpi_written"),
-                                    clip("MPIIO_INDEP_WRITES").sum().alias("indep_writes"),
-                                    clip("MPIIO_COLL_WRITES").sum().alias("coll_writes"),
-                                    clip("MPIIO_INDEP_READS").sum().alias("indep_reads"),
-                                    clip("MPIIO_COLL_READS").sum().alias("coll_reads"))
-    p = posix.group_by("file_id").agg(clip("POSIX_BYTES_READ").sum().alias("posix_read"),
-                                      clip("POSIX_READS").sum().alias("posix_reads"),
-                                      clip("POSIX_BYTES_WRITTEN").sum().alias("posix_written"),
-                                      (clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")).sum().alias("posix_time"),
-                                      clip("POSIX_F_READ_TIME").sum().alias("posix_read_time"))
-    # written files: read-modify-write, measured against the bytes written; read-only files: sieved reads,
-    # measured against the bytes the application asked for
-    j = (m.join(p, on="file_id").filter((pl.col("mpi_written") > 0) | (pl.col("mpi_read") > 0))
-         .with_columns((pl.col("posix_read") - pl.col("mpi_read")).clip(lower_bound=0).alias("extra"),
-                       (pl.col("mpi_written") > 0).alias("written"))
-         .with_columns(pl.when(pl.col("written")).then(pl.col("posix_written")).otherwise(pl.col("mpi_read"))
-                       .alias("base")))
-    # time of the unrequested reads: the POSIX read time, in proportion when the application also reads
-    j = j.with_columns((pl.col("posix_read_time") * pl.col("extra") / pl.max_horizontal(pl.col("posix_read"), pl.lit(1)))
-                       .alias("extra_time"))
-    j = j.filter((pl.col("extra") >= th.sieving_min_bytes) &
-                 ((pl.col("extra") >= th.sieving_min_share * pl.col("base")) |
-                  (pl.col("extra_time") >= th.sieving_min_share * pl.col("posix_time"))))
-    if j.is_empty():
-        return []
-    j = j.sort("extra", descending=True)
     fids = j["file_id"].to_list()
-    extra = int(j["extra"].sum())
-    base = max(int(j["base"].sum()), 1)
-    writes = bool(j.filter(pl.col("written"))["extra"].sum() >= j.filter(~pl.col("written"))["extra"].sum())
-    written = int(j["posix_written"].sum())
-    asked = int(j["mpi_read"].sum())
+    extra, base, writes, written, asked = v["extra"], v["base"], v["writes"], v["written"], v["asked"]
     indep, coll = int(j["indep_writes"].sum()), int(j["coll_writes"].sum())
     if not writes:
         indep, coll = int(j["indep_reads"].sum()), int(j["coll_reads"].sum())
@@ -244,19 +198,14 @@ def check_sieving(ctx) -> list:
             window = ctx.seg_window(s)
             source, partial = "dxt", not ctx.trace_complete("DXT_POSIX", "read")
             metrics["posix_reads"] = s.height
-    stake = counter_stake(ctx, posix.join(j.select("file_id", (pl.col("extra") / pl.max_horizontal(pl.col("posix_read"), pl.lit(1)))
-                                                   .alias("frac")), on="file_id"),
-                          clip("POSIX_F_READ_TIME") * pl.col("frac"))
     metrics["busiest_rank_unrequested_read_time_s"] = stake
-    severity, strong = ctx.judge(stake, extra / base)
+    severity, strong = v["severity"], v["strong"]
     collective = coll >= indep
     if writes:
         cause = ("collective writes whose file domains have holes: ROMIO's two-phase write reads each aggregator's "
                  "domain before writing it" if collective else
                  "independent noncontiguous writes: ROMIO's data sieving reads the whole extent, patches it and "
                  "writes it back")
-        title = (f"Read-modify-write: the file system reads {fmt_bytes(extra)} the application never asked for "
-                 f"while writing {fmt_bytes(written)}")
         summary = (f"{len(fids)} file(s) are written through MPI-IO, yet the POSIX layer reads {fmt_bytes(extra)} "
                    f"more than MPI-IO asked for ({fmt_pct(extra / base)} of the bytes written, {fmt_time(read_time)} "
                    f"of read time) from them. Likely cause: {cause}.")
@@ -264,14 +213,13 @@ def check_sieving(ctx) -> list:
         cause = ("collective reads over holes: two-phase I/O reads each aggregator's whole domain" if collective else
                  "independent noncontiguous reads: ROMIO's data sieving reads whole extents, holes included, "
                  "and keeps only the pieces asked for")
-        title = (f"Data sieving: the file system reads {fmt_bytes(extra + asked)} for the {fmt_bytes(asked)} the "
-                 f"application asked for ({(extra + asked) / max(asked, 1):.1f}×)")
         summary = (f"On {len(fids)} file(s) read through MPI-IO, the POSIX layer reads {fmt_bytes(extra)} more than "
                    f"MPI-IO asked for ({fmt_pct(extra / base)} extra, {fmt_time(read_time)} of read time). "
                    f"Likely cause: {cause}.")
     if severity == "info":
         summary += f" It costs the busiest rank only {fmt_time(stake)}: not worth changing for this run."
     summary += " " + project(ctx, metrics, stake, nbytes=extra, op="read")
+    title = sieving.title(v, ctx.th)
     recs = []
     if collective:
         recs.append(rec.Recommendation(

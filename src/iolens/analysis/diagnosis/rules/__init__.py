@@ -19,7 +19,7 @@ import polars as pl
 from ..thresholds import Thresholds
 from .common import (COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters, stage,
                      stage_name)
-from . import (collective_io, fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy,
+from . import (collective_io, data_sieving, fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy,
                mpiio_overhead, no_collective_io, ost_imbalance, redundant_io, slow_ost, small_io, stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
@@ -44,6 +44,8 @@ RULES = {r.code: r for r in (
          no_collective_io.dtypes, no_collective_io.THRESHOLDS, None, no_collective_io.title, no_collective_io.PARTS),
     Rule("COLLECTIVE_IO", "collective_io", collective_io.features, collective_io.rule, collective_io.dtypes,
          collective_io.THRESHOLDS, None, collective_io.title, collective_io.PARTS),
+    Rule("DATA_SIEVING", "data_sieving", data_sieving.features, data_sieving.rule, data_sieving.dtypes,
+         data_sieving.THRESHOLDS, data_sieving.stale, data_sieving.title),
     Rule("MPIIO_OVERHEAD", "mpiio_overhead", mpiio_overhead.features, mpiio_overhead.rule, mpiio_overhead.dtypes,
          mpiio_overhead.THRESHOLDS, None, mpiio_overhead.title),
     Rule("SMALL_IO", "small_io", small_io.features, small_io.rule, small_io.dtypes, small_io.THRESHOLDS, small_io.stale,
