@@ -9,7 +9,7 @@ from . import recommendations as rec
 from ..measures import small_bins
 from .context import MAX_RANKS, SIZE_BINS, clip
 from .costmodel import project
-from .rules import one_row, small_io
+from .rules import misaligned_io, one_row, small_io
 from .rules.common import common_features, counter_stake as stake_of_values, dxt_stake  # noqa: F401 - dxt_stake: the checks' name
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
@@ -209,94 +209,30 @@ def access_pattern(per: pl.DataFrame):
 
 
 # --- MISALIGNED_IO -------------------------------------------------------------------------------
-def _alignments(ctx) -> dict:
-    """file_id -> alignment unit (> 1 byte): the Lustre stripe size when known, else Darshan's
-    POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
-    out = {}
-    df = ctx.counters("POSIX")
-    if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
-        ids, _ = ctx.file_groups("POSIX")
-        out = dict(zip(ids.tolist(), ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT").tolist()))
-    lus = ctx.log.lustre
-    if not lus.is_empty():
-        stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(pl.col("stripe_size").first())
-        out.update(zip(stripes["file_id"].to_list(), stripes["stripe_size"].to_list()))
-    return {f: a for f, a in out.items() if a is not None and a > 1}
-
-
 def check_misaligned(ctx) -> list:
     th = ctx.th
-    align = _alignments(ctx)
-    if not align:
+    # the rule decides (rules/misaligned_io.py, shared with the fleet): found, the stake, severity
+    m = misaligned_io.measure(ctx)
+    if m is None:
         return []
-    seg = ctx.seg_posix
-    metrics, ranks, window, partial, source = {}, [], None, False, "counters"
-    if not seg.is_empty():
-        # each traced request's alignment unit, in numpy (integers): counted without a join
-        keys = np.fromiter(align, dtype=np.uint64)
-        units = np.fromiter(align.values(), dtype=np.int64)
-        order = np.argsort(keys)
-        keys, units = keys[order], units[order]
-        fid, offset, length = (seg[c].to_numpy() for c in ("file_id", "offset", "length"))
-        at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
-        known = (keys[at] == fid) & (offset >= 0)
-        unit_of = np.where(known, units[at], 1)
-        misaligned = known & (length >= unit_of) & (offset % unit_of != 0)
-        total, count = int(known.sum()), int(misaligned.sum())
-        source, partial = "dxt", ctx.trace_truncated("DXT_POSIX")
-        stake = None  # the cost, ranks, window and files: below, only for a finding
-        if count:
-            metrics["misaligned_bytes"] = int(length[misaligned].sum())
-    else:
-        df = ctx.counters("POSIX")
-        if df is None or "POSIX_FILE_NOT_ALIGNED" not in df.columns:
-            return []
-        # per file, in integers (exact): requests not aligned, less those that may be shorter than the unit
-        ids, _ = ctx.file_groups("POSIX")
-        on = np.array([f in align for f in ids.tolist()], dtype=bool)
-        unit = np.array([align.get(f, 0) for f in ids.tolist()], dtype=np.int64)
-        not_aligned = ctx.per_file_total("POSIX", "POSIX_FILE_NOT_ALIGNED")
-        ops = ctx.per_file_total("POSIX", "POSIX_READS", "POSIX_WRITES")
-        below = np.zeros(len(ids), dtype=np.int64)
-        for b, lo, _ in SIZE_BINS:
-            below_unit = lo < unit  # bin b may hold requests shorter than the file's unit
-            if below_unit.any():
-                below += np.where(below_unit, ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for _, OP, _, _ in OPS)), 0)
-        n = np.maximum(0, not_aligned - below)
-        order = np.argsort(-n[on], kind="stable")
-        per_file = pl.DataFrame({"file_id": pl.Series(ids[on][order], dtype=pl.UInt64),
-                                 "n": pl.Series(n[on][order], dtype=pl.Int64),
-                                 "align": pl.Series(unit[on][order], dtype=pl.Int64)})
-        total = int(ops[on].sum())
-        count = int(n[on].sum())
+    features = {**common_features(ctx), **misaligned_io.values(m)}
+    if not one_row(features, misaligned_io.found(th), "MISALIGNED_IO")["found"]:
+        return []
+    misaligned_io.cost(ctx, m)
+    features.update(misaligned_io.values(m))
+    judged = one_row(features, misaligned_io.rule(th), "MISALIGNED_IO")
+    source, partial, ranks, window, per_file = m["source"], m["partial"], m["ranks"], m["window"], m["per_file"]
+    count, total, stake, unit = m["count"], m["total"], m["stake"], m["unit"]
+    metrics = {"misaligned_bytes": m["bytes"]} if source == "dxt" and count else {}
+    if source == "counters":
         metrics["note_lower_bound"] = 1
-        est = ((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")) * clip("POSIX_FILE_NOT_ALIGNED")
-               / pl.max_horizontal(clip("POSIX_READS") + clip("POSIX_WRITES"), pl.lit(1)))
-        share_counted = count / max(int(not_aligned[on].sum()), 1)
-        stake = None  # below, only for a finding
-    # a count or a volume: 128 misaligned 4 MiB writes matter as much as thousands of small ones
-    enough = count >= th.misaligned_min_ops or metrics.get("misaligned_bytes", 0) >= th.misaligned_min_bytes
-    if not total or not count or not enough or count / total < th.misaligned_min_share:
-        return []
-    if stake is None and source == "dxt":
-        bad = seg.filter(pl.Series(misaligned)).with_columns(pl.Series("align", unit_of[misaligned]))
-        stake = dxt_stake(bad)
-        ranks = bad.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])["rank"].head(MAX_RANKS).to_list()
-        window = ctx.seg_window(bad)
-        per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort(["n", "file_id"], descending=[True, False])
-    elif stake is None:
-        stake = counter_stake(ctx, df, est) * share_counted
-    per_file = per_file.filter(pl.col("n") > 0)
-    unit = int(per_file["align"][0])
     metrics["busiest_rank_misaligned_time_s"] = stake
-    severity, strong = ctx.judge(stake, count / total)
+    severity, strong = judged["severity"], judged["strong"]
     metrics.update({"misaligned_requests": count, "requests": total, "misaligned_share": count / total,
                     "alignment_bytes": unit})
     file_ids = per_file["file_id"].to_list()
-    on_lustre = any(f in set(ctx.log.lustre["file_id"].to_list()) for f in file_ids[:20]) if not ctx.log.lustre.is_empty() else False
-    what = "Lustre stripe" if on_lustre else "file-system block"
-    title = (f"{fmt_count(count)} requests ({fmt_pct(count / total)}) of at least one {what} start off a "
-             f"{fmt_bytes(unit)} boundary")
+    what = "Lustre stripe" if judged["on_lustre"] else "file-system block"
+    title = misaligned_io.title(judged, th)
     summary = (f"{fmt_count(count)} of {fmt_count(total)} POSIX requests are at least {fmt_bytes(unit)} long but "
                f"do not start on a {fmt_bytes(unit)} {what} boundary, so each touches one more block/stripe than "
                "needed (extra lock traffic on Lustre, read-modify-write of partial blocks).")

@@ -19,8 +19,8 @@ import polars as pl
 from ..thresholds import Thresholds
 from .common import (COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters, stage,
                      stage_name)
-from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, mpiio_overhead, no_collective_io,
-               ost_imbalance, redundant_io, slow_ost, small_io, stdio_heavy)
+from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, misaligned_io, mpiio_overhead,
+               no_collective_io, ost_imbalance, redundant_io, slow_ost, small_io, stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "with_stages", "drop_stages", "stage", "stale_expr"]
@@ -65,6 +65,8 @@ RULES = {r.code: r for r in (
          redundant_io.reads_title),
     Rule("SLOW_OST", "slow_ost", slow_ost.features, slow_ost.rule, slow_ost.dtypes, slow_ost.THRESHOLDS, None,
          slow_ost.title),
+    Rule("MISALIGNED_IO", "misaligned_io", misaligned_io.features, misaligned_io.rule, misaligned_io.dtypes,
+         misaligned_io.THRESHOLDS, None, misaligned_io.title),
 )}
 
 
