@@ -9,7 +9,7 @@ from . import recommendations as rec
 from ..measures import small_bins
 from .context import MAX_RANKS, SIZE_BINS, clip
 from .costmodel import project
-from .rules import misaligned_io, one_row, small_io
+from .rules import misaligned_io, one_row, random_access, small_io
 from .rules.common import common_features, counter_stake as stake_of_values, dxt_stake  # noqa: F401 - dxt_stake: the checks' name
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
@@ -264,61 +264,27 @@ def check_random(ctx) -> list:
     th = ctx.th
     large = int(th.large_request_bytes)
     out = []
-    seg = ctx.seg_posix
-    for op, OP, OPS_, _ in OPS:
-        metrics, ranks, window, source, partial = {}, [], None, "counters", False
-        if ctx.trace_complete("DXT_POSIX", op):
-            # counted with Series masks (no query each); the rows themselves only for a finding, below
-            mine = (seg["op"] == op) & (seg["offset"] >= 0)
-            total = int(mine.sum())
-            # every small random request below is one of these: too few of them, and the access patterns
-            # need not be classified (most traces)
-            bound = int((mine & (seg["length"] < large)).sum())
-            if not total or bound < th.random_min_ops or bound / total < th.random_min_share:
-                continue
-            # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
-            # the backward ones are
-            pat, trans = ctx.posix_patterns, ctx.posix_transitions
-            random_files = pat["file_id"].filter((pat["op"] == op) & (pat["pattern"] == "random"))
-            back = (trans["op"] == op) & (trans["offset"] < trans["prev_end"])
-            small_here = mine & seg["file_id"].is_in(random_files.implode()) & (seg["length"] < large)
-            small_back_here = back & ~trans["file_id"].is_in(random_files.implode()) & (trans["length"] < large)
-            n_random = int(back.sum())
-            n_small_random = int(small_here.sum()) + int(small_back_here.sum())
-            source = "dxt"
-            files = stake = None  # the ranks, window, files and cost: below, only for a finding
-        else:
-            if ctx.counters("POSIX") is None:
-                continue
-            # per file, in integers: requests, and those Darshan did not count as sequential
-            ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
-            total = int(ops_.sum())
-            rnd = np.maximum(ops_ - ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
-            n_random = int(rnd.sum())
-            below_large = ctx.total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in possibly_below_bins(large)))
-            # without the trace the sizes of the random requests are unknown: require most requests to be small
-            n_small_random = n_random if total and below_large / total >= 0.5 else 0
-            partial = False
-            files = stake = None  # the files and the cost: below, only for a finding
-        if not total or n_small_random < th.random_min_ops or n_small_random / total < th.random_min_share:
+
+    def prune(bound, total):  # too few requests below `large` for a finding: no need to classify patterns
+        return bool(total) and bound >= th.random_min_ops and bound / total >= th.random_min_share
+
+    # the rule decides (rules/random_access.py, shared with the fleet): found, the stake, severity per kind
+    for op, *_ in OPS:
+        m = random_access.measure(ctx, op, large, prune)
+        if m is None:
             continue
-        if stake is None and source == "dxt":
-            cols = ["file_id", "rank", "start", "end", "length"]
-            small_back = pl.concat([seg.filter(small_here).select(cols), trans.filter(small_back_here).select(cols)])
-            stake = dxt_stake(small_back)
-            ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])["rank"].head(MAX_RANKS).to_list()
-            window = ctx.seg_window(small_back)
-            files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort(["n", "file_id"], descending=[True, False])["file_id"].to_list()
-        elif stake is None:
-            files = (pl.DataFrame({"file_id": pl.Series(ctx.file_groups("POSIX")[0], dtype=pl.UInt64), "rnd": rnd})
-                     .filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list())
-            stake = counter_stake(ctx, ctx.counters("POSIX"),
-                                  clip(f"POSIX_F_{OP}_TIME") * (clip(f"POSIX_{OPS_}") - clip(f"POSIX_SEQ_{OPS_}")).clip(lower_bound=0)
-                                  / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1)))
+        features = {**common_features(ctx), **random_access.values(m, op, large)}
+        if not one_row(features, random_access.found(th, op), "RANDOM_ACCESS")[f"found_{op}"]:
+            continue
+        random_access.cost(ctx, m, op)
+        features.update(random_access.values(m, op, large))
+        judged = one_row(features, random_access.rule(th, (op,)), "RANDOM_ACCESS")
+        source, partial = m["source"], False
+        metrics, ranks, window, files, stake = {}, m["ranks"], m["window"], m["files"], m["stake"]
+        total, n_random, n_small_random = m["total"], m["n_random"], judged[f"random_{op}s"]
         metrics.update({f"random_{op}s": n_small_random, f"{op}s": total, "random_share": n_small_random / total,
                         "nonsequential_requests": n_random})
-        title = (f"Random {op}s: {fmt_count(n_small_random)} of {fmt_count(total)} POSIX {op}s "
-                 f"({fmt_pct(n_small_random / total)}) are at random offsets")
+        title = random_access.title(judged, th, op)
         if source == "dxt":
             summary = (f"{fmt_pct(n_small_random / total)} of the POSIX {op}s are smaller than {fmt_bytes(large)} "
                        f"and random: on files with no dominant stride where the ranks jump back and forth "
@@ -329,7 +295,7 @@ def check_random(ctx) -> list:
                        f"previous {op} on that file (Darshan's definition of non-sequential).")
         summary += " Small random requests defeat read-ahead and write-behind and cost a seek or lock each."
         metrics["busiest_rank_random_time_s"] = stake
-        severity, strong = ctx.judge(stake, n_small_random / total)
+        severity, strong = judged[f"severity_{op}"], judged[f"strong_{op}"]
         if severity == "info":
             summary += f" They cost the busiest rank at most {fmt_time(stake)}: not worth fixing for this run."
         summary += " " + project(ctx, metrics, stake, requests=n_small_random, op=op)

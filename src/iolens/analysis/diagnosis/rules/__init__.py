@@ -20,7 +20,7 @@ from ..thresholds import Thresholds
 from .common import (COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters, stage,
                      stage_name)
 from . import (fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, misaligned_io, mpiio_overhead,
-               no_collective_io, ost_imbalance, redundant_io, slow_ost, small_io, stdio_heavy)
+               no_collective_io, ost_imbalance, random_access, redundant_io, slow_ost, small_io, stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "with_stages", "drop_stages", "stage", "stale_expr"]
@@ -67,6 +67,8 @@ RULES = {r.code: r for r in (
          slow_ost.title),
     Rule("MISALIGNED_IO", "misaligned_io", misaligned_io.features, misaligned_io.rule, misaligned_io.dtypes,
          misaligned_io.THRESHOLDS, None, misaligned_io.title),
+    Rule("RANDOM_ACCESS", "random_access", random_access.features, random_access.rule, random_access.dtypes,
+         random_access.THRESHOLDS, random_access.stale, random_access.title, random_access.PARTS),
 )}
 
 
