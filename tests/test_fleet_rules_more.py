@@ -17,15 +17,16 @@ from iolens.fleet import store as fleet_store
 from conftest import all_logs, run_iolens
 
 CODES = ("FSYNC_HEAVY", "STDIO_HEAVY", "METADATA_HEAVY", "LUSTRE_STRIPING", "OST_IMBALANCE", "SLOW_OST",
-         "HDF5_METADATA", "REDUNDANT_READS", "REDUNDANT_WRITES")
-# low enough that every code above is found on some shared log; tiny_file_bytes, hdf5_meta_request_bytes and
-# redundant_ratio change which files or requests count
+         "HDF5_METADATA", "REDUNDANT_READS", "REDUNDANT_WRITES", "MISALIGNED_IO", "RANDOM_ACCESS")
+# low enough that every code above is found on some shared log; tiny_file_bytes, hdf5_meta_request_bytes,
+# redundant_ratio and large_request_bytes change which files or requests count
 LOOSE = {"fsync_min_count": "5", "fsync_per_write": "0.01", "stdio_min_share": "5%", "stdio_min_bytes": "1KiB",
          "metadata_min_share": "10%", "tiny_file_bytes": "1MiB", "tiny_files_min": "5", "tiny_files_min_share": "20%",
          "lustre_large_file_bytes": "1MiB", "ost_imbalance_ratio": "1.3", "ost_min_bytes": "1MiB",
          "slow_ost_ratio": "1.5", "slow_ost_min_files": "2", "hdf5_meta_request_bytes": "64KiB",
          "hdf5_meta_min_share": "20%", "redundant_ratio": "1.1", "redundant_min_bytes": "1MiB",
-         "min_stake_floor": "0.001"}
+         "min_stake_floor": "0.001", "misaligned_min_ops": "10", "misaligned_min_share": "1%",
+         "random_min_ops": "10", "random_min_share": "5%", "large_request_bytes": "4MiB"}
 SETTINGS = {"default": {}, "loose": LOOSE}
 
 

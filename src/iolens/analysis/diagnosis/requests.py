@@ -9,7 +9,7 @@ from . import recommendations as rec
 from ..measures import small_bins
 from .context import MAX_RANKS, SIZE_BINS, clip
 from .costmodel import project
-from .rules import one_row, small_io
+from .rules import misaligned_io, one_row, random_access, small_io
 from .rules.common import common_features, counter_stake as stake_of_values, dxt_stake  # noqa: F401 - dxt_stake: the checks' name
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
@@ -209,94 +209,30 @@ def access_pattern(per: pl.DataFrame):
 
 
 # --- MISALIGNED_IO -------------------------------------------------------------------------------
-def _alignments(ctx) -> dict:
-    """file_id -> alignment unit (> 1 byte): the Lustre stripe size when known, else Darshan's
-    POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
-    out = {}
-    df = ctx.counters("POSIX")
-    if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
-        ids, _ = ctx.file_groups("POSIX")
-        out = dict(zip(ids.tolist(), ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT").tolist()))
-    lus = ctx.log.lustre
-    if not lus.is_empty():
-        stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(pl.col("stripe_size").first())
-        out.update(zip(stripes["file_id"].to_list(), stripes["stripe_size"].to_list()))
-    return {f: a for f, a in out.items() if a is not None and a > 1}
-
-
 def check_misaligned(ctx) -> list:
     th = ctx.th
-    align = _alignments(ctx)
-    if not align:
+    # the rule decides (rules/misaligned_io.py, shared with the fleet): found, the stake, severity
+    m = misaligned_io.measure(ctx)
+    if m is None:
         return []
-    seg = ctx.seg_posix
-    metrics, ranks, window, partial, source = {}, [], None, False, "counters"
-    if not seg.is_empty():
-        # each traced request's alignment unit, in numpy (integers): counted without a join
-        keys = np.fromiter(align, dtype=np.uint64)
-        units = np.fromiter(align.values(), dtype=np.int64)
-        order = np.argsort(keys)
-        keys, units = keys[order], units[order]
-        fid, offset, length = (seg[c].to_numpy() for c in ("file_id", "offset", "length"))
-        at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
-        known = (keys[at] == fid) & (offset >= 0)
-        unit_of = np.where(known, units[at], 1)
-        misaligned = known & (length >= unit_of) & (offset % unit_of != 0)
-        total, count = int(known.sum()), int(misaligned.sum())
-        source, partial = "dxt", ctx.trace_truncated("DXT_POSIX")
-        stake = None  # the cost, ranks, window and files: below, only for a finding
-        if count:
-            metrics["misaligned_bytes"] = int(length[misaligned].sum())
-    else:
-        df = ctx.counters("POSIX")
-        if df is None or "POSIX_FILE_NOT_ALIGNED" not in df.columns:
-            return []
-        # per file, in integers (exact): requests not aligned, less those that may be shorter than the unit
-        ids, _ = ctx.file_groups("POSIX")
-        on = np.array([f in align for f in ids.tolist()], dtype=bool)
-        unit = np.array([align.get(f, 0) for f in ids.tolist()], dtype=np.int64)
-        not_aligned = ctx.per_file_total("POSIX", "POSIX_FILE_NOT_ALIGNED")
-        ops = ctx.per_file_total("POSIX", "POSIX_READS", "POSIX_WRITES")
-        below = np.zeros(len(ids), dtype=np.int64)
-        for b, lo, _ in SIZE_BINS:
-            below_unit = lo < unit  # bin b may hold requests shorter than the file's unit
-            if below_unit.any():
-                below += np.where(below_unit, ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for _, OP, _, _ in OPS)), 0)
-        n = np.maximum(0, not_aligned - below)
-        order = np.argsort(-n[on], kind="stable")
-        per_file = pl.DataFrame({"file_id": pl.Series(ids[on][order], dtype=pl.UInt64),
-                                 "n": pl.Series(n[on][order], dtype=pl.Int64),
-                                 "align": pl.Series(unit[on][order], dtype=pl.Int64)})
-        total = int(ops[on].sum())
-        count = int(n[on].sum())
+    features = {**common_features(ctx), **misaligned_io.values(m)}
+    if not one_row(features, misaligned_io.found(th), "MISALIGNED_IO")["found"]:
+        return []
+    misaligned_io.cost(ctx, m)
+    features.update(misaligned_io.values(m))
+    judged = one_row(features, misaligned_io.rule(th), "MISALIGNED_IO")
+    source, partial, ranks, window, per_file = m["source"], m["partial"], m["ranks"], m["window"], m["per_file"]
+    count, total, stake, unit = m["count"], m["total"], m["stake"], m["unit"]
+    metrics = {"misaligned_bytes": m["bytes"]} if source == "dxt" and count else {}
+    if source == "counters":
         metrics["note_lower_bound"] = 1
-        est = ((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")) * clip("POSIX_FILE_NOT_ALIGNED")
-               / pl.max_horizontal(clip("POSIX_READS") + clip("POSIX_WRITES"), pl.lit(1)))
-        share_counted = count / max(int(not_aligned[on].sum()), 1)
-        stake = None  # below, only for a finding
-    # a count or a volume: 128 misaligned 4 MiB writes matter as much as thousands of small ones
-    enough = count >= th.misaligned_min_ops or metrics.get("misaligned_bytes", 0) >= th.misaligned_min_bytes
-    if not total or not count or not enough or count / total < th.misaligned_min_share:
-        return []
-    if stake is None and source == "dxt":
-        bad = seg.filter(pl.Series(misaligned)).with_columns(pl.Series("align", unit_of[misaligned]))
-        stake = dxt_stake(bad)
-        ranks = bad.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])["rank"].head(MAX_RANKS).to_list()
-        window = ctx.seg_window(bad)
-        per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort(["n", "file_id"], descending=[True, False])
-    elif stake is None:
-        stake = counter_stake(ctx, df, est) * share_counted
-    per_file = per_file.filter(pl.col("n") > 0)
-    unit = int(per_file["align"][0])
     metrics["busiest_rank_misaligned_time_s"] = stake
-    severity, strong = ctx.judge(stake, count / total)
+    severity, strong = judged["severity"], judged["strong"]
     metrics.update({"misaligned_requests": count, "requests": total, "misaligned_share": count / total,
                     "alignment_bytes": unit})
     file_ids = per_file["file_id"].to_list()
-    on_lustre = any(f in set(ctx.log.lustre["file_id"].to_list()) for f in file_ids[:20]) if not ctx.log.lustre.is_empty() else False
-    what = "Lustre stripe" if on_lustre else "file-system block"
-    title = (f"{fmt_count(count)} requests ({fmt_pct(count / total)}) of at least one {what} start off a "
-             f"{fmt_bytes(unit)} boundary")
+    what = "Lustre stripe" if judged["on_lustre"] else "file-system block"
+    title = misaligned_io.title(judged, th)
     summary = (f"{fmt_count(count)} of {fmt_count(total)} POSIX requests are at least {fmt_bytes(unit)} long but "
                f"do not start on a {fmt_bytes(unit)} {what} boundary, so each touches one more block/stripe than "
                "needed (extra lock traffic on Lustre, read-modify-write of partial blocks).")
@@ -328,61 +264,27 @@ def check_random(ctx) -> list:
     th = ctx.th
     large = int(th.large_request_bytes)
     out = []
-    seg = ctx.seg_posix
-    for op, OP, OPS_, _ in OPS:
-        metrics, ranks, window, source, partial = {}, [], None, "counters", False
-        if ctx.trace_complete("DXT_POSIX", op):
-            # counted with Series masks (no query each); the rows themselves only for a finding, below
-            mine = (seg["op"] == op) & (seg["offset"] >= 0)
-            total = int(mine.sum())
-            # every small random request below is one of these: too few of them, and the access patterns
-            # need not be classified (most traces)
-            bound = int((mine & (seg["length"] < large)).sum())
-            if not total or bound < th.random_min_ops or bound / total < th.random_min_share:
-                continue
-            # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
-            # the backward ones are
-            pat, trans = ctx.posix_patterns, ctx.posix_transitions
-            random_files = pat["file_id"].filter((pat["op"] == op) & (pat["pattern"] == "random"))
-            back = (trans["op"] == op) & (trans["offset"] < trans["prev_end"])
-            small_here = mine & seg["file_id"].is_in(random_files.implode()) & (seg["length"] < large)
-            small_back_here = back & ~trans["file_id"].is_in(random_files.implode()) & (trans["length"] < large)
-            n_random = int(back.sum())
-            n_small_random = int(small_here.sum()) + int(small_back_here.sum())
-            source = "dxt"
-            files = stake = None  # the ranks, window, files and cost: below, only for a finding
-        else:
-            if ctx.counters("POSIX") is None:
-                continue
-            # per file, in integers: requests, and those Darshan did not count as sequential
-            ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
-            total = int(ops_.sum())
-            rnd = np.maximum(ops_ - ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
-            n_random = int(rnd.sum())
-            below_large = ctx.total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in possibly_below_bins(large)))
-            # without the trace the sizes of the random requests are unknown: require most requests to be small
-            n_small_random = n_random if total and below_large / total >= 0.5 else 0
-            partial = False
-            files = stake = None  # the files and the cost: below, only for a finding
-        if not total or n_small_random < th.random_min_ops or n_small_random / total < th.random_min_share:
+
+    def prune(bound, total):  # too few requests below `large` for a finding: no need to classify patterns
+        return bool(total) and bound >= th.random_min_ops and bound / total >= th.random_min_share
+
+    # the rule decides (rules/random_access.py, shared with the fleet): found, the stake, severity per kind
+    for op, *_ in OPS:
+        m = random_access.measure(ctx, op, large, prune)
+        if m is None:
             continue
-        if stake is None and source == "dxt":
-            cols = ["file_id", "rank", "start", "end", "length"]
-            small_back = pl.concat([seg.filter(small_here).select(cols), trans.filter(small_back_here).select(cols)])
-            stake = dxt_stake(small_back)
-            ranks = small_back.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])["rank"].head(MAX_RANKS).to_list()
-            window = ctx.seg_window(small_back)
-            files = small_back.group_by("file_id").agg(pl.len().alias("n")).sort(["n", "file_id"], descending=[True, False])["file_id"].to_list()
-        elif stake is None:
-            files = (pl.DataFrame({"file_id": pl.Series(ctx.file_groups("POSIX")[0], dtype=pl.UInt64), "rnd": rnd})
-                     .filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list())
-            stake = counter_stake(ctx, ctx.counters("POSIX"),
-                                  clip(f"POSIX_F_{OP}_TIME") * (clip(f"POSIX_{OPS_}") - clip(f"POSIX_SEQ_{OPS_}")).clip(lower_bound=0)
-                                  / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1)))
+        features = {**common_features(ctx), **random_access.values(m, op, large)}
+        if not one_row(features, random_access.found(th, op), "RANDOM_ACCESS")[f"found_{op}"]:
+            continue
+        random_access.cost(ctx, m, op)
+        features.update(random_access.values(m, op, large))
+        judged = one_row(features, random_access.rule(th, (op,)), "RANDOM_ACCESS")
+        source, partial = m["source"], False
+        metrics, ranks, window, files, stake = {}, m["ranks"], m["window"], m["files"], m["stake"]
+        total, n_random, n_small_random = m["total"], m["n_random"], judged[f"random_{op}s"]
         metrics.update({f"random_{op}s": n_small_random, f"{op}s": total, "random_share": n_small_random / total,
                         "nonsequential_requests": n_random})
-        title = (f"Random {op}s: {fmt_count(n_small_random)} of {fmt_count(total)} POSIX {op}s "
-                 f"({fmt_pct(n_small_random / total)}) are at random offsets")
+        title = random_access.title(judged, th, op)
         if source == "dxt":
             summary = (f"{fmt_pct(n_small_random / total)} of the POSIX {op}s are smaller than {fmt_bytes(large)} "
                        f"and random: on files with no dominant stride where the ranks jump back and forth "
@@ -393,7 +295,7 @@ def check_random(ctx) -> list:
                        f"previous {op} on that file (Darshan's definition of non-sequential).")
         summary += " Small random requests defeat read-ahead and write-behind and cost a seek or lock each."
         metrics["busiest_rank_random_time_s"] = stake
-        severity, strong = ctx.judge(stake, n_small_random / total)
+        severity, strong = judged[f"severity_{op}"], judged[f"strong_{op}"]
         if severity == "info":
             summary += f" They cost the busiest rank at most {fmt_time(stake)}: not worth fixing for this run."
         summary += " " + project(ctx, metrics, stake, requests=n_small_random, op=op)

@@ -19,8 +19,9 @@ import polars as pl
 from ..thresholds import Thresholds
 from .common import (COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters, stage,
                      stage_name)
-from . import (collective_io, data_sieving, fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy,
-               mpiio_overhead, no_collective_io, ost_imbalance, redundant_io, slow_ost, small_io, stdio_heavy)
+from . import (collective_io, data_sieving, fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, misaligned_io,
+               mpiio_overhead, no_collective_io, ost_imbalance, random_access, redundant_io, slow_ost, small_io,
+               stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "with_stages", "drop_stages", "stage", "stale_expr"]
@@ -69,6 +70,10 @@ RULES = {r.code: r for r in (
          redundant_io.reads_title),
     Rule("SLOW_OST", "slow_ost", slow_ost.features, slow_ost.rule, slow_ost.dtypes, slow_ost.THRESHOLDS, None,
          slow_ost.title),
+    Rule("MISALIGNED_IO", "misaligned_io", misaligned_io.features, misaligned_io.rule, misaligned_io.dtypes,
+         misaligned_io.THRESHOLDS, None, misaligned_io.title),
+    Rule("RANDOM_ACCESS", "random_access", random_access.features, random_access.rule, random_access.dtypes,
+         random_access.THRESHOLDS, random_access.stale, random_access.title, random_access.PARTS),
 )}
 
 
@@ -186,11 +191,9 @@ _DTYPES = None
 
 
 # thresholds a rule reads that per-log checks read too (RANK_IMBALANCE counts operations against small_min_ops;
-# RANDOM_ACCESS and COLLECTIVE_IO read large_request_bytes; REDUNDANT_READS's dedupe reads DATA_SIEVING's; every
-# check's severity goes through judge/matters and the demotion): a change of one of these recomputes the rule
-# codes, while the per-log codes keep the severity they were built with
-SHARED_WITH_CHECKS = frozenset({"small_min_ops", "large_request_bytes", *redundant_io.SIEVING,
-                                *common.COMMON_THRESHOLDS})
+# every check's severity goes through judge/matters and the demotion): a change of one of these recomputes the
+# rule codes, while the per-log codes keep the severity they were built with
+SHARED_WITH_CHECKS = frozenset({"small_min_ops", *common.COMMON_THRESHOLDS})
 
 
 def rule_only(names) -> list:

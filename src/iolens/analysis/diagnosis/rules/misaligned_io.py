@@ -1,0 +1,171 @@
+"""MISALIGNED_IO as a rule: POSIX requests at least one alignment unit long (the Lustre stripe, else Darshan's
+POSIX_FILE_ALIGNMENT) that start off a unit boundary are at least `misaligned_min_share` of the requests on
+aligned files and either `misaligned_min_ops` requests or `misaligned_min_bytes` bytes; the busiest rank's time
+in them decides warning/info (`judge`).
+
+No threshold changes which requests count (the trace gives each request's offset and length; counters give a
+lower bound per file), so every stored feature answers any threshold.
+"""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ..units import fmt_bytes, fmt_count, fmt_pct
+from .common import COMMON_THRESHOLDS, counter_stake, dxt_stake, judge, stage
+
+THRESHOLDS = ("misaligned_min_ops", "misaligned_min_share", "misaligned_min_bytes") + COMMON_THRESHOLDS
+P = "misaligned_io_"
+
+
+def S(name: str) -> pl.Expr:
+    return stage("MISALIGNED_IO", name)
+
+
+def alignments(ctx) -> dict:
+    """file_id -> alignment unit (> 1 byte): the Lustre stripe size when known, else Darshan's
+    POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
+    out = {}
+    df = ctx.counters("POSIX")
+    if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
+        ids, _ = ctx.file_groups("POSIX")
+        out = dict(zip(ids.tolist(), ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT").tolist()))
+    lus = ctx.log.lustre
+    if not lus.is_empty():
+        stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(pl.col("stripe_size").first())
+        out.update(zip(stripes["file_id"].to_list(), stripes["stripe_size"].to_list()))
+    return {f: a for f, a in out.items() if a is not None and a > 1}
+
+
+def measure(ctx) -> dict | None:
+    """The requests on files with an alignment unit (`total`), the misaligned ones (`count`) and, from the
+    trace, their bytes; None when no file has a unit (or the counters lack POSIX_FILE_NOT_ALIGNED). The cost
+    and the files: `cost`, only for a finding (the check) or a fleet row."""
+    from ..context import SIZE_BINS, clip
+
+    align = alignments(ctx)
+    if not align:
+        return None
+    seg = ctx.seg_posix
+    if not seg.is_empty():
+        # each traced request's alignment unit, in numpy (integers): counted without a join
+        keys = np.fromiter(align, dtype=np.uint64)
+        units = np.fromiter(align.values(), dtype=np.int64)
+        order = np.argsort(keys)
+        keys, units = keys[order], units[order]
+        fid, offset, length = (seg[c].to_numpy() for c in ("file_id", "offset", "length"))
+        at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
+        known = (keys[at] == fid) & (offset >= 0)
+        unit_of = np.where(known, units[at], 1)
+        misaligned = known & (length >= unit_of) & (offset % unit_of != 0)
+        count = int(misaligned.sum())
+        return {"source": "dxt", "partial": ctx.trace_truncated("DXT_POSIX"), "total": int(known.sum()),
+                "count": count, "bytes": int(length[misaligned].sum()) if count else 0, "seg": seg,
+                "misaligned": misaligned, "unit_of": unit_of}
+    df = ctx.counters("POSIX")
+    if df is None or "POSIX_FILE_NOT_ALIGNED" not in df.columns:
+        return None
+    # per file, in integers (exact): requests not aligned, less those that may be shorter than the unit
+    ids, _ = ctx.file_groups("POSIX")
+    on = np.array([f in align for f in ids.tolist()], dtype=bool)
+    unit = np.array([align.get(f, 0) for f in ids.tolist()], dtype=np.int64)
+    not_aligned = ctx.per_file_total("POSIX", "POSIX_FILE_NOT_ALIGNED")
+    ops = ctx.per_file_total("POSIX", "POSIX_READS", "POSIX_WRITES")
+    below = np.zeros(len(ids), dtype=np.int64)
+    for b, lo, _ in SIZE_BINS:
+        below_unit = lo < unit  # bin b may hold requests shorter than the file's unit
+        if below_unit.any():
+            below += np.where(below_unit, ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}"
+                                                                        for OP in ("WRITE", "READ"))), 0)
+    n = np.maximum(0, not_aligned - below)
+    order = np.argsort(-n[on], kind="stable")
+    per_file = pl.DataFrame({"file_id": pl.Series(ids[on][order], dtype=pl.UInt64),
+                             "n": pl.Series(n[on][order], dtype=pl.Int64),
+                             "align": pl.Series(unit[on][order], dtype=pl.Int64)})
+    count = int(n[on].sum())
+    est = ((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")) * clip("POSIX_FILE_NOT_ALIGNED")
+           / pl.max_horizontal(clip("POSIX_READS") + clip("POSIX_WRITES"), pl.lit(1)))
+    return {"source": "counters", "partial": False, "total": int(ops[on].sum()), "count": count, "bytes": None,
+            "df": df, "per_file": per_file, "est": est,
+            "share_counted": count / max(int(not_aligned[on].sum()), 1)}
+
+
+def cost(ctx, m: dict) -> None:
+    """Adds to `m` the busiest rank's time in the misaligned requests (`stake`), the files with any (most
+    first, with their unit), the ranks and the time window (trace)."""
+    from ..context import MAX_RANKS
+
+    m["ranks"], m["window"] = [], None
+    if m["source"] == "dxt":
+        misaligned, unit_of = m["misaligned"], m["unit_of"]
+        bad = m["seg"].filter(pl.Series(misaligned)).with_columns(pl.Series("align", unit_of[misaligned]))
+        m["stake"] = dxt_stake(bad)
+        m["ranks"] = (bad.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])
+                      ["rank"].head(MAX_RANKS).to_list())
+        m["window"] = ctx.seg_window(bad)
+        per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort(
+            ["n", "file_id"], descending=[True, False])
+    else:
+        df = m["df"]
+        values = df.select(m["est"].fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
+        m["stake"] = counter_stake(ctx, df["rank"].to_numpy(), values) * m["share_counted"]
+        per_file = m["per_file"]
+    m["per_file"] = per_file.filter(pl.col("n") > 0)
+    file_ids = m["per_file"]["file_id"].to_list()
+    lustre = ctx.log.lustre
+    on_lustre = set(lustre["file_id"].to_list()) if not lustre.is_empty() else set()
+    m["on_lustre"] = any(f in on_lustre for f in file_ids[:20])
+    m["unit"] = int(m["per_file"]["align"][0]) if file_ids else None
+
+
+def values(m: dict | None) -> dict:
+    """The features of `measure` (and `cost` when it ran) as a row."""
+    row = dict.fromkeys(dtypes())
+    if m is None:
+        return row
+    row.update({P + "requests": m["total"], P + "misaligned": m["count"], P + "bytes": m["bytes"],
+                P + "from_trace": m["source"] == "dxt"})
+    if "stake" in m:
+        row.update({P + "stake": m["stake"], P + "unit": m["unit"], P + "on_lustre": m["on_lustre"]})
+    return row
+
+
+def features(ctx, edges=None) -> dict:
+    m = measure(ctx)
+    if m is not None and m["count"]:
+        cost(ctx, m)
+    return values(m)
+
+
+def dtypes() -> dict:
+    return {P + "requests": pl.Int64, P + "misaligned": pl.Int64, P + "bytes": pl.Int64,
+            P + "from_trace": pl.Boolean, P + "stake": pl.Float64, P + "unit": pl.Int64,
+            P + "on_lustre": pl.Boolean}
+
+
+def found(th) -> dict:
+    """Stages `share`, `found`: whether the log has the pattern (no cost needed)."""
+    total, count = pl.col(P + "requests"), pl.col(P + "misaligned")
+    # a count or a volume: 128 misaligned 4 MiB writes matter as much as thousands of small ones
+    enough = (count >= th.misaligned_min_ops) | (pl.col(P + "bytes").fill_null(0) >= th.misaligned_min_bytes)
+    return {"share": count / total,
+            "found": ((total > 0) & (count > 0) & enough & (S("share") >= th.misaligned_min_share)).fill_null(False)}
+
+
+def rule(th) -> dict:
+    out = found(th)
+    severity, strong = judge(pl.col(P + "stake"), S("share"), th)
+    out["severity"] = pl.when(S("found")).then(severity)
+    out["strong"] = strong & S("found")
+    out["score"] = S("share")
+    out["stake"] = pl.col(P + "stake")
+    out["requests"], out["misaligned"] = pl.col(P + "requests"), pl.col(P + "misaligned")
+    out["unit"], out["on_lustre"] = pl.col(P + "unit"), pl.col(P + "on_lustre")
+    return out
+
+
+def title(v: dict, th) -> str:
+    count, total, unit = v["misaligned"], v["requests"], v["unit"]
+    what = "Lustre stripe" if v["on_lustre"] else "file-system block"
+    return (f"{fmt_count(count)} requests ({fmt_pct(count / total)}) of at least one {what} start off a "
+            f"{fmt_bytes(unit)} boundary")

@@ -1,0 +1,177 @@
+"""RANDOM_ACCESS as a rule, one part per operation kind: POSIX requests smaller than `large_request_bytes` at
+random offsets are at least `random_min_ops` and `random_min_share` of the kind's requests; the busiest
+rank's time in them decides warning/info (`judge`).
+
+From counters (no complete trace of the kind), a request is random when Darshan did not count it as
+sequential, and only when most requests are below `large_request_bytes`: which requests are below depends on
+Darshan's size bins (a bin counts when its lower edge is below the limit), so the features keep the count for
+each number of bins. From the trace, the small random requests are counted at the build's
+`large_request_bytes` (`random_access_trace_limit`): another limit needs the trace again (`stale`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ....model.darshan import SIZE_BINS
+from ..units import fmt_count, fmt_pct
+from .common import COMMON_THRESHOLDS, counter_stake, dxt_stake, judge, stage
+
+THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
+OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
+PARTS = tuple(op for op, *_ in OPS)
+P = "random_access_"
+MOST_SMALL = 0.5  # without the trace the sizes of the random requests are unknown: most requests must be small
+
+
+def S(name: str) -> pl.Expr:
+    return stage("RANDOM_ACCESS", name)
+
+
+def bins_below(limit: int) -> int:
+    """How many size bins may hold requests smaller than `limit` (`requests.possibly_below_bins`): 0..10."""
+    return sum(1 for _, lo, _ in SIZE_BINS if lo < limit)
+
+
+def measure(ctx, op: str, large: int, prune=None) -> dict | None:
+    """Kind `op`'s requests (`total`), the non-sequential ones (`n_random`) and, from a complete trace, the
+    random ones below `large` (`n_small`); from counters the requests in the first k size bins (`below`, k =
+    1..10). None: no POSIX data for the kind. `prune(bound, total)`: from the trace, False when even every
+    request below `large` could not be a finding (the access patterns then need not be classified)."""
+    OP, OPS_ = {o: (a, b) for o, a, b in OPS}[op]
+    if ctx.trace_complete("DXT_POSIX", op):
+        seg = ctx.seg_posix
+        # counted with Series masks (no query each); the rows themselves only for a finding (`cost`)
+        mine = (seg["op"] == op) & (seg["offset"] >= 0)
+        total = int(mine.sum())
+        m = {"source": "dxt", "total": total, "n_random": None, "n_small": 0, "below": None}
+        # every small random request below is one of these
+        bound = int((mine & (seg["length"] < large)).sum())
+        if not bound if prune is None else not prune(bound, total):
+            return m
+        # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
+        # the backward ones are
+        pat, trans = ctx.posix_patterns, ctx.posix_transitions
+        random_files = pat["file_id"].filter((pat["op"] == op) & (pat["pattern"] == "random"))
+        back = (trans["op"] == op) & (trans["offset"] < trans["prev_end"])
+        small_here = mine & seg["file_id"].is_in(random_files.implode()) & (seg["length"] < large)
+        small_back_here = back & ~trans["file_id"].is_in(random_files.implode()) & (trans["length"] < large)
+        m.update(n_random=int(back.sum()), n_small=int(small_here.sum()) + int(small_back_here.sum()),
+                 seg=seg, trans=trans, small_here=small_here, small_back_here=small_back_here)
+        return m
+    if ctx.counters("POSIX") is None:
+        return None
+    # per file, in integers: requests, and those Darshan did not count as sequential
+    ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
+    rnd = np.maximum(ops_ - ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
+    below, running = [], 0
+    for b, _, _ in SIZE_BINS:
+        running += ctx.total("POSIX", f"POSIX_SIZE_{OP}_{b}")
+        below.append(running)
+    return {"source": "counters", "total": int(ops_.sum()), "n_random": int(rnd.sum()), "rnd": rnd, "below": below}
+
+
+def cost(ctx, m: dict, op: str) -> None:
+    """Adds to `m` the busiest rank's time in the random requests (`stake`), their files (most first) and,
+    from the trace, ranks and time window."""
+    from ..context import MAX_RANKS, clip
+
+    m["ranks"], m["window"] = [], None
+    if m["source"] == "dxt":
+        cols = ["file_id", "rank", "start", "end", "length"]
+        small_back = pl.concat([m["seg"].filter(m["small_here"]).select(cols),
+                                m["trans"].filter(m["small_back_here"]).select(cols)])
+        m["stake"] = dxt_stake(small_back)
+        m["ranks"] = (small_back.group_by("rank").agg(pl.len().alias("n"))
+                      .sort(["n", "rank"], descending=[True, False])["rank"].head(MAX_RANKS).to_list())
+        m["window"] = ctx.seg_window(small_back)
+        m["files"] = (small_back.group_by("file_id").agg(pl.len().alias("n"))
+                      .sort(["n", "file_id"], descending=[True, False])["file_id"].to_list())
+        return
+    OP, OPS_ = {o: (a, b) for o, a, b in OPS}[op]
+    m["files"] = (pl.DataFrame({"file_id": pl.Series(ctx.file_groups("POSIX")[0], dtype=pl.UInt64), "rnd": m["rnd"]})
+                  .filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list())
+    df = ctx.counters("POSIX")
+    est = (clip(f"POSIX_F_{OP}_TIME") * (clip(f"POSIX_{OPS_}") - clip(f"POSIX_SEQ_{OPS_}")).clip(lower_bound=0)
+           / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1)))
+    values = df.select(est.fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
+    m["stake"] = counter_stake(ctx, df["rank"].to_numpy(), values)
+
+
+def values(m: dict | None, op: str, large: int) -> dict:
+    """Kind `op`'s features of `measure` (and `cost` when it ran) as a row."""
+    row = {f"{P}{k}_{op}": None for k in ("from_trace", "requests", "nonsequential", "trace_small", "stake")}
+    row.update({f"{P}below_{op}s_{k}": None for k in range(1, len(SIZE_BINS) + 1)})
+    if m is None:
+        return row
+    dxt = m["source"] == "dxt"
+    row.update({f"{P}from_trace_{op}": dxt, f"{P}requests_{op}": m["total"], f"{P}nonsequential_{op}": m["n_random"],
+                f"{P}trace_small_{op}": m["n_small"] if dxt else None,
+                f"{P}stake_{op}": m.get("stake", 0.0)})  # no random request: no time
+    if not dxt:
+        row.update({f"{P}below_{op}s_{k}": v for k, v in enumerate(m["below"], 1)})
+    return row
+
+
+def features(ctx, edges=None) -> dict:
+    large = int(ctx.th.large_request_bytes)
+    row = {P + "trace_limit": None}
+    for op in PARTS:
+        m = measure(ctx, op, large)
+        if m is not None and (m["n_small"] if m["source"] == "dxt" else m["n_random"]):
+            cost(ctx, m, op)
+        row.update(values(m, op, large))
+        if m is not None and m["source"] == "dxt":
+            row[P + "trace_limit"] = large
+    return row
+
+
+def dtypes() -> dict:
+    out = {P + "trace_limit": pl.Int64}
+    for op in PARTS:
+        out.update({f"{P}from_trace_{op}": pl.Boolean, f"{P}requests_{op}": pl.Int64,
+                    f"{P}nonsequential_{op}": pl.Int64, f"{P}trace_small_{op}": pl.Int64,
+                    f"{P}stake_{op}": pl.Float64})
+        out.update({f"{P}below_{op}s_{k}": pl.Int64 for k in range(1, len(SIZE_BINS) + 1)})
+    return out
+
+
+def found(th, op: str) -> dict:
+    """Kind `op`'s stages `random_<op>s` (the small random requests), `share_<op>`, `found_<op>`."""
+    k = bins_below(int(th.large_request_bytes))
+    total = pl.col(f"{P}requests_{op}")
+    below = pl.col(f"{P}below_{op}s_{k}") if k else pl.lit(0, pl.Int64)
+    counted = pl.when((total > 0) & (below / total >= MOST_SMALL)).then(pl.col(f"{P}nonsequential_{op}")).otherwise(0)
+    small = S(f"random_{op}s")
+    return {f"random_{op}s": pl.when(pl.col(f"{P}from_trace_{op}")).then(pl.col(f"{P}trace_small_{op}")).otherwise(counted),
+            f"share_{op}": small / total,
+            f"found_{op}": ((total > 0) & (small >= th.random_min_ops)
+                            & (S(f"share_{op}") >= th.random_min_share)).fill_null(False)}
+
+
+def rule(th, ops=PARTS) -> dict:
+    """Stages per kind: `found_<op>`, `severity_<op>`, `strong_<op>`, `score_<op>` (one insight each)."""
+    out = {}
+    for op in ops:
+        out.update(found(th, op))
+        severity, strong = judge(pl.col(f"{P}stake_{op}"), S(f"share_{op}"), th)
+        out[f"severity_{op}"] = pl.when(S(f"found_{op}")).then(severity)
+        out[f"strong_{op}"] = strong & S(f"found_{op}")
+        out[f"score_{op}"] = S(f"share_{op}")
+        out[f"requests_{op}"] = pl.col(f"{P}requests_{op}")
+    return out
+
+
+def title(v: dict, th, op: str | None = None) -> str:
+    """The title of kind `op` (default: the part `rules.with_stages` chose, `best`)."""
+    op = op or v["best"]
+    n, total = v[f"random_{op}s"], v[f"requests_{op}"]
+    return f"Random {op}s: {fmt_count(n)} of {fmt_count(total)} POSIX {op}s ({fmt_pct(n / total)}) are at random offsets"
+
+
+def stale(th) -> pl.Expr:
+    """Jobs whose RANDOM_ACCESS under `th` needs their trace at another `large_request_bytes` than the one the
+    features were computed with (a rebuild answers)."""
+    at = pl.col(P + "trace_limit")
+    traced = pl.any_horizontal([pl.col(f"{P}from_trace_{op}").fill_null(False) for op in PARTS])
+    return (at.is_not_null() & (at != int(th.large_request_bytes)) & traced).fill_null(False)
