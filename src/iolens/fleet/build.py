@@ -357,6 +357,14 @@ def _run_on_cluster(keys, client, options, tally):
 def _batch_task(index: int, keys: list, options: tuple, topic: str) -> tuple:
     """The Dask task: one batch, with its progress sent to the client as worker events (at most 5 a
     second per worker)."""
+    tick = worker_ticker(topic, index)
+    diagnose, files, thresholds = options
+    return index, process_batch(keys, diagnose, files, tick, thresholds)
+
+
+def worker_ticker(topic: str, index: int):
+    """`tick(logs read so far)` for a Dask task of batch `index`: sent to the client as a worker event on
+    `topic`, at most 5 a second per worker."""
     from distributed import get_worker
 
     worker, last = get_worker(), [0.0]
@@ -366,6 +374,4 @@ def _batch_task(index: int, keys: list, options: tuple, topic: str) -> tuple:
         if n and now - last[0] >= 0.2:
             last[0] = now
             worker.log_event(topic, (index, n))
-
-    diagnose, files, thresholds = options
-    return index, process_batch(keys, diagnose, files, tick, thresholds)
+    return tick

@@ -24,6 +24,7 @@ import polars as pl
 
 from ..errors import LogError
 from ..jobs import group, process_of, read_process
+from ..jobs.merged import merge_modules
 from ..jobs.processes import LOG_SUFFIXES, Process
 from . import store as fleet_store
 
@@ -331,7 +332,7 @@ def merged_raw(job, raws: dict):
                                  start_time_sec=start[0], start_time_nsec=start[1], end_time_sec=end[0],
                                  end_time_nsec=end[1], jobid=job.job_id if job.job_id is not None else head.job.jobid)
     out = RawLog(head.path, head.header, jobrec, {k: v for r in reversed(logs) for k, v in r.names.items()})
-    out.modules = _modules(logs)
+    out.modules = merge_modules(r.modules for r in logs)
     out.counters = _counters(logs, firsts, offsets)
     out.dxt = _dxt(logs, firsts, offsets)
     out.lustre = _lustre(logs, firsts)
@@ -346,20 +347,6 @@ def _ranks(ranks: np.ndarray, first: int, nprocs: int) -> np.ndarray:
     if nprocs == 1:
         return np.maximum(ranks, 0) + first
     return np.where(ranks >= 0, ranks + first, -1)
-
-
-def _modules(logs: list) -> list:
-    merged: dict = {}
-    for r in logs:
-        for m in r.modules:
-            if m.name not in merged:
-                merged[m.name] = dataclasses.replace(m)
-            else:
-                seen = merged[m.name]
-                seen.partial |= m.partial
-                seen.records += m.records
-                seen.compressed_bytes += m.compressed_bytes
-    return sorted(merged.values(), key=lambda m: m.id)
 
 
 def _counters(logs: list, firsts, offsets) -> dict:
@@ -519,14 +506,6 @@ def _run(batches: list, client, options: tuple, progress):
 
 def _batch_task(index: int, batch: dict, diagnose: bool, files: bool, topic: str, thresholds=None) -> tuple:
     """The Dask task: one batch of whole jobs, its progress sent to the client as worker events."""
-    from distributed import get_worker
+    from .build import worker_ticker
 
-    worker, last = get_worker(), [0.0]
-
-    def tick(n):
-        now = time.monotonic()
-        if n and now - last[0] >= 0.2:
-            last[0] = now
-            worker.log_event(topic, (index, n))
-
-    return index, job_rows(batch, diagnose, files, tick, thresholds)
+    return index, job_rows(batch, diagnose, files, worker_ticker(topic, index), thresholds)

@@ -7,6 +7,7 @@ one clock: seconds from the earliest start of the job's logs. `processes` says w
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 
 import polars as pl
@@ -92,18 +93,7 @@ class JobLog:
                 "processes": self.processes}
 
     def _modules(self) -> list:
-        merged: dict = {}
-        for _, _, log, _, _ in self.logs:
-            for m in log.modules:
-                if m.name not in merged:
-                    merged[m.name] = type(m)(m.id, m.name, m.version, m.partial, m.compressed_bytes, m.supported,
-                                             m.records, m.note)
-                else:
-                    seen = merged[m.name]
-                    seen.partial |= m.partial
-                    seen.records += m.records
-                    seen.compressed_bytes += m.compressed_bytes
-        return sorted(merged.values(), key=lambda m: m.id)
+        return merge_modules(log.modules for _, _, log, _, _ in self.logs)
 
     def module(self, name: str):
         return next((m for m in self.modules if m.name == name), None)
@@ -178,3 +168,19 @@ def merge(job: Job, path: str) -> JobLog:
 
 
 __all__ = ["JobLog", "merge"]
+
+
+def merge_modules(module_lists) -> list:
+    """One module entry per name over several logs' module lists: records and bytes summed, partial if any
+    log's is (copies: the logs' own entries are left as they are)."""
+    merged: dict = {}
+    for modules in module_lists:
+        for m in modules:
+            if m.name not in merged:
+                merged[m.name] = dataclasses.replace(m)
+            else:
+                seen = merged[m.name]
+                seen.partial |= m.partial
+                seen.records += m.records
+                seen.compressed_bytes += m.compressed_bytes
+    return sorted(merged.values(), key=lambda m: m.id)
