@@ -234,3 +234,23 @@ def test_header_cut_cli_and_jobs(logs_dir, tmp_path):
     proc = run_iolens("info", head, check=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert "cut inside its job region" in proc.stderr and "process 42" in proc.stderr
+
+
+def test_fleet_row_of_a_log_cut_inside_its_trace_is_not_truncated(logs_dir, tmp_path):
+    # what `info` says of an unfinished log's trace, a fleet row says too: the trace is not truncated (its
+    # process was ended while Darshan wrote it), and there is no coverage to compare with the counters
+    from iolens.fleet import store as fleet_store
+
+    src = logs_dir / "generated" / "fill_rank0.darshan"
+    data = src.read_bytes()
+    off, n = region_spans(src)["DXT_POSIX"]
+    path = tmp_path / "fill_0_prog_id1-7_1-1-1-1.darshan_partial"
+    path.write_bytes(data[:off + n - 1])  # the last stream of the trace cut: the others are read whole
+    info = json.loads(run_iolens("info", "--json", path).stdout)
+    assert info["job"]["recovered"] and info["dxt"] and info["measures"]["dxt_truncated"] is False
+    store = tmp_path / "store"
+    run_iolens("fleet", "build", path, "-o", store, "--no-diagnose", "-q")
+    row = fleet_store.read(store, "jobs").row(0, named=True)
+    assert row["has_dxt"] and row["dxt_segments"] > 0
+    assert row["dxt_truncated"] == info["measures"]["dxt_truncated"]
+    assert row["dxt_coverage"] == info["measures"]["dxt_coverage"]

@@ -132,14 +132,16 @@ def _files(row: dict, raw) -> None:
 
 def _dxt(row: dict, raw, mods: dict) -> None:
     """Whether the job has a DXT trace, how much of the counted operations it holds and whether it is
-    truncated (`measures.dxt_counts`, `dxt_coverage`, `dxt_truncated`, as `iolens info`)."""
+    truncated (`measures.dxt_counts`, `dxt_coverage`, `dxt_truncated`, as `iolens info`). An unfinished log's
+    process is left out of the comparison, as `info` does: what its trace lacks was lost with the log, not
+    dropped for want of Darshan memory."""
     partial = {m.name for m in raw.modules if m.partial}
     per_module, truncated = [], False
     for module, counter_module in DXT_LAYERS.items():
         recs = raw.dxt.get(module)
         if recs is None or not len(recs.ids):
             continue
-        m = mods.get(counter_module)
+        m = None if raw.recovered else mods.get(counter_module)
         counts = measures.dxt_counts(recs.ids, recs.read_counts, recs.write_counts, m,
                                      LAYER_BY_MODULE[counter_module])
         per_module.append(counts)
