@@ -243,3 +243,23 @@ def test_report_rows_are_labelled_as_the_findings_name_them(browser, loader, log
                 assert i["title"] in shown  # the page's findings carry the same titles
         assert p.errors == []
         p.close()
+
+
+def test_diagnose_folder_terminal_header_counts_processes_and_steps(loader):
+    # on a terminal, a job's header counts its processes and steps, not the merge's ranks
+    import io
+
+    from rich.console import Console
+
+    from iolens.cli.common import load_one_or_job
+    from iolens.views.terminal_insights import render
+
+    parsed, _ = load_one_or_job((str(loader),), True, "diagnose")
+    buf = io.StringIO()
+    render(str(loader), [], job=parsed.job, console=Console(file=buf, force_terminal=True, width=120))
+    steps = len({p["step"] for p in parsed.processes})
+    assert f"{len(parsed.processes)} processes in {steps} steps" in buf.getvalue() and " ranks " not in buf.getvalue()
+    single = next(loader.glob("train-4_*.darshan"))
+    buf = io.StringIO()
+    render(str(single), [], job=iolens.read(single).job, console=Console(file=buf, force_terminal=True, width=120))
+    assert "·  1 rank  ·" in buf.getvalue()

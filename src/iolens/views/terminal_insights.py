@@ -59,8 +59,8 @@ def render(path: str, insights: list, job: dict | None = None, show_all: bool = 
     head = Text()
     head.append(f"{path}\n", style="bold")
     if job:
-        head.append(f"{job.get('exe') or '?'}  ·  {job.get('nprocs')} ranks  ·  "
-                    f"{human_seconds(job.get('run_time'))}\n", style="dim")
+        head.append(f"{job.get('exe') or '?'}  ·  {_who(job)}  ·  {human_seconds(job.get('run_time'))}\n",
+                    style="dim")
     head.append("  ".join(f"{counts[s]} {s}" for s in STYLE if counts[s]) or "no findings",
                 style="bold")
     console.print(head)
@@ -71,6 +71,16 @@ def render(path: str, insights: list, job: dict | None = None, show_all: bool = 
         console.print(_panel(i, seen))
     if hidden:
         console.print(Text(f"{hidden} informational insight(s) hidden; --all shows them.", style="dim"))
+
+
+def _who(job: dict) -> str:
+    """'8 ranks' for one log; for a job of many logs, its processes and steps (its ranks are a merge's)."""
+    procs = job.get("processes")
+    if not procs:
+        n = job.get("nprocs")
+        return f"{n} rank{'' if n == 1 else 's'}"
+    steps = len({p["step"] for p in procs})
+    return f"{len(procs)} processes in {steps} step{'s' if steps != 1 else ''}"
 
 
 def _panel(i: dict, seen: set) -> Panel:
