@@ -1,6 +1,7 @@
 """Shared fixtures: where the real Darshan logs are (../shared/logs, or $IOLENS_LOGS)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -67,6 +68,17 @@ def generated(logs_dir) -> Path:
 @pytest.fixture(scope="session")
 def public(logs_dir) -> Path:
     return logs_dir / "public"
+
+
+@pytest.fixture(scope="session")
+def workflows(logs_dir) -> Path:
+    """Real multi-log jobs (workflows/README.md), each log's POSIX totals in TRUTH.json."""
+    return logs_dir / "workflows"
+
+
+@pytest.fixture(scope="session")
+def truth(workflows) -> dict:
+    return json.loads((workflows / "TRUTH.json").read_text())
 
 
 def pytest_collection_modifyitems(config, items):

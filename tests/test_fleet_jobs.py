@@ -22,16 +22,6 @@ POSIX = {"reads": "posix_reads", "writes": "posix_writes", "bytes_read": "posix_
          "bytes_written": "posix_bytes_written"}
 
 
-@pytest.fixture(scope="module")
-def workflows(logs_dir) -> Path:
-    return logs_dir / "workflows"
-
-
-@pytest.fixture(scope="module")
-def truth(workflows) -> dict:
-    return json.loads((workflows / "TRUTH.json").read_text())
-
-
 def totals(logs: dict) -> dict:
     """POSIX sums over TRUTH.json's logs (an empty unfinished log, null there, holds nothing)."""
     return {k: sum(v[k] for v in logs.values() if v) for k in POSIX}
@@ -203,3 +193,33 @@ def test_a_job_whose_logs_commit_was_lost_is_read_again(tmp_path, workflows, tru
     again = build([workflows / "loader"], store, scheduler="sync", group_by="job")
     assert again["jobs_recomputed"] == 1 and again["read"] == len(truth["loader"]["logs"])
     assert rows(store).height == 1 and fleet_store.read(store, "logs").height == len(truth["loader"]["logs"])
+
+
+class Phases:
+    """A progress callback with phases, as the CLI's bar: what it was told, in order."""
+
+    def __init__(self):
+        self.seen = []
+
+    def phase(self, name):
+        self.seen.append(name)
+
+    def __call__(self, done, total):
+        self.seen.append((done, total))
+
+
+def test_progress_shows_the_grouping_then_the_reading(workflows, tmp_path):
+    # a per-job build first groups every log (headers only), then reads its jobs' logs: a bar shows both
+    loader = workflows / "loader"
+    n = len(list(loader.iterdir()))
+    progress = Phases()
+    build([loader], tmp_path / "s", scheduler="sync", group_by="job", progress=progress)
+    reading = progress.seen.index("reading logs")
+    assert progress.seen[0] == "grouping logs"
+    grouping = progress.seen[1:reading]
+    assert grouping == [(i, n) for i in range(1, n + 1)]
+    read = progress.seen[reading + 1:]
+    assert read and read[-1][0] == read[-1][1] and all(isinstance(x, tuple) for x in read)
+    plain = []  # a plain callback hears of the logs read only
+    build([loader], tmp_path / "p", scheduler="sync", group_by="job", progress=lambda d, t: plain.append((d, t)))
+    assert plain and plain == read

@@ -13,16 +13,6 @@ from conftest import run_iolens
 TOTALS = ("reads", "writes", "bytes_read", "bytes_written")
 
 
-@pytest.fixture(scope="module")
-def workflows(logs_dir) -> Path:
-    return logs_dir / "workflows"
-
-
-@pytest.fixture(scope="module")
-def truth(workflows) -> dict:
-    return json.loads((workflows / "TRUTH.json").read_text())
-
-
 def jobs_json(*paths) -> list:
     return json.loads(run_iolens("jobs", "--json", *paths).stdout)["jobs"]
 

@@ -109,23 +109,35 @@ class _bar:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, \
             TimeElapsedColumn
 
-        self.bar = Progress(TextColumn("reading logs"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-                            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), transient=True)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                            transient=True)
         self.bar.__enter__()
-        task = None
-        began = time.perf_counter()
-
-        def update(done, total):
-            nonlocal task
-            if task is None:
-                task = self.bar.add_task("logs", total=total, rate="")
-            rate = done / max(time.perf_counter() - began, 1e-9)
-            self.bar.update(task, completed=done, rate=f"{rate:,.0f} logs/s")
-        return update
+        return _Phases(self.bar)
 
     def __exit__(self, *exc):
         if self.bar is not None:
             self.bar.__exit__(*exc)
+
+
+class _Phases:
+    """The bar's callback: `(done, total)` moves the current phase's bar; `phase(name)` starts the next one
+    (a per-job build first groups the logs, then reads them)."""
+
+    def __init__(self, bar):
+        self.bar, self.task, self.name = bar, None, "reading logs"
+        self.began = time.perf_counter()
+
+    def phase(self, name: str) -> None:
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+        self.task, self.name, self.began = None, name, time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.task is None:
+            self.task = self.bar.add_task(self.name, total=total, rate="")
+        rate = done / max(time.perf_counter() - self.began, 1e-9)
+        self.bar.update(self.task, completed=done, total=total, rate=f"{rate:,.0f} logs/s")
 
 
 @command.command("report")

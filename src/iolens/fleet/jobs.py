@@ -417,7 +417,8 @@ def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, sche
     totals = {"added": 0, "errors": 0, "batches": 0, "read": 0, "timing": dict.fromkeys(TIMING, 0.0)}
     with fleet_store.Writer(store) as writer:
         check_grouping(store, True)
-        todo = plan_jobs(paths, store, prune)
+        todo = plan_jobs(paths, store, prune, progress if _phase(progress, "grouping logs") else None)
+        _phase(progress, "reading logs")
         _create_empty(store)  # marks the store as per job from its first build on
         errs = todo["errors"]
         drop = [p for p in todo["gone"]] if prune else []
@@ -453,6 +454,15 @@ def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, sche
             "errors": totals["errors"], "pruned": len(todo["gone"]) if prune else 0, "parts": totals["batches"],
             "jobs_recomputed": len(jobs), "jobs_dropped": len(todo["stale"]),
             "seconds": time.perf_counter() - began, "timing": totals["timing"]}
+
+
+def _phase(progress, name: str) -> bool:
+    """Tell a progress callback that has phases (the CLI's bar) that the build starts `name`; whether it has.
+    A plain `progress(done, total)` hears of the logs read only, as in a per-log build."""
+    if progress is None or not hasattr(progress, "phase"):
+        return False
+    progress.phase(name)
+    return True
 
 
 def _create_empty(store) -> None:
