@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 import iolens
-from conftest import LOGS
+from conftest import LOGS, run_iolens
 from derive_nofill import derive_nofill
 from iolens.analysis.run_config import match_files
 
@@ -351,3 +351,13 @@ def test_an_insight_present_on_both_sides_never_reads_not_flagged():
     row, = insight_diff([coll("aggregators", 8)], [coll("estimated_aggregators", 4)], {}, {})["still"]
     assert (row["metric"], row["before"], row["after"]) == ("aggregators", 8, 4)
     assert "not flagged" not in row["summary"]
+
+
+def test_files_row_counts_files_not_the_datasets_inside_them():
+    # an HDF5 run names each dataset ("file.h5:/dset") in its H5D records: those are not files of the run
+    path = LOGS / "public" / "pydarshan-examples" / "ior_hdf5_example.darshan"
+    names = iolens.read(path).file_names().values()
+    assert any(":/" in n for n in names)  # the log does name its dataset
+    out = json.loads(run_iolens("compare", "--json", "-q", path, path).stdout)
+    data = [n for n in names if n not in ("<STDIN>", "<STDOUT>", "<STDERR>") and ":/" not in n]
+    assert [run["files"] for run in out["runs"]] == [len(data), len(data)] == [1, 1]

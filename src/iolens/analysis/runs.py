@@ -100,10 +100,22 @@ def _unrequested_read_bytes(log: Log):
     return int(j.select((pl.col("read") - pl.col("asked")).clip(lower_bound=0).sum()).item() or 0)
 
 
+DATASET_MODULES = ("H5D", "PNETCDF_VAR")  # their records name a dataset or variable inside a file
+
+
 def data_files(log: Log, excluded=()) -> int:
     """Files the run touched, the standard streams (and `excluded` names) not counted, as everywhere in a
-    comparison."""
-    return int(log.files.filter(~pl.col("name").is_in([*STD_STREAMS, *excluded])).height)
+    comparison. A name only dataset records carry ("file.h5:/group/dset") is a dataset, not a file."""
+    datasets = set()
+    for module in DATASET_MODULES:
+        df = log.counters.get(module)
+        if df is not None:
+            datasets.update(df["file_id"].to_list())
+    for module, df in log.counters.items():
+        if module not in DATASET_MODULES:
+            datasets.difference_update(df["file_id"].to_list())
+    files = log.files.filter(~pl.col("name").is_in([*STD_STREAMS, *excluded]))
+    return int(files.filter(~pl.col("file_id").is_in(list(datasets))).height)
 
 
 def _byte_layer(layers: dict):
