@@ -103,13 +103,13 @@ class Log:
         out = {}
         for module, recs in self.raw.counters.items():
             names, fnames = COUNTER_NAMES[module]
-            cols = {"file_id": pl.Series(recs.ids, dtype=pl.UInt64), "rank": pl.Series(recs.ranks)}
+            cols = [pl.Series("file_id", recs.ids, dtype=pl.UInt64), pl.Series("rank", recs.ranks)]
             if recs.file_rec_ids is not None:
-                cols["file_rec_id"] = pl.Series(recs.file_rec_ids, dtype=pl.UInt64)
-            for i, name in enumerate(names):
-                cols[name] = recs.counters[:, i]
-            for i, name in enumerate(fnames):
-                cols[name] = recs.fcounters[:, i]
+                cols.append(pl.Series("file_rec_id", recs.file_rec_ids, dtype=pl.UInt64))
+            # column-major first: each counter's values are then contiguous, one copy for the whole module
+            ints, flts = np.asfortranarray(recs.counters), np.asfortranarray(recs.fcounters)
+            cols += [pl.Series(name, ints[:, i]) for i, name in enumerate(names)]
+            cols += [pl.Series(name, flts[:, i]) for i, name in enumerate(fnames)]
             out[module] = pl.DataFrame(cols)
         return out
 
@@ -193,6 +193,16 @@ class Log:
                                         "write_bytes": pl.Int64, "read_bytes": pl.Int64})
         return pl.DataFrame({k: np.concatenate(v) for k, v in parts.items()}).with_columns(
             pl.col("module").cast(pl.String))
+
+
+def reader_arrays(log) -> RawLog | None:
+    """The reader's records of `log` when its counter and DXT record tables are made from them as they are (a
+    `Log` of one Darshan file): the measures can read the arrays without building a table. None otherwise
+    (a job's merged logs, a Recorder trace, a table set by hand): read the tables."""
+    if not isinstance(log, Log) or "counters" in vars(log) or "dxt_records" in vars(log):
+        return None
+    own = type(log).counters is Log.counters and type(log).dxt_records is Log.dxt_records
+    return log.raw if own else None
 
 
 SEGMENT_SCHEMA = {"module": MODULE, "file_id": pl.UInt64, "rank": pl.Int64, "hostname": pl.Categorical,

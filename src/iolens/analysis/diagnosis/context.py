@@ -36,6 +36,7 @@ class Context:
         self.run_time = max(float(job.get("run_time") or 0.0), 0.0)
         files = log.files
         self.names = dict(zip(files["file_id"].to_list(), files["name"].to_list()))
+        self.records = measures.log_counters(log)  # numpy over the reader's arrays: no table built for them
         self.dxt = {d["module"]: d for d in dxt_summary(log)}
 
     # --- names and kinds ---------------------------------------------------------------------
@@ -73,8 +74,8 @@ class Context:
         cache = self.__dict__.setdefault("_ids_cache", {})
         key = (module, column)
         if key not in cache:
-            df = self.log.counters.get(module)
-            cache[key] = set(df[column].to_list()) if df is not None and column in df.columns else set()
+            c = self.records.get(module)
+            cache[key] = set(c.raw(column).tolist()) if c is not None and c.has_column(column) else set()
         return cache[key]
 
     def memo(self, key, compute):
@@ -98,15 +99,16 @@ class Context:
         cache = self.__dict__.setdefault("_columns", {})
         key = (module, name)
         if key not in cache:
-            values = self.log.counters[module][name].to_numpy()
+            c = self.records[module]
+            values = c.raw(name)
             cache[key] = np.maximum(values, 0) if name not in ("file_id", "rank") else values
         return cache[key]
 
     def total(self, module: str, *names: str) -> int:
         """The integer sum over records of counters `names` (clipped at 0); 0 when the module is absent."""
-        if self.counters(module) is None:
+        if not self.has(module):
             return 0
-        return int(sum(int(self.column(module, n).sum()) for n in names if n in self.log.counters[module].columns))
+        return int(sum(int(self.column(module, n).sum()) for n in names if self.records[module].has(n)))
 
     def file_groups(self, module: str) -> tuple:
         """(file ids, sorted; index of each record's file in them): the per-file sums' grouping."""
@@ -131,7 +133,7 @@ class Context:
         """Largest raw value (-1 kept) per file (in `file_groups` order) of counter `name`."""
         ids, inv = self.file_groups(module)
         out = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(out, inv, self.log.counters[module][name].to_numpy())
+        np.maximum.at(out, inv, self.records[module].raw(name))
         return out
 
     def own_records(self, module: str) -> np.ndarray:
@@ -140,7 +142,9 @@ class Context:
         return (rank >= 0) & (rank < self.nprocs)
 
     def has(self, module: str) -> bool:
-        return self.counters(module) is not None
+        """Does `module` have records? (`counters(module) is not None`, without building its table)"""
+        c = self.records.get(module)
+        return c is not None and len(c.ranks) > 0
 
     def ranks_on_file(self, module: str) -> pl.DataFrame:
         """file_id -> how many ranks opened it in `module` (a shared record counts as every rank)."""
@@ -180,7 +184,7 @@ class Context:
     @cached_property
     def slowest_rank_io_times(self) -> dict:
         """module -> the I/O time of its slowest rank (`measures.slowest_rank_time`), for every layer."""
-        return measures.slowest_rank_times({m: measures.TableCounters(df) for m, df in self.log.counters.items()})
+        return measures.slowest_rank_times(self.records)
 
     @cached_property
     def slowest_rank_io_time(self) -> float:
