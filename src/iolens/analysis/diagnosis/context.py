@@ -6,6 +6,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
+from ...model.log import reader_arrays
 from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
 from .. import measures
 from ..measures import recorded
@@ -21,9 +22,29 @@ MAX_FILES = 10
 clip = recorded  # the checks' short name for a counter read with -1 as 0
 
 
+SEQUENTIAL_SUM = 128  # polars sums fewer floats than this one after the other, from 0.0
+
+
 def float_sum(values: np.ndarray) -> float:
-    """The sum polars gives for these floats (its own summation order, so the same bits as a query's .sum())."""
+    """The sum polars gives for these floats (its own summation order, so the same bits as a query's .sum()).
+
+    Below SEQUENTIAL_SUM values that order is a left fold from 0.0, which numpy's cumulative sum is (its
+    `.sum()` is pairwise): no Series to build (tests/test_context_arrays.py checks it against polars)."""
+    if not len(values):
+        return 0.0
+    if len(values) < SEQUENTIAL_SUM:
+        with np.errstate(all="ignore"):  # inf - inf is nan there too, without a warning
+            return float(np.cumsum(values, dtype=np.float64)[-1]) + 0.0
     return pl.Series(values, dtype=pl.Float64).sum()
+
+
+def _file_names(log) -> dict:
+    """file id -> name of the log's files (`log.files`), without building that table for a Darshan file's log."""
+    raw = reader_arrays(log)
+    if raw is None:
+        files = log.files
+        return dict(zip(files["file_id"].to_list(), files["name"].to_list()))
+    return {int(rec_id): name for rec_id, name in raw.names.items() if not name.startswith("heatmap:")}
 
 
 class Context:
@@ -34,8 +55,7 @@ class Context:
         self.job = job
         self.nprocs = max(int(job.get("nprocs") or 1), 1)
         self.run_time = max(float(job.get("run_time") or 0.0), 0.0)
-        files = log.files
-        self.names = dict(zip(files["file_id"].to_list(), files["name"].to_list()))
+        self.names = _file_names(log)
         self.records = measures.log_counters(log)  # numpy over the reader's arrays: no table built for them
         self.dxt = {d["module"]: d for d in dxt_summary(log)}
 
