@@ -106,10 +106,7 @@ class Log:
             cols = [pl.Series("file_id", recs.ids, dtype=pl.UInt64), pl.Series("rank", recs.ranks)]
             if recs.file_rec_ids is not None:
                 cols.append(pl.Series("file_rec_id", recs.file_rec_ids, dtype=pl.UInt64))
-            # column-major first: each counter's values are then contiguous, one copy for the whole module
-            ints, flts = np.asfortranarray(recs.counters), np.asfortranarray(recs.fcounters)
-            cols += [pl.Series(name, ints[:, i]) for i, name in enumerate(names)]
-            cols += [pl.Series(name, flts[:, i]) for i, name in enumerate(fnames)]
+            cols += _column_slices(recs.counters, names) + _column_slices(recs.fcounters, fnames)
             out[module] = pl.DataFrame(cols)
         return out
 
@@ -193,6 +190,16 @@ class Log:
                                         "write_bytes": pl.Int64, "read_bytes": pl.Int64})
         return pl.DataFrame({k: np.concatenate(v) for k, v in parts.items()}).with_columns(
             pl.col("module").cast(pl.String))
+
+
+def _column_slices(values: np.ndarray, names) -> list:
+    """One Series per column of a 2-D array, named `names`: slices of one Series of the array in column-major
+    order (one copy for the whole array; a Series per column made from numpy costs several times more)."""
+    if not len(names):
+        return []
+    n = values.shape[0]
+    whole = pl.Series(values.ravel(order="F"))
+    return [whole.slice(i * n, n).alias(name) for i, name in enumerate(names)]
 
 
 def reader_arrays(log) -> RawLog | None:
