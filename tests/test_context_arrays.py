@@ -4,6 +4,7 @@ bit for bit, on the real logs."""
 from __future__ import annotations
 
 import warnings
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -18,6 +19,18 @@ from iolens.analysis.summary import dxt_summary
 from iolens.model import Log, read
 
 SMALL = [p for p in all_logs() if p.stat().st_size < (2 << 20)]
+
+
+class Tabled(Log):
+    """A log with tables of its own (as a job's merged logs or a Recorder trace have): read through them."""
+
+    @cached_property
+    def counters(self) -> dict:
+        return Log.counters.func(self)
+
+    @cached_property
+    def dxt_records(self) -> pl.DataFrame:
+        return Log.dxt_records.func(self)
 
 
 def _read(path) -> Log:
@@ -43,32 +56,33 @@ def test_context_arrays_equal_the_tables(path):
     """Every counter as `Context.column` reads it (reader arrays) equals the table's column, and the
     measures over the arrays equal those over the tables."""
     log = _read(path)
-    ctx = Context(Log(log.raw), Thresholds({}))
-    tables = Log(log.raw).counters
+    ctx, by_tables = Context(Log(log.raw), Thresholds({})), Context(Tabled(log.raw), Thresholds({}))
+    tables = by_tables.log.counters
     assert "counters" not in vars(ctx.log)  # the context built no table for these
     for module, df in tables.items():
         c = ctx.records[module]
         assert isinstance(c, measures.RecordCounters)
-        assert ctx.has(module) == (df.height > 0)
+        assert isinstance(by_tables.records[module], measures.TableCounters)
+        assert ctx.has(module) == by_tables.has(module) == (df.height > 0)
         for name in df.columns:
-            got = ctx.column(module, name)
-            want = df[name].to_numpy()
-            want = want if name in ("file_id", "rank") else np.maximum(want, 0)
+            got, want = ctx.column(module, name), by_tables.column(module, name)
             assert got.dtype == want.dtype and np.array_equal(got, want), (module, name)
             assert c.has_column(name)
-        assert ctx.ids_in(module) == set(df["file_id"].to_list())
-    by_table = measures.slowest_rank_times({m: measures.TableCounters(df) for m, df in tables.items()})
-    assert {m: t.hex() for m, t in ctx.slowest_rank_io_times.items()} == {m: t.hex() for m, t in by_table.items()}
-    assert ctx.names == dict(zip(log.files["file_id"].to_list(), log.files["name"].to_list()))
+        if ctx.has(module):
+            assert ctx.ids_in(module) == by_tables.ids_in(module) == set(df["file_id"].to_list())
+            last = df.columns[-1]
+            assert np.array_equal(ctx.per_file_max(module, last), by_tables.per_file_max(module, last))
+    assert ({m: t.hex() for m, t in ctx.slowest_rank_io_times.items()}
+            == {m: t.hex() for m, t in by_tables.slowest_rank_io_times.items()})
+    assert ctx.names == by_tables.names
+    assert ctx.dxt == by_tables.dxt
 
 
 @pytest.mark.parametrize("path", SMALL, ids=log_id)
 def test_dxt_summary_from_arrays_equals_the_tables(path):
-    """dxt_summary over the reader's arrays equals it over the tables (a log whose tables are built)."""
+    """dxt_summary over the reader's arrays equals it over the tables."""
     log = _read(path)
-    fresh, tabled = Log(log.raw), Log(log.raw)
-    tabled.counters, tabled.dxt_records  # noqa: B018 - built: the summary then reads the tables
-    assert dxt_summary(fresh) == dxt_summary(tabled)
+    assert dxt_summary(Log(log.raw)) == dxt_summary(Tabled(log.raw))
 
 
 @pytest.mark.parametrize("path", [p for p in all_logs() if p.stat().st_size < (8 << 20)], ids=log_id)
@@ -107,3 +121,26 @@ def test_conflict_precheck_sees_a_cross_rank_overlap():
     assert sweep._no_pairs(seg([0, 1], ["write", "read"], [0, 100]), 10)  # adjacent, not overlapping
     assert not sweep._no_pairs(seg([0, 1], ["read", "write"], [0, 99]), 10)
     assert not sweep._no_pairs(seg([0, 0, 0, 1], ["write"] * 4, [0, 10, 20, 500]), 2)  # past the limit
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_counter_tables_hold_the_reader_arrays(path):
+    """`Log.counters` (one column-major Series sliced per counter) holds, column by column, the reader's
+    arrays with their dtypes: file_id, rank, [file_rec_id], the integer counters, the float counters."""
+    from iolens.reader.counter_names import COUNTER_NAMES
+
+    log = _read(path)
+    if not isinstance(log, Log):
+        pytest.skip("not a Darshan file")
+    for module, df in Log(log.raw).counters.items():
+        recs = log.raw.counters[module]
+        names, fnames = COUNTER_NAMES[module]
+        ids = ["file_id", "rank"] + (["file_rec_id"] if recs.file_rec_ids is not None else [])
+        assert df.columns == ids + list(names) + list(fnames)
+        assert df.schema["file_id"] == pl.UInt64 and df.height == len(recs.ids)
+        assert np.array_equal(df["rank"].to_numpy(), recs.ranks)
+        for i, name in enumerate(names):
+            assert df.schema[name] == pl.Int64 and np.array_equal(df[name].to_numpy(), recs.counters[:, i])
+        for i, name in enumerate(fnames):
+            assert df.schema[name] == pl.Float64
+            assert np.array_equal(df[name].to_numpy(), recs.fcounters[:, i], equal_nan=True)

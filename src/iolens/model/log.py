@@ -204,9 +204,9 @@ def _column_slices(values: np.ndarray, names) -> list:
 
 def reader_arrays(log) -> RawLog | None:
     """The reader's records of `log` when its counter and DXT record tables are made from them as they are (a
-    `Log` of one Darshan file): the measures can read the arrays without building a table. None otherwise
-    (a job's merged logs, a Recorder trace, a table set by hand): read the tables."""
-    if not isinstance(log, Log) or "counters" in vars(log) or "dxt_records" in vars(log):
+    `Log` of one Darshan file): the measures can read the arrays, built table or not. None otherwise (a job's
+    merged logs, a Recorder trace: tables of their own): read the tables."""
+    if not isinstance(log, Log):
         return None
     own = type(log).counters is Log.counters and type(log).dxt_records is Log.dxt_records
     return log.raw if own else None
