@@ -76,6 +76,12 @@ def test_context_arrays_equal_the_tables(path):
             == {m: t.hex() for m, t in by_tables.slowest_rank_io_times.items()})
     assert ctx.names == by_tables.names
     assert ctx.dxt == by_tables.dxt
+    for module, df in tables.items():  # files' rank counts: the group-by they replace, file by file
+        if df.height:
+            want = df.group_by("file_id").agg(
+                pl.when((pl.col("rank") < 0).any()).then(pl.lit(ctx.nprocs))
+                .otherwise(pl.col("rank").n_unique()).cast(pl.Int64).alias("nranks")).sort("file_id")
+            assert ctx.ranks_on_file(module).equals(want), module
 
 
 @pytest.mark.parametrize("path", SMALL, ids=log_id)

@@ -75,7 +75,13 @@ class Context:
 
     def file_kind(self, file_id) -> str:
         """'hdf5', 'pnetcdf', 'netcdf', 'mpiio' or 'posix': which library to phrase recommendations for."""
+        kinds = self.__dict__.setdefault("_kinds", {})
         fid = int(file_id)
+        if fid not in kinds:
+            kinds[fid] = self._file_kind(fid)
+        return kinds[fid]
+
+    def _file_kind(self, fid: int) -> str:
         name = self.name(fid).lower()
         if fid in self.ids_in("H5F") or fid in self.ids_in("H5D", "file_rec_id") or name.endswith(HDF5_SUFFIXES):
             return "hdf5"
@@ -174,12 +180,18 @@ class Context:
         return cache[module]
 
     def _ranks_on_file(self, module: str) -> pl.DataFrame:
-        df = self.counters(module)
-        if df is None:
+        """In numpy over the records (a group-by's fixed cost is most of it on a few dozen), files sorted."""
+        if not self.has(module):
             return pl.DataFrame(schema={"file_id": pl.UInt64, "nranks": pl.Int64})
-        return df.group_by("file_id").agg(
-            pl.when((pl.col("rank") < 0).any()).then(pl.lit(self.nprocs))
-            .otherwise(pl.col("rank").n_unique()).cast(pl.Int64).alias("nranks"))
+        ids, inv = self.file_groups(module)
+        rank = self.column(module, "rank")
+        order = np.lexsort((rank, inv))  # by file, then rank: a new (file, rank) where either changes
+        f, r = inv[order], rank[order]
+        first = np.concatenate(([True], (f[1:] != f[:-1]) | (r[1:] != r[:-1])))
+        distinct = np.bincount(f[first], minlength=len(ids))
+        shared = np.bincount(inv, weights=rank < 0, minlength=len(ids)) > 0
+        return pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64),
+                             "nranks": pl.Series(np.where(shared, self.nprocs, distinct), dtype=pl.Int64)})
 
     def counter_window(self, module: str, file_ids=None, ops=("READ", "WRITE")):
         """(first start, last end) of the given operations from the counters' timestamps, or None."""
