@@ -21,6 +21,7 @@ WAW, RAW, WAR = range(3)
 CROSS_HOST_SKEW = 1e-4
 CHUNK_PAIRS = 4_000_000  # candidate pairs materialised at once
 MAX_CANDIDATES = 50_000_000  # the diagnosis looks at no more overlapping pairs than this (≈10 s)
+PRECHECK_PAIRS = 1_000_000  # overlapping pairs `_no_pairs` looks at before leaving it to the sweep
 
 PAIR_SCHEMA = {"file_id": pl.UInt64, "kind": pl.Enum(KINDS), "concurrent": pl.Boolean,
                "first": pl.Int64, "second": pl.Int64, "first_rank": pl.Int64, "second_rank": pl.Int64,
@@ -44,6 +45,8 @@ def find_conflicts_bounded(segments: pl.DataFrame, skew: float = CROSS_HOST_SKEW
     """(pairs, complete): `find_conflicts`, but looking at no more than about `max_candidates` overlapping
     pairs (same-rank ones included; a chunk more at most), so that thousands of operations rewriting the
     same bytes cannot take hours; `complete` is False when it stopped early."""
+    if _no_pairs(segments, PRECHECK_PAIRS if max_candidates is None else min(PRECHECK_PAIRS, max_candidates)):
+        return pl.DataFrame(schema=PAIR_SCHEMA), True
     ops = _operations(segments)
     hosts = _rank_hosts(segments)
     budget = {"left": max_candidates if max_candidates is not None else float("inf"), "stopped": False}
@@ -66,7 +69,8 @@ def log_conflicts(log, segments: pl.DataFrame | None = None,
     every call known (a Recorder trace's `calls`), each pair also gets synchronised_<model> columns
     (analysis/consistency.py)."""
     seg = log.segments if segments is None else segments
-    posix = seg.filter(pl.col("module") == "DXT_POSIX")
+    mine = seg["module"] == "DXT_POSIX"  # a Series test: no query when the trace is all POSIX
+    posix = seg if mine.all(ignore_nulls=False) else seg.filter(mine)
     pairs, complete = find_conflicts_bounded(posix, max_candidates=max_candidates)
     calls = getattr(log, "calls", None)
     if calls is not None:
@@ -74,6 +78,57 @@ def log_conflicts(log, segments: pl.DataFrame | None = None,
         names = dict(log.files.select("file_id", "name").iter_rows())
         pairs = classify_conflicts(calls, posix, pairs, names)
     return posix, pairs, complete
+
+
+def _no_pairs(segments: pl.DataFrame, limit: int) -> bool:
+    """True when the sweep would find no pair, with every overlapping pair seen: the same searches as
+    `_file_pairs`, in numpy on the columns, over at most `limit` overlapping pairs (False past it, or on
+    null values: the sweep decides). Most traces have no conflict; this spares them the sweep's queries."""
+    cols = ("file_id", "rank", "op", "offset", "length")
+    if segments.is_empty():
+        return True
+    if any(segments[c].null_count() for c in cols):
+        return False
+    offset, length = segments["offset"].to_numpy(), segments["length"].to_numpy()
+    keep = (offset >= 0) & (length > 0)
+    fid, rank = segments["file_id"].to_numpy()[keep], segments["rank"].to_numpy()[keep]
+    is_write = (segments["op"] == "write").to_numpy()[keep]
+    if not is_write.any() or (rank == rank[0]).all():
+        return True
+    start, end = offset[keep], offset[keep] + length[keep]
+    order = np.lexsort((start, fid))  # by file, then offset
+    fid, rank, is_write, start, end = fid[order], rank[order], is_write[order], start[order], end[order]
+    bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True])
+    left = limit
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        r, w = rank[lo:hi], is_write[lo:hi]
+        if not w.any() or (r == r[0]).all():  # one rank, or read only: no conflict on this file
+            continue
+        left = _overlaps_of_one_rank(start[lo:hi], end[lo:hi], r, w, left)
+        if left < 0:
+            return False
+    return True
+
+
+def _overlaps_of_one_rank(start, end, rank, is_write, left: int) -> int:
+    """`left` less the overlapping pairs of one file's operations (sorted by offset) that involve a write,
+    found as `_file_pairs` finds them; -1 when a pair is of two ranks or more than `left` pairs overlap."""
+    w, r = is_write, ~is_write
+    aw, bw, ar, br = start[w], end[w], start[r], end[r]
+    rw, rr = rank[w], rank[r]
+    searches = (
+        (rw, rw, np.arange(1, len(aw) + 1), np.searchsorted(aw, bw, "left")),
+        (rw, rr, np.searchsorted(ar, aw, "left"), np.searchsorted(ar, bw, "left")),
+        (rr, rw, np.searchsorted(aw, ar, "right"), np.searchsorted(aw, br, "left")),
+    )
+    for rank_l, rank_r, lo, hi in searches:
+        left -= int(np.maximum(hi - lo, 0).sum())
+        if left < 0:
+            return -1
+        for i, j in expand_runs(lo, hi):
+            if (rank_l[i] != rank_r[j]).any():
+                return -1
+    return left
 
 
 def _operations(segments: pl.DataFrame) -> pl.DataFrame:

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from ..model.darshan import COUNTER_PREFIX, FILE_LAYERS, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
+from ..model.log import reader_arrays
 from ..reader.counter_names import COUNTER_NAMES
 
 
@@ -50,6 +51,13 @@ class TableCounters:
     def col(self, name: str) -> np.ndarray:
         return np.maximum(self.df[name].to_numpy(), 0)
 
+    def raw(self, name: str) -> np.ndarray:
+        """Column `name` as stored (-1 kept; file_id, rank, file_rec_id too)."""
+        return self.df[name].to_numpy()
+
+    def has_column(self, name: str) -> bool:
+        return name in self.df.columns
+
 
 class RecordCounters:
     """`Counters` over the reader's arrays of one module (the fleet's light read: no table is built)."""
@@ -69,6 +77,22 @@ class RecordCounters:
             return np.maximum(self.recs.counters[:, self.ints[name]], 0)
         return np.maximum(self.recs.fcounters[:, self.flts[name]], 0.0)
 
+    def raw(self, name: str) -> np.ndarray:
+        """Column `name` as the log's table holds it (-1 kept; file_id, rank, file_rec_id too)."""
+        if name in self.ints:
+            return self.recs.counters[:, self.ints[name]]
+        if name in self.flts:
+            return self.recs.fcounters[:, self.flts[name]]
+        ids = {"file_id": self.ids, "rank": self.ranks, "file_rec_id": self.recs.file_rec_ids}.get(name)
+        if ids is None:
+            raise KeyError(f"{name}: no such column")
+        return ids.astype(np.uint64, copy=False) if name != "rank" else ids
+
+    def has_column(self, name: str) -> bool:
+        """Has the log's table this column (a counter, or file_id, rank, file_rec_id)?"""
+        return self.has(name) or name in ("file_id", "rank") or (
+            name == "file_rec_id" and self.recs.file_rec_ids is not None)
+
     def total(self, *names) -> float:
         """Sum over records of the named counters: every column is summed at once, the first time."""
         if self._sums is None:
@@ -77,6 +101,15 @@ class RecordCounters:
         ints, flts = self._sums
         return float(sum(ints[self.ints[n]] if n in self.ints else flts[self.flts[n]]
                          for n in names if self.has(n)))
+
+
+def log_counters(log) -> dict:
+    """module -> `Counters` of a log (`Log`, a job's `JobLog`, a Recorder trace): over the reader's arrays
+    when the log's tables would only copy them (no table is built), else over the tables."""
+    raw = reader_arrays(log)
+    if raw is not None:
+        return {m: RecordCounters(m, recs) for m, recs in raw.counters.items()}
+    return {m: TableCounters(df) for m, df in log.counters.items()}
 
 
 _INDEX: dict = {}

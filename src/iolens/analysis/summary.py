@@ -1,9 +1,11 @@
 """Job summary: per-layer bytes, operations, time and bandwidth; DXT coverage and truncation."""
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from ..model import Log
+from ..model.log import reader_arrays
 from ..model.darshan import DXT_LAYERS, FILE_LAYERS, LAYER_BY_MODULE, LAYERS, Layer
 from ..reader.recover import parse_log_name
 from . import measures
@@ -63,24 +65,29 @@ def dxt_summary(log: Log) -> list:
     (`measures.dxt_counts`, `measures.dxt_truncated`). The processes of unfinished logs are left out of that
     comparison and listed in `unfinished` with the operations their counters record beyond their trace."""
     out = []
-    if log.dxt_records.is_empty() and not any(m.name.startswith("DXT") for m in log.modules):
+    raw = reader_arrays(log)
+    if (not any(len(recs.ids) for recs in raw.dxt.values()) if raw is not None else log.dxt_records.is_empty()) \
+            and not any(m.name.startswith("DXT") for m in log.modules):
         return out
-    recs = log.dxt_records
     unfinished = unfinished_processes(log)
+    if unfinished:  # their records are picked out of the tables
+        raw = None
     lost = [r for u in unfinished for r in u["ranks"]]
+    records = measures.log_counters(log) if raw is not None else None
     for module, counter_module in DXT_LAYERS.items():
         info = log.module(module)
         if info is None:
             continue
-        mine = (recs["module"] == module).to_numpy()
-        finished = mine & ~recs["rank"].is_in(lost).to_numpy() if lost else mine
+        ids, ranks, reads, writes, mine = _dxt_arrays(log, raw, module)
+        finished = mine & ~np.isin(ranks, lost) if lost else mine
         layer = LAYER_BY_MODULE[counter_module]
-        counters = log.counters.get(layer.module)
-        finished_counters = counters.filter(~pl.col("rank").is_in(lost)) if counters is not None and lost else counters
-        counts = measures.dxt_counts(recs["file_id"].to_numpy()[finished], recs["read_count"].to_numpy()[finished],
-                                     recs["write_count"].to_numpy()[finished],
-                                     TableCounters(finished_counters) if finished_counters is not None else None,
-                                     layer)
+        if raw is not None:
+            counters, finished_counters = None, records.get(layer.module)
+        else:
+            counters = log.counters.get(layer.module)
+            kept = counters.filter(~pl.col("rank").is_in(lost)) if counters is not None and lost else counters
+            finished_counters = TableCounters(kept) if kept is not None else None
+        counts = measures.dxt_counts(ids[finished], reads[finished], writes[finished], finished_counters, layer)
         traced_r, traced_w, counted_r, counted_w = (counts[k] for k in ("reads", "writes", "counter_reads",
                                                                         "counter_writes"))
         reasons = []
@@ -95,7 +102,7 @@ def dxt_summary(log: Log) -> list:
         out.append({
             "module": module,
             "records": int(mine.sum()),
-            "segments": int(recs["read_count"].to_numpy()[mine].sum() + recs["write_count"].to_numpy()[mine].sum()),
+            "segments": int(reads[mine].sum() + writes[mine].sum()),
             "writes": traced_w,
             "reads": traced_r,
             "counter_writes": counted_w,
@@ -103,9 +110,24 @@ def dxt_summary(log: Log) -> list:
             "partial": info.partial,
             "truncated": measures.dxt_truncated(counts, info.partial),
             "truncation_reasons": reasons,
-            "unfinished": [u for u in (_untraced(p, recs, mine, counters, layer) for p in unfinished) if u],
+            "unfinished": [u for u in (_untraced(p, log.dxt_records, mine, counters, layer) for p in unfinished)
+                           if u],
         })
     return out
+
+
+def _dxt_arrays(log, raw, module: str) -> tuple:
+    """(file ids, ranks, read counts, write counts, mask of `module`'s records) of every DXT record, from the
+    reader's arrays of `module` when it has them (the mask then all true), else from the log's table."""
+    if raw is not None:
+        recs = raw.dxt.get(module)
+        if recs is None:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty.astype(np.uint64), empty, empty, empty, np.zeros(0, dtype=bool)
+        return recs.ids, recs.ranks, recs.read_counts, recs.write_counts, np.ones(len(recs.ids), dtype=bool)
+    recs = log.dxt_records
+    return (recs["file_id"].to_numpy(), recs["rank"].to_numpy(), recs["read_count"].to_numpy(),
+            recs["write_count"].to_numpy(), (recs["module"] == module).to_numpy())
 
 
 def _untraced(proc: dict, recs: pl.DataFrame, mine, counters, layer: Layer) -> dict | None:

@@ -103,13 +103,10 @@ class Log:
         out = {}
         for module, recs in self.raw.counters.items():
             names, fnames = COUNTER_NAMES[module]
-            cols = {"file_id": pl.Series(recs.ids, dtype=pl.UInt64), "rank": pl.Series(recs.ranks)}
+            cols = [pl.Series("file_id", recs.ids, dtype=pl.UInt64), pl.Series("rank", recs.ranks)]
             if recs.file_rec_ids is not None:
-                cols["file_rec_id"] = pl.Series(recs.file_rec_ids, dtype=pl.UInt64)
-            for i, name in enumerate(names):
-                cols[name] = recs.counters[:, i]
-            for i, name in enumerate(fnames):
-                cols[name] = recs.fcounters[:, i]
+                cols.append(pl.Series("file_rec_id", recs.file_rec_ids, dtype=pl.UInt64))
+            cols += _column_slices(recs.counters, names) + _column_slices(recs.fcounters, fnames)
             out[module] = pl.DataFrame(cols)
         return out
 
@@ -193,6 +190,26 @@ class Log:
                                         "write_bytes": pl.Int64, "read_bytes": pl.Int64})
         return pl.DataFrame({k: np.concatenate(v) for k, v in parts.items()}).with_columns(
             pl.col("module").cast(pl.String))
+
+
+def _column_slices(values: np.ndarray, names) -> list:
+    """One Series per column of a 2-D array, named `names`: slices of one Series of the array in column-major
+    order (one copy for the whole array; a Series per column made from numpy costs several times more)."""
+    if not len(names):
+        return []
+    n = values.shape[0]
+    whole = pl.Series(values.ravel(order="F"))
+    return [whole.slice(i * n, n).alias(name) for i, name in enumerate(names)]
+
+
+def reader_arrays(log) -> RawLog | None:
+    """The reader's records of `log` when its counter and DXT record tables are made from them as they are (a
+    `Log` of one Darshan file): the measures can read the arrays, built table or not. None otherwise (a job's
+    merged logs, a Recorder trace: tables of their own): read the tables."""
+    if not isinstance(log, Log):
+        return None
+    own = type(log).counters is Log.counters and type(log).dxt_records is Log.dxt_records
+    return log.raw if own else None
 
 
 SEGMENT_SCHEMA = {"module": MODULE, "file_id": pl.UInt64, "rank": pl.Int64, "hostname": pl.Categorical,

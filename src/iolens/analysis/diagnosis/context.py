@@ -6,6 +6,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
+from ...model.log import reader_arrays
 from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
 from .. import measures
 from ..measures import recorded
@@ -21,9 +22,29 @@ MAX_FILES = 10
 clip = recorded  # the checks' short name for a counter read with -1 as 0
 
 
+SEQUENTIAL_SUM = 128  # polars sums fewer floats than this one after the other, from 0.0
+
+
 def float_sum(values: np.ndarray) -> float:
-    """The sum polars gives for these floats (its own summation order, so the same bits as a query's .sum())."""
+    """The sum polars gives for these floats (its own summation order, so the same bits as a query's .sum()).
+
+    Below SEQUENTIAL_SUM values that order is a left fold from 0.0, which numpy's cumulative sum is (its
+    `.sum()` is pairwise): no Series to build (tests/test_context_arrays.py checks it against polars)."""
+    if not len(values):
+        return 0.0
+    if len(values) < SEQUENTIAL_SUM:
+        with np.errstate(all="ignore"):  # inf - inf is nan there too, without a warning
+            return float(np.cumsum(values, dtype=np.float64)[-1]) + 0.0
     return pl.Series(values, dtype=pl.Float64).sum()
+
+
+def _file_names(log) -> dict:
+    """file id -> name of the log's files (`log.files`), without building that table for a Darshan file's log."""
+    raw = reader_arrays(log)
+    if raw is None:
+        files = log.files
+        return dict(zip(files["file_id"].to_list(), files["name"].to_list()))
+    return {int(rec_id): name for rec_id, name in raw.names.items() if not name.startswith("heatmap:")}
 
 
 class Context:
@@ -34,8 +55,8 @@ class Context:
         self.job = job
         self.nprocs = max(int(job.get("nprocs") or 1), 1)
         self.run_time = max(float(job.get("run_time") or 0.0), 0.0)
-        files = log.files
-        self.names = dict(zip(files["file_id"].to_list(), files["name"].to_list()))
+        self.names = _file_names(log)
+        self.records = measures.log_counters(log)  # numpy over the reader's arrays: no table built for them
         self.dxt = {d["module"]: d for d in dxt_summary(log)}
 
     # --- names and kinds ---------------------------------------------------------------------
@@ -54,7 +75,13 @@ class Context:
 
     def file_kind(self, file_id) -> str:
         """'hdf5', 'pnetcdf', 'netcdf', 'mpiio' or 'posix': which library to phrase recommendations for."""
+        kinds = self.__dict__.setdefault("_kinds", {})
         fid = int(file_id)
+        if fid not in kinds:
+            kinds[fid] = self._file_kind(fid)
+        return kinds[fid]
+
+    def _file_kind(self, fid: int) -> str:
         name = self.name(fid).lower()
         if fid in self.ids_in("H5F") or fid in self.ids_in("H5D", "file_rec_id") or name.endswith(HDF5_SUFFIXES):
             return "hdf5"
@@ -73,8 +100,8 @@ class Context:
         cache = self.__dict__.setdefault("_ids_cache", {})
         key = (module, column)
         if key not in cache:
-            df = self.log.counters.get(module)
-            cache[key] = set(df[column].to_list()) if df is not None and column in df.columns else set()
+            c = self.records.get(module)
+            cache[key] = set(c.raw(column).tolist()) if c is not None and c.has_column(column) else set()
         return cache[key]
 
     def memo(self, key, compute):
@@ -98,15 +125,16 @@ class Context:
         cache = self.__dict__.setdefault("_columns", {})
         key = (module, name)
         if key not in cache:
-            values = self.log.counters[module][name].to_numpy()
+            c = self.records[module]
+            values = c.raw(name)
             cache[key] = np.maximum(values, 0) if name not in ("file_id", "rank") else values
         return cache[key]
 
     def total(self, module: str, *names: str) -> int:
         """The integer sum over records of counters `names` (clipped at 0); 0 when the module is absent."""
-        if self.counters(module) is None:
+        if not self.has(module):
             return 0
-        return int(sum(int(self.column(module, n).sum()) for n in names if n in self.log.counters[module].columns))
+        return int(sum(int(self.column(module, n).sum()) for n in names if self.records[module].has(n)))
 
     def file_groups(self, module: str) -> tuple:
         """(file ids, sorted; index of each record's file in them): the per-file sums' grouping."""
@@ -131,7 +159,7 @@ class Context:
         """Largest raw value (-1 kept) per file (in `file_groups` order) of counter `name`."""
         ids, inv = self.file_groups(module)
         out = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(out, inv, self.log.counters[module][name].to_numpy())
+        np.maximum.at(out, inv, self.records[module].raw(name))
         return out
 
     def own_records(self, module: str) -> np.ndarray:
@@ -140,7 +168,9 @@ class Context:
         return (rank >= 0) & (rank < self.nprocs)
 
     def has(self, module: str) -> bool:
-        return self.counters(module) is not None
+        """Does `module` have records? (`counters(module) is not None`, without building its table)"""
+        c = self.records.get(module)
+        return c is not None and len(c.ranks) > 0
 
     def ranks_on_file(self, module: str) -> pl.DataFrame:
         """file_id -> how many ranks opened it in `module` (a shared record counts as every rank)."""
@@ -150,12 +180,18 @@ class Context:
         return cache[module]
 
     def _ranks_on_file(self, module: str) -> pl.DataFrame:
-        df = self.counters(module)
-        if df is None:
+        """In numpy over the records (a group-by's fixed cost is most of it on a few dozen), files sorted."""
+        if not self.has(module):
             return pl.DataFrame(schema={"file_id": pl.UInt64, "nranks": pl.Int64})
-        return df.group_by("file_id").agg(
-            pl.when((pl.col("rank") < 0).any()).then(pl.lit(self.nprocs))
-            .otherwise(pl.col("rank").n_unique()).cast(pl.Int64).alias("nranks"))
+        ids, inv = self.file_groups(module)
+        rank = self.column(module, "rank")
+        order = np.lexsort((rank, inv))  # by file, then rank: a new (file, rank) where either changes
+        f, r = inv[order], rank[order]
+        first = np.concatenate(([True], (f[1:] != f[:-1]) | (r[1:] != r[:-1])))
+        distinct = np.bincount(f[first], minlength=len(ids))
+        shared = np.bincount(inv, weights=rank < 0, minlength=len(ids)) > 0
+        return pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64),
+                             "nranks": pl.Series(np.where(shared, self.nprocs, distinct), dtype=pl.Int64)})
 
     def counter_window(self, module: str, file_ids=None, ops=("READ", "WRITE")):
         """(first start, last end) of the given operations from the counters' timestamps, or None."""
@@ -180,7 +216,7 @@ class Context:
     @cached_property
     def slowest_rank_io_times(self) -> dict:
         """module -> the I/O time of its slowest rank (`measures.slowest_rank_time`), for every layer."""
-        return measures.slowest_rank_times({m: measures.TableCounters(df) for m, df in self.log.counters.items()})
+        return measures.slowest_rank_times(self.records)
 
     @cached_property
     def slowest_rank_io_time(self) -> float:

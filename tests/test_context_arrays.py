@@ -1,0 +1,152 @@
+"""The diagnosis's `Context` reads the reader's arrays instead of the log's tables, and skips the conflict
+sweep's queries when no cross-rank overlap exists: each shortcut must give what the table or the sweep gives,
+bit for bit, on the real logs."""
+from __future__ import annotations
+
+import warnings
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+import pytest
+
+from conftest import all_logs, log_id
+from iolens.analysis import conflicts as sweep
+from iolens.analysis import measures
+from iolens.analysis.diagnosis import Context, Thresholds
+from iolens.analysis.diagnosis.context import SEQUENTIAL_SUM, float_sum
+from iolens.analysis.summary import dxt_summary
+from iolens.model import Log, read
+
+SMALL = [p for p in all_logs() if p.stat().st_size < (2 << 20)]
+
+
+class Tabled(Log):
+    """A log with tables of its own (as a job's merged logs or a Recorder trace have): read through them."""
+
+    @cached_property
+    def counters(self) -> dict:
+        return Log.counters.func(self)
+
+    @cached_property
+    def dxt_records(self) -> pl.DataFrame:
+        return Log.dxt_records.func(self)
+
+
+def _read(path) -> Log:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return read(str(path))
+
+
+def test_float_sum_has_the_bits_of_a_polars_sum():
+    rng = np.random.default_rng(20)
+    for n in [*range(0, 140), 255, 256, 1000]:
+        for _ in range(20):
+            values = rng.standard_normal(n) * 10.0 ** rng.integers(-12, 12, n)
+            assert float_sum(values).hex() == pl.Series(values, dtype=pl.Float64).sum().hex(), n
+    for odd in ([-0.0], [-0.0, -0.0], [0.0, -0.0], [np.inf, -np.inf], [np.nan, 1.0], [1e308, 1e308, -1e308]):
+        a, b = float_sum(np.array(odd)), pl.Series(odd, dtype=pl.Float64).sum()
+        assert (np.isnan(a) and np.isnan(b)) or a.hex() == b.hex(), odd
+    assert float_sum(np.arange(SEQUENTIAL_SUM - 1)) == pl.Series(np.arange(SEQUENTIAL_SUM - 1), dtype=pl.Float64).sum()
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_context_arrays_equal_the_tables(path):
+    """Every counter as `Context.column` reads it (reader arrays) equals the table's column, and the
+    measures over the arrays equal those over the tables."""
+    log = _read(path)
+    ctx, by_tables = Context(Log(log.raw), Thresholds({})), Context(Tabled(log.raw), Thresholds({}))
+    tables = by_tables.log.counters
+    assert "counters" not in vars(ctx.log)  # the context built no table for these
+    for module, df in tables.items():
+        c = ctx.records[module]
+        assert isinstance(c, measures.RecordCounters)
+        assert isinstance(by_tables.records[module], measures.TableCounters)
+        assert ctx.has(module) == by_tables.has(module) == (df.height > 0)
+        for name in df.columns:
+            got, want = ctx.column(module, name), by_tables.column(module, name)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (module, name)
+            assert c.has_column(name)
+        if ctx.has(module):
+            assert ctx.ids_in(module) == by_tables.ids_in(module) == set(df["file_id"].to_list())
+            last = df.columns[-1]
+            assert np.array_equal(ctx.per_file_max(module, last), by_tables.per_file_max(module, last))
+    assert ({m: t.hex() for m, t in ctx.slowest_rank_io_times.items()}
+            == {m: t.hex() for m, t in by_tables.slowest_rank_io_times.items()})
+    assert ctx.names == by_tables.names
+    assert ctx.dxt == by_tables.dxt
+    for module, df in tables.items():  # files' rank counts: the group-by they replace, file by file
+        if df.height:
+            want = df.group_by("file_id").agg(
+                pl.when((pl.col("rank") < 0).any()).then(pl.lit(ctx.nprocs))
+                .otherwise(pl.col("rank").n_unique()).cast(pl.Int64).alias("nranks")).sort("file_id")
+            assert ctx.ranks_on_file(module).equals(want), module
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_dxt_summary_from_arrays_equals_the_tables(path):
+    """dxt_summary over the reader's arrays equals it over the tables."""
+    log = _read(path)
+    assert dxt_summary(Log(log.raw)) == dxt_summary(Tabled(log.raw))
+
+
+@pytest.mark.parametrize("path", [p for p in all_logs() if p.stat().st_size < (8 << 20)], ids=log_id)
+def test_conflict_precheck_agrees_with_the_sweep(path):
+    """Where the numpy pre-check says 'no pair', the sweep itself finds none and is complete."""
+    log = _read(path)
+    if not log.has_dxt:
+        pytest.skip("no trace")
+    seg = log.segments
+    posix = seg.filter(pl.col("module") == "DXT_POSIX")
+    ops = sweep._operations(posix)
+    hosts = sweep._rank_hosts(posix)
+    budget = {"left": sweep.MAX_CANDIDATES, "stopped": False}
+    pairs = [p for block in sweep._shared_files(ops)
+             for p in sweep._file_pairs(block, sweep.CROSS_HOST_SKEW, hosts, budget)]
+    found = any(p.height for p in pairs)
+    if sweep._no_pairs(posix, sweep.PRECHECK_PAIRS):
+        assert not found and not budget["stopped"]
+    got, complete = sweep.find_conflicts_bounded(posix)
+    assert got.height == sum(p.height for p in pairs) and complete == (not budget["stopped"])
+
+
+def test_conflict_precheck_sees_a_cross_rank_overlap():
+    """Two ranks writing the same bytes of one file: a pair (the pre-check must not hide it); one rank
+    rewriting its own bytes, or two ranks reading: none."""
+    def seg(ranks, ops, offsets):
+        n = len(ranks)
+        return pl.DataFrame({"file_id": pl.Series([7] * n, dtype=pl.UInt64), "rank": ranks,
+                             "op": pl.Series(ops, dtype=pl.Enum(["write", "read"])), "offset": offsets,
+                             "length": [100] * n, "start": [float(i) for i in range(n)],
+                             "end": [float(i) + 0.5 for i in range(n)]})
+    assert not sweep._no_pairs(seg([0, 1], ["write", "write"], [0, 50]), 10)
+    assert sweep.find_conflicts(seg([0, 1], ["write", "write"], [0, 50])).height == 1
+    assert sweep._no_pairs(seg([0, 0], ["write", "write"], [0, 50]), 10)
+    assert sweep._no_pairs(seg([0, 1], ["read", "read"], [0, 50]), 10)
+    assert sweep._no_pairs(seg([0, 1], ["write", "read"], [0, 100]), 10)  # adjacent, not overlapping
+    assert not sweep._no_pairs(seg([0, 1], ["read", "write"], [0, 99]), 10)
+    assert not sweep._no_pairs(seg([0, 0, 0, 1], ["write"] * 4, [0, 10, 20, 500]), 2)  # past the limit
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_counter_tables_hold_the_reader_arrays(path):
+    """`Log.counters` (one column-major Series sliced per counter) holds, column by column, the reader's
+    arrays with their dtypes: file_id, rank, [file_rec_id], the integer counters, the float counters."""
+    from iolens.reader.counter_names import COUNTER_NAMES
+
+    log = _read(path)
+    if not isinstance(log, Log):
+        pytest.skip("not a Darshan file")
+    for module, df in Log(log.raw).counters.items():
+        recs = log.raw.counters[module]
+        names, fnames = COUNTER_NAMES[module]
+        ids = ["file_id", "rank"] + (["file_rec_id"] if recs.file_rec_ids is not None else [])
+        assert df.columns == ids + list(names) + list(fnames)
+        assert df.schema["file_id"] == pl.UInt64 and df.height == len(recs.ids)
+        assert np.array_equal(df["rank"].to_numpy(), recs.ranks)
+        for i, name in enumerate(names):
+            assert df.schema[name] == pl.Int64 and np.array_equal(df[name].to_numpy(), recs.counters[:, i])
+        for i, name in enumerate(fnames):
+            assert df.schema[name] == pl.Float64
+            assert np.array_equal(df[name].to_numpy(), recs.fcounters[:, i], equal_nan=True)
