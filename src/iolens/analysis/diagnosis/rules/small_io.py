@@ -94,8 +94,8 @@ def trace_arrays(ctx) -> dict:
         op = seg["op"]
         return {"write": (op == "write").fill_null(False).to_numpy(),
                 "read": (op == "read").fill_null(False).to_numpy(),
-                "file_id": seg["file_id"].to_numpy(), "offset": seg["offset"].to_numpy(),
-                "length": seg["length"].to_numpy(), "rank": seg["rank"], "duration": seg["end"] - seg["start"]}
+                **{c: seg[c].to_numpy() for c in ("file_id", "offset", "length", "start", "end")},
+                "rank": seg["rank"], "duration": seg["end"] - seg["start"]}
     return ctx.memo("requests.posix_trace_arrays", compute)
 
 
