@@ -221,7 +221,7 @@ def check_misaligned(ctx) -> list:
     misaligned_io.cost(ctx, m)
     features.update(misaligned_io.values(m))
     judged = one_row(features, misaligned_io.rule(th), "MISALIGNED_IO")
-    source, partial, ranks, window, per_file = m["source"], m["partial"], m["ranks"], m["window"], m["per_file"]
+    source, partial, ranks, window, file_ids = m["source"], m["partial"], m["ranks"], m["window"], m["files"]
     count, total, stake, unit = m["count"], m["total"], m["stake"], m["unit"]
     metrics = {"misaligned_bytes": m["bytes"]} if source == "dxt" and count else {}
     if source == "counters":
@@ -230,7 +230,6 @@ def check_misaligned(ctx) -> list:
     severity, strong = judged["severity"], judged["strong"]
     metrics.update({"misaligned_requests": count, "requests": total, "misaligned_share": count / total,
                     "alignment_bytes": unit})
-    file_ids = per_file["file_id"].to_list()
     what = "Lustre stripe" if judged["on_lustre"] else "file-system block"
     title = misaligned_io.title(judged, th)
     summary = (f"{fmt_count(count)} of {fmt_count(total)} POSIX requests are at least {fmt_bytes(unit)} long but "
