@@ -15,8 +15,7 @@ import polars as pl
 
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_bytes, fmt_count, fmt_pct
-from .common import (COMMON_THRESHOLDS, EDGES, RUN_TIME, counter_stake, dxt_stake, edge_index, edge_suffix, judge,
-                     matters, stage)
+from .common import COMMON_THRESHOLDS, EDGES, RUN_TIME, edge_index, edge_suffix, judge, matters, stage
 
 THRESHOLDS = ("small_request_bytes", "small_min_share", "small_min_ops") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
