@@ -24,21 +24,23 @@ def S(name: str) -> pl.Expr:
     return stage("MISALIGNED_IO", name)
 
 
-def alignments(ctx) -> dict:
-    """file_id -> alignment unit (> 1 byte): the Lustre stripe size when known, else Darshan's
+def alignments(ctx) -> tuple:
+    """(file ids, sorted; their alignment unit, > 1 byte): the Lustre stripe size when known, else Darshan's
     POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
-    out = {}
+    ids, units = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
     df = ctx.counters("POSIX")
     if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
-        ids, _ = ctx.file_groups("POSIX")
-        out = dict(zip(ids.tolist(), ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT").tolist()))
+        ids, units = ctx.file_groups("POSIX")[0], ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT")
     lus = ctx.log.lustre
-    if not lus.is_empty():  # each file's first positive stripe size
+    if not lus.is_empty():  # each file's first positive stripe size, over the counters' unit
         size = lus["stripe_size"].to_numpy()
-        fid = lus["file_id"].to_numpy()[size > 0]
-        files, first = np.unique(fid, return_index=True)
-        out.update(zip(files.tolist(), size[size > 0][first].tolist()))
-    return {f: a for f, a in out.items() if a is not None and a > 1}
+        striped, first = np.unique(lus["file_id"].to_numpy()[size > 0], return_index=True)
+        keep = ~np.isin(ids, striped)
+        ids = np.concatenate([ids[keep], striped.astype(ids.dtype)])
+        units = np.concatenate([units[keep], size[size > 0][first].astype(np.int64)])
+        order = np.argsort(ids)
+        ids, units = ids[order], units[order]
+    return ids[units > 1], units[units > 1]
 
 
 def measure(ctx) -> dict | None:
@@ -47,16 +49,12 @@ def measure(ctx) -> dict | None:
     and the files: `cost`, only for a finding (the check) or a fleet row."""
     from ..context import SIZE_BINS
 
-    align = alignments(ctx)
-    if not align:
+    keys, units = alignments(ctx)
+    if not len(keys):
         return None
     seg = ctx.seg_posix
     if not seg.is_empty():
         # each traced request's alignment unit, in numpy (integers): counted without a join
-        keys = np.fromiter(align, dtype=np.uint64)
-        units = np.fromiter(align.values(), dtype=np.int64)
-        order = np.argsort(keys)
-        keys, units = keys[order], units[order]
         tr = trace_arrays(ctx)
         fid, offset, length = tr["file_id"], tr["offset"], tr["length"]
         at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
@@ -72,8 +70,9 @@ def measure(ctx) -> dict | None:
         return None
     # per file, in integers (exact): requests not aligned, less those that may be shorter than the unit
     ids, _ = ctx.file_groups("POSIX")
-    on = np.array([f in align for f in ids.tolist()], dtype=bool)
-    unit = np.array([align.get(f, 0) for f in ids.tolist()], dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+    on = keys[at] == ids
+    unit = np.where(on, units[at], 0)
     not_aligned = ctx.per_file_total("POSIX", "POSIX_FILE_NOT_ALIGNED")
     ops = ctx.per_file_total("POSIX", "POSIX_READS", "POSIX_WRITES")
     below = np.zeros(len(ids), dtype=np.int64)

@@ -16,7 +16,7 @@ import polars as pl
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
-from .small_io import rank_stake, trace_arrays
+from .small_io import bin_counts, rank_stake, trace_arrays
 
 THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -64,7 +64,7 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
     # per file, in integers: requests, and those Darshan did not count as sequential
     ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
     rnd = np.maximum(ops_ - ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
-    below = np.cumsum([ctx.total("POSIX", f"POSIX_SIZE_{OP}_{b}") for b, _, _ in SIZE_BINS]).tolist()
+    below = np.cumsum(bin_counts(ctx, OP, len(SIZE_BINS)).sum(axis=0)).tolist()  # integers: exact
     return {"source": "counters", "total": int(ops_.sum()), "n_random": int(rnd.sum()), "rnd": rnd, "below": below}
 
 

@@ -138,15 +138,16 @@ def counter_stakes_per_edge(ctx, edges, sets) -> dict:
         per = np.maximum(ctx.column("POSIX", f"POSIX_{OPS_}"), 1)
         running = np.cumsum(bin_counts(ctx, OP, top), axis=1)  # integers: exact
         terms[op] = time[:, None] * running / per[:, None]
-    names, columns = [], []
-    for k in edges:
-        for s in sets:
-            est = 0.0
-            for op in SETS[s]:
-                est = est + terms[op][:, k - 1]
-            names.append(f"{P}counter_stake_{s}_{edge_suffix(k)}")
-            columns.append(np.where(np.isnan(est), 0.0, est))
-    return dict(zip(names, counter_stakes(ctx, rank, np.column_stack(columns))))
+    cols = [k - 1 for k in edges]
+    per_set = []
+    for s in sets:  # records x edges, the flagged kinds added in order as the rule's expression adds them
+        est = 0.0
+        for op in SETS[s]:
+            est = est + terms[op][:, cols]
+        per_set.append(np.where(np.isnan(est), 0.0, est))
+    values = np.stack(per_set, axis=2).reshape(len(rank), len(cols) * len(sets))  # edge-major, then set
+    names = [f"{P}counter_stake_{s}_{edge_suffix(k)}" for k in edges for s in sets]
+    return dict(zip(names, counter_stakes(ctx, rank, values)))
 
 
 # --- shared with the other request rules (they belong in rules/common.py) -------------------------
