@@ -51,11 +51,12 @@ def _small_per_file(ctx, source: str, limit: int) -> tuple:
 
 def one_row(values: dict, exprs: dict, code: str) -> dict:
     """`rules.one_row` (a rule's stages on one log's features) with the stages chained in one lazy query: one
-    collect instead of one per stage, the same values. (It belongs in rules/__init__.py.)"""
+    collect instead of one per stage, over only the features they read; the same values. (It belongs in
+    rules/__init__.py.)"""
     dtypes = _dtypes()
     prefix = stage_name(code, "")
     roots = {n for e in exprs.values() for n in e.meta.root_names()}
-    names = {n for n in roots if not n.startswith(prefix)} | set(values)
+    names = {n for n in roots if not n.startswith(prefix)}  # the features no stage reads cannot change one
     frame = pl.LazyFrame({n: pl.Series(n, [values.get(n)], dtype=dtypes.get(n, pl.Float64)) for n in names})
     for name, expr in exprs.items():
         frame = frame.with_columns(expr.alias(stage_name(code, name)))
