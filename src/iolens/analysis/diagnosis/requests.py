@@ -296,13 +296,17 @@ def check_random(ctx) -> list:
         return bool(total) and bound >= th.random_min_ops and bound / total >= th.random_min_share
 
     # the rule decides (rules/random_access.py, shared with the fleet): found, the stake, severity per kind
-    for op, *_ in OPS:
-        m = random_access.measure(ctx, op, large, prune)
-        if m is None:
+    measured = {op: random_access.measure(ctx, op, large, prune) for op, *_ in OPS}
+    measured = {op: m for op, m in measured.items() if m is not None}
+    features, exprs = common_features(ctx), {}
+    for op, m in measured.items():  # both kinds' `found` in one query
+        features.update(random_access.values(m, op, large))
+        exprs.update(random_access.found(th, op))
+    found = one_row(features, exprs, "RANDOM_ACCESS") if measured else {}
+    for op, m in measured.items():
+        if not found[f"found_{op}"]:
             continue
         features = {**common_features(ctx), **random_access.values(m, op, large)}
-        if not one_row(features, random_access.found(th, op), "RANDOM_ACCESS")[f"found_{op}"]:
-            continue
         random_access.cost(ctx, m, op)
         features.update(random_access.values(m, op, large))
         judged = one_row(features, random_access.rule(th, (op,)), "RANDOM_ACCESS")

@@ -117,14 +117,19 @@ def stakes(ctx, edges, sets, limit: int) -> dict:
     tr = trace_arrays(ctx)
     total_t = tr["duration"].sum() or 0.0
     small = tr["length"] <= limit
+    done = []  # (mask, share, stake) of the sets priced: a set of the same requests has the same values
     for s in sets:
         mask = small & np.logical_or.reduce([tr[op] for op in SETS[s]])
-        if mask.any():
+        if not mask.any():
+            continue
+        same = next((v for m, *v in done if np.array_equal(m, mask)), None)
+        if same is None:
             keep = pl.Series(mask)
             duration = tr["duration"].filter(keep)  # the same floats and order as the filtered frame's
             small_t = duration.sum() or 0.0
-            row[f"{P}trace_time_share_{s}"] = small_t / total_t if total_t > 0 else None
-            row[f"{P}trace_stake_{s}"] = rank_stake(tr["rank"].filter(keep), duration)
+            same = [small_t / total_t if total_t > 0 else None, rank_stake(tr["rank"].filter(keep), duration)]
+            done.append((mask, *same))
+        row[f"{P}trace_time_share_{s}"], row[f"{P}trace_stake_{s}"] = same
     return row
 
 
