@@ -132,7 +132,8 @@ def check_small(ctx) -> list:
                     metrics[f"smallest_{op}_bytes"], metrics[f"largest_small_{op}_bytes"] = lo, hi
             pat = ctx.posix_patterns
             on = np.isin(pat["file_id"].to_numpy(), np.unique(tr["file_id"][small]))
-            pattern = access_pattern(pat.filter(pl.Series(on & pat["op"].is_in(flagged).fill_null(False).to_numpy())))
+            kinds = small_io.op_masks(pat["op"])
+            pattern = access_pattern(pat.filter(pl.Series(on & np.logical_or.reduce([kinds[op] for op in flagged]))))
             if pattern:
                 metrics.update({k: v for k, v in pattern.items() if v is not None and k != "pattern"})
             if source == "counters":

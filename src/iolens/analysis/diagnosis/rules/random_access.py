@@ -16,7 +16,7 @@ import polars as pl
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
-from .small_io import bin_counts, rank_stake, trace_arrays
+from .small_io import bin_counts, op_masks, rank_stake, trace_arrays
 
 THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -52,7 +52,7 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
         # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
         # the backward ones are
         pat, trans = ctx.posix_patterns, transition_arrays(ctx)
-        random_files = pat["file_id"].filter((pat["op"] == op) & (pat["pattern"] == "random")).to_numpy()
+        random_files = pat["file_id"].to_numpy()[op_masks(pat["op"])[op] & (pat["pattern"].to_numpy() == "random")]
         back = trans[op] & (trans["offset"] < trans["prev_end"])
         small_here = mine & np.isin(tr["file_id"], random_files) & (tr["length"] < large)
         small_back_here = back & ~np.isin(trans["file_id"], random_files) & (trans["length"] < large)
@@ -72,10 +72,7 @@ def transition_arrays(ctx) -> dict:
     """`Context.posix_transitions`' columns as numpy (ranks and durations as Series), once per log."""
     def compute():
         trans = ctx.posix_transitions
-        op = trans["op"]
-        return {"write": (op == "write").fill_null(False).to_numpy(),
-                "read": (op == "read").fill_null(False).to_numpy(),
-                "prev_end": trans["prev_end"].to_numpy(),
+        return {**op_masks(trans["op"]), "prev_end": trans["prev_end"].to_numpy(),
                 **{c: trans[c].to_numpy() for c in ("file_id", "offset", "length", "start", "end")},
                 "rank": trans["rank"], "duration": trans["end"] - trans["start"]}
     return ctx.memo("requests.posix_transition_arrays", compute)

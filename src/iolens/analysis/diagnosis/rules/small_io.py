@@ -90,12 +90,18 @@ def trace_arrays(ctx) -> dict:
     ranks and durations as Series (their float sums must stay polars' own)."""
     def compute():
         seg = ctx.seg_posix
-        op = seg["op"]
-        return {"write": (op == "write").fill_null(False).to_numpy(),
-                "read": (op == "read").fill_null(False).to_numpy(),
+        return {**op_masks(seg["op"]),
                 **{c: seg[c].to_numpy() for c in ("file_id", "offset", "length", "start", "end")},
                 "rank": seg["rank"], "duration": seg["end"] - seg["start"]}
     return ctx.memo("requests.posix_trace_arrays", compute)
+
+
+def op_masks(op: pl.Series) -> dict:
+    """{"write": mask, "read": mask} of a trace's operation kinds (an Enum: compared by code, no query)."""
+    if isinstance(op.dtype, pl.Enum):
+        codes, kinds = op.to_physical().to_numpy(), op.dtype.categories.to_list()
+        return {k: codes == kinds.index(k) if k in kinds else np.zeros(len(op), dtype=bool) for k in SETS["wr"]}
+    return {k: (op == k).fill_null(False).to_numpy() for k in SETS["wr"]}
 
 
 def stakes(ctx, edges, sets, limit: int) -> dict:
