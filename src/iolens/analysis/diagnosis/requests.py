@@ -7,10 +7,10 @@ import polars as pl
 from ..access import STRIDE_SHARE
 from . import recommendations as rec
 from ..measures import small_bins
-from .context import MAX_RANKS, SIZE_BINS, clip
+from .context import MAX_RANKS, SIZE_BINS
 from .costmodel import project
-from .rules import misaligned_io, one_row, random_access, small_io
-from .rules.common import common_features, counter_stake as stake_of_values, dxt_stake  # noqa: F401 - dxt_stake: the checks' name
+from .rules import feature_dtypes, misaligned_io, random_access, small_io
+from .rules.common import common_features, counter_stake as stake_of_values, dxt_stake, stage_name  # noqa: F401 - dxt_stake: the checks' name
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
 
@@ -29,17 +29,51 @@ def counter_stake(ctx, df: pl.DataFrame, est: pl.Expr) -> float:
     return stake_of_values(ctx, df["rank"].to_numpy(), values)
 
 
-def _posix_file_table(ctx, bins_small) -> pl.DataFrame:
-    """Per file at POSIX: shared (a record of all ranks), and per operation kind its requests and those in
-    `bins_small`, as integer sums over its records."""
-    ids, inv = ctx.file_groups("POSIX")
-    shared = np.zeros(len(ids), dtype=bool)
-    shared[inv[ctx.column("POSIX", "rank") < 0]] = True
-    cols = {"file_id": pl.Series(ids, dtype=pl.UInt64), "shared": shared}
-    for op, OP, OPS_, _ in OPS:
-        cols[f"{op}s"] = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
-        cols[f"small_{op}s"] = ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in bins_small))
-    return pl.DataFrame(cols)
+def _small_per_file(ctx, source: str, limit: int) -> tuple:
+    """(data file ids, sorted; their small requests per operation kind; whether each has a record shared by
+    all ranks) at POSIX: from the trace (`source` "dxt") or the counters' size bins, as integer counts."""
+    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
+    if source == "dxt":
+        tr = small_io.trace_arrays(ctx)
+        ids, inv = np.unique(tr["file_id"], return_inverse=True)
+        small = tr["length"] <= limit
+        per_op = {op: np.bincount(inv[tr[op] & small], minlength=len(ids)) for op, *_ in OPS}
+        shared = np.zeros(len(ids), dtype=bool)
+    else:
+        ids, inv = ctx.file_groups("POSIX")
+        shared = np.zeros(len(ids), dtype=bool)
+        shared[inv[ctx.column("POSIX", "rank") < 0]] = True
+        bins = small_bins(limit)
+        per_op = {op: ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in bins)) for op, OP, *_ in OPS}
+    data = ~np.isin(ids, std_ids)
+    return ids[data], {op: n[data] for op, n in per_op.items()}, shared[data]
+
+
+def one_row(values: dict, exprs: dict, code: str) -> dict:
+    """`rules.one_row` (a rule's stages on one log's features) with the stages chained in one lazy query: one
+    collect instead of one per stage, over only the features they read; the same values. (It belongs in
+    rules/__init__.py.)"""
+    dtypes = _dtypes()
+    prefix = stage_name(code, "")
+    roots = {n for e in exprs.values() for n in e.meta.root_names()}
+    names = {n for n in roots if not n.startswith(prefix)}  # the features no stage reads cannot change one
+    frame = pl.LazyFrame({n: pl.Series(n, [values.get(n)], dtype=dtypes.get(n, pl.Float64)) for n in names})
+    for name, expr in exprs.items():
+        frame = frame.with_columns(expr.alias(stage_name(code, name)))
+    row = frame.select([stage_name(code, k) for k in exprs]).collect().row(0)
+    return dict(zip(exprs, row))
+
+
+_DTYPES = None
+
+
+def _dtypes() -> dict:
+    """Every feature's dtype, and the diagnose-only every-bin edge's (as `rules.one_row` types them)."""
+    global _DTYPES
+    if _DTYPES is None:
+        _DTYPES = feature_dtypes()
+        _DTYPES.update({n.replace("_le1G", "_lemax"): t for n, t in list(_DTYPES.items()) if n.endswith("_le1G")})
+    return _DTYPES
 
 
 # --- SMALL_IO ------------------------------------------------------------------------------------
@@ -59,13 +93,7 @@ def check_small(ctx) -> list:
     source = "dxt" if features["small_io_from_trace"] else "counters"
     totals = {k: flags[k] for k in ("small_writes", "small_reads")}
     totals.update({f"{op}s": features[f"small_io_{op}s"] for op in ("write", "read")})
-    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
-    if source == "dxt":
-        table = seg.group_by("file_id").agg(
-            *[((pl.col("op") == op) & (pl.col("length") <= limit)).sum().alias(f"small_{op}s") for op, *_ in OPS])
-    else:
-        table = _posix_file_table(ctx, small_bins(limit))
-    table = table.filter(pl.Series(~np.isin(table["file_id"].to_numpy(), std_ids)))
+    ids, small_per_op, shared = _small_per_file(ctx, source, limit)
 
     metrics = {"small_request_bytes": limit}
     for op in ("write", "read"):
@@ -73,41 +101,44 @@ def check_small(ctx) -> list:
         metrics[f"{op}s"] = totals[f"{op}s"]
         if totals[f"{op}s"]:
             metrics[f"small_{op}_share"] = totals[f"small_{op}s"] / totals[f"{op}s"]
-    table = table.with_columns((pl.sum_horizontal([pl.col(f"small_{op}s") for op in flagged])).alias("small"))
-    top_files = table.filter(pl.col("small") > 0).sort("small", descending=True)
-    file_ids = top_files["file_id"].to_list()
+    per_file = sum(small_per_op[op] for op in flagged)
+    order = np.argsort(-per_file[per_file > 0], kind="stable")  # most first; ties by file id
+    file_ids = ids[per_file > 0][order].tolist()
     metrics["files_with_small_requests"] = len(file_ids)
 
     # the trace: exact sizes, time share, ranks, window, access pattern
     ranks, window, partial, time_share, pattern, size_range = [], None, False, None, None, {}
     if not seg.is_empty():
-        small = seg.filter((pl.col("length") <= limit) & pl.col("op").is_in(flagged))
-        if not small.is_empty():
+        tr = small_io.trace_arrays(ctx)
+        small = (tr["length"] <= limit) & np.logical_or.reduce([tr[op] for op in flagged])
+        if small.any():
             partial = any(not ctx.trace_complete("DXT_POSIX", op) for op in flagged)
-            # Series arithmetic and sums: the same floats as a query's, without its fixed cost
-            total_t = (seg["end"] - seg["start"]).sum() or 0.0
-            small_t = (small["end"] - small["start"]).sum() or 0.0
+            # Series sums of the durations: the same floats as a query's, without its fixed cost
+            total_t = tr["duration"].sum() or 0.0
+            small_t = tr["duration"].filter(pl.Series(small)).sum() or 0.0
             time_share = small_t / total_t if total_t > 0 else None
             metrics["small_request_time_s"] = small_t
             if time_share is not None:
                 metrics["small_request_time_share"] = time_share
-            by_rank = small.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])
-            metrics["ranks_with_small_requests"] = by_rank.height
-            ranks = by_rank["rank"].head(MAX_RANKS).to_list()
-            window = ctx.seg_window(small)
+            by_rank = random_access.most_first(tr["rank"].to_numpy()[small])
+            metrics["ranks_with_small_requests"] = len(by_rank)
+            ranks = by_rank[:MAX_RANKS]
+            window = (float(tr["start"][small].min()), float(tr["end"][small].max()))
             for op in flagged:
-                part = small.filter(pl.col("op") == op)
-                if not part.is_empty():
-                    lo, hi = part["length"].min(), part["length"].max()
+                part = tr["length"][small & tr[op]]
+                if len(part):
+                    lo, hi = int(part.min()), int(part.max())
                     size_range[op] = (lo, hi)
                     metrics[f"smallest_{op}_bytes"], metrics[f"largest_small_{op}_bytes"] = lo, hi
-            pattern = access_pattern(ctx.posix_patterns.filter(
-                pl.col("op").is_in(flagged) & pl.col("file_id").is_in(small["file_id"].unique().implode())))
+            pat = ctx.posix_patterns
+            on = np.isin(pat["file_id"].to_numpy(), np.unique(tr["file_id"][small]))
+            kinds = small_io.op_masks(pat["op"])
+            pattern = access_pattern(pat.filter(pl.Series(on & np.logical_or.reduce([kinds[op] for op in flagged]))))
             if pattern:
                 metrics.update({k: v for k, v in pattern.items() if v is not None and k != "pattern"})
             if source == "counters":
                 source = "dxt" if time_share is not None else source
-    elif table["shared"].any() if "shared" in table.columns else False:
+    elif shared.any():
         metrics["ranks_with_small_requests"] = ctx.nprocs
 
     stake = judged["stake"]  # the busiest rank's time in small requests
@@ -146,18 +177,16 @@ def _small_recs(ctx, file_ids, ops) -> list:
     recs = []
     kinds = ctx.kinds(file_ids[:20])
     mpi = ctx.counters("MPI-IO")
-    shared = False
+    wanted = np.array(file_ids, dtype=np.uint64)
     nr = ctx.ranks_on_file("POSIX")
-    if not nr.is_empty():
-        shared = bool(nr.filter(pl.col("file_id").is_in(pl.Series(file_ids, dtype=pl.UInt64).implode())
-                                & (pl.col("nranks") > 1)).height)
+    shared = bool((np.isin(nr["file_id"].to_numpy(), wanted) & (nr["nranks"].to_numpy() > 1)).any())
     indep = coll = 0
-    if mpi is not None:
-        on = mpi.filter(pl.col("file_id").is_in(pl.Series(file_ids, dtype=pl.UInt64).implode()))
+    if mpi is not None:  # integer sums over the files' MPI-IO records
+        on = np.isin(ctx.column("MPI-IO", "file_id"), wanted)
         for op in ops:
             OPS_ = "WRITES" if op == "write" else "READS"
-            indep += int(on.select(clip(f"MPIIO_INDEP_{OPS_}").sum()).item() or 0)
-            coll += int(on.select(clip(f"MPIIO_COLL_{OPS_}").sum()).item() or 0)
+            indep += int(ctx.column("MPI-IO", f"MPIIO_INDEP_{OPS_}")[on].sum())
+            coll += int(ctx.column("MPI-IO", f"MPIIO_COLL_{OPS_}")[on].sum())
     op = ops[0]
     nodes = ctx.hosts or None
     if "hdf5" in kinds:
@@ -221,7 +250,7 @@ def check_misaligned(ctx) -> list:
     misaligned_io.cost(ctx, m)
     features.update(misaligned_io.values(m))
     judged = one_row(features, misaligned_io.rule(th), "MISALIGNED_IO")
-    source, partial, ranks, window, per_file = m["source"], m["partial"], m["ranks"], m["window"], m["per_file"]
+    source, partial, ranks, window, file_ids = m["source"], m["partial"], m["ranks"], m["window"], m["files"]
     count, total, stake, unit = m["count"], m["total"], m["stake"], m["unit"]
     metrics = {"misaligned_bytes": m["bytes"]} if source == "dxt" and count else {}
     if source == "counters":
@@ -230,7 +259,6 @@ def check_misaligned(ctx) -> list:
     severity, strong = judged["severity"], judged["strong"]
     metrics.update({"misaligned_requests": count, "requests": total, "misaligned_share": count / total,
                     "alignment_bytes": unit})
-    file_ids = per_file["file_id"].to_list()
     what = "Lustre stripe" if judged["on_lustre"] else "file-system block"
     title = misaligned_io.title(judged, th)
     summary = (f"{fmt_count(count)} of {fmt_count(total)} POSIX requests are at least {fmt_bytes(unit)} long but "
@@ -269,13 +297,17 @@ def check_random(ctx) -> list:
         return bool(total) and bound >= th.random_min_ops and bound / total >= th.random_min_share
 
     # the rule decides (rules/random_access.py, shared with the fleet): found, the stake, severity per kind
-    for op, *_ in OPS:
-        m = random_access.measure(ctx, op, large, prune)
-        if m is None:
+    measured = {op: random_access.measure(ctx, op, large, prune) for op, *_ in OPS}
+    measured = {op: m for op, m in measured.items() if m is not None}
+    features, exprs = common_features(ctx), {}
+    for op, m in measured.items():  # both kinds' `found` in one query
+        features.update(random_access.values(m, op, large))
+        exprs.update(random_access.found(th, op))
+    found = one_row(features, exprs, "RANDOM_ACCESS") if measured else {}
+    for op, m in measured.items():
+        if not found[f"found_{op}"]:
             continue
         features = {**common_features(ctx), **random_access.values(m, op, large)}
-        if not one_row(features, random_access.found(th, op), "RANDOM_ACCESS")[f"found_{op}"]:
-            continue
         random_access.cost(ctx, m, op)
         features.update(random_access.values(m, op, large))
         judged = one_row(features, random_access.rule(th, (op,)), "RANDOM_ACCESS")

@@ -12,7 +12,9 @@ import numpy as np
 import polars as pl
 
 from ..units import fmt_bytes, fmt_count, fmt_pct
-from .common import COMMON_THRESHOLDS, counter_stake, dxt_stake, judge, stage
+from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
+from .random_access import most_first
+from .small_io import rank_stake, trace_arrays
 
 THRESHOLDS = ("misaligned_min_ops", "misaligned_min_share", "misaligned_min_bytes") + COMMON_THRESHOLDS
 P = "misaligned_io_"
@@ -22,53 +24,55 @@ def S(name: str) -> pl.Expr:
     return stage("MISALIGNED_IO", name)
 
 
-def alignments(ctx) -> dict:
-    """file_id -> alignment unit (> 1 byte): the Lustre stripe size when known, else Darshan's
+def alignments(ctx) -> tuple:
+    """(file ids, sorted; their alignment unit, > 1 byte): the Lustre stripe size when known, else Darshan's
     POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
-    out = {}
+    ids, units = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
     df = ctx.counters("POSIX")
     if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
-        ids, _ = ctx.file_groups("POSIX")
-        out = dict(zip(ids.tolist(), ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT").tolist()))
+        ids, units = ctx.file_groups("POSIX")[0], ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT")
     lus = ctx.log.lustre
-    if not lus.is_empty():
-        stripes = lus.filter(pl.col("stripe_size") > 0).group_by("file_id").agg(pl.col("stripe_size").first())
-        out.update(zip(stripes["file_id"].to_list(), stripes["stripe_size"].to_list()))
-    return {f: a for f, a in out.items() if a is not None and a > 1}
+    if not lus.is_empty():  # each file's first positive stripe size, over the counters' unit
+        size = lus["stripe_size"].to_numpy()
+        striped, first = np.unique(lus["file_id"].to_numpy()[size > 0], return_index=True)
+        keep = ~np.isin(ids, striped)
+        ids = np.concatenate([ids[keep], striped.astype(ids.dtype)])
+        units = np.concatenate([units[keep], size[size > 0][first].astype(np.int64)])
+        order = np.argsort(ids)
+        ids, units = ids[order], units[order]
+    return ids[units > 1], units[units > 1]
 
 
 def measure(ctx) -> dict | None:
     """The requests on files with an alignment unit (`total`), the misaligned ones (`count`) and, from the
     trace, their bytes; None when no file has a unit (or the counters lack POSIX_FILE_NOT_ALIGNED). The cost
     and the files: `cost`, only for a finding (the check) or a fleet row."""
-    from ..context import SIZE_BINS, clip
+    from ..context import SIZE_BINS
 
-    align = alignments(ctx)
-    if not align:
+    keys, units = alignments(ctx)
+    if not len(keys):
         return None
     seg = ctx.seg_posix
     if not seg.is_empty():
         # each traced request's alignment unit, in numpy (integers): counted without a join
-        keys = np.fromiter(align, dtype=np.uint64)
-        units = np.fromiter(align.values(), dtype=np.int64)
-        order = np.argsort(keys)
-        keys, units = keys[order], units[order]
-        fid, offset, length = (seg[c].to_numpy() for c in ("file_id", "offset", "length"))
+        tr = trace_arrays(ctx)
+        fid, offset, length = tr["file_id"], tr["offset"], tr["length"]
         at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
         known = (keys[at] == fid) & (offset >= 0)
         unit_of = np.where(known, units[at], 1)
         misaligned = known & (length >= unit_of) & (offset % unit_of != 0)
         count = int(misaligned.sum())
         return {"source": "dxt", "partial": ctx.trace_truncated("DXT_POSIX"), "total": int(known.sum()),
-                "count": count, "bytes": int(length[misaligned].sum()) if count else 0, "seg": seg,
+                "count": count, "bytes": int(length[misaligned].sum()) if count else 0, "tr": tr,
                 "misaligned": misaligned, "unit_of": unit_of}
     df = ctx.counters("POSIX")
     if df is None or "POSIX_FILE_NOT_ALIGNED" not in df.columns:
         return None
     # per file, in integers (exact): requests not aligned, less those that may be shorter than the unit
     ids, _ = ctx.file_groups("POSIX")
-    on = np.array([f in align for f in ids.tolist()], dtype=bool)
-    unit = np.array([align.get(f, 0) for f in ids.tolist()], dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+    on = keys[at] == ids
+    unit = np.where(on, units[at], 0)
     not_aligned = ctx.per_file_total("POSIX", "POSIX_FILE_NOT_ALIGNED")
     ops = ctx.per_file_total("POSIX", "POSIX_READS", "POSIX_WRITES")
     below = np.zeros(len(ids), dtype=np.int64)
@@ -78,44 +82,43 @@ def measure(ctx) -> dict | None:
             below += np.where(below_unit, ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}"
                                                                         for OP in ("WRITE", "READ"))), 0)
     n = np.maximum(0, not_aligned - below)
-    order = np.argsort(-n[on], kind="stable")
-    per_file = pl.DataFrame({"file_id": pl.Series(ids[on][order], dtype=pl.UInt64),
-                             "n": pl.Series(n[on][order], dtype=pl.Int64),
-                             "align": pl.Series(unit[on][order], dtype=pl.Int64)})
     count = int(n[on].sum())
-    est = ((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")) * clip("POSIX_FILE_NOT_ALIGNED")
-           / pl.max_horizontal(clip("POSIX_READS") + clip("POSIX_WRITES"), pl.lit(1)))
     return {"source": "counters", "partial": False, "total": int(ops[on].sum()), "count": count, "bytes": None,
-            "df": df, "per_file": per_file, "est": est,
-            "share_counted": count / max(int(not_aligned[on].sum()), 1)}
+            "per_file": (ids[on], n[on], unit[on]), "share_counted": count / max(int(not_aligned[on].sum()), 1)}
 
 
 def cost(ctx, m: dict) -> None:
     """Adds to `m` the busiest rank's time in the misaligned requests (`stake`), the files with any (most
-    first, with their unit), the ranks and the time window (trace)."""
+    first: `files`, with their unit: `unit` of the first), the ranks and the time window (trace)."""
     from ..context import MAX_RANKS
 
     m["ranks"], m["window"] = [], None
     if m["source"] == "dxt":
-        misaligned, unit_of = m["misaligned"], m["unit_of"]
-        bad = m["seg"].filter(pl.Series(misaligned)).with_columns(pl.Series("align", unit_of[misaligned]))
-        m["stake"] = dxt_stake(bad)
-        m["ranks"] = (bad.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])
-                      ["rank"].head(MAX_RANKS).to_list())
-        m["window"] = ctx.seg_window(bad)
-        per_file = bad.group_by("file_id").agg(pl.len().alias("n"), pl.col("align").first()).sort(
-            ["n", "file_id"], descending=[True, False])
+        misaligned, unit_of, tr = m["misaligned"], m["unit_of"], m["tr"]
+        keep = pl.Series(misaligned)
+        rank = tr["rank"].filter(keep)
+        m["stake"] = rank_stake(rank, tr["duration"].filter(keep))
+        m["ranks"] = most_first(rank.to_numpy())[:MAX_RANKS]
+        if misaligned.any():
+            m["window"] = (float(tr["start"][misaligned].min()), float(tr["end"][misaligned].max()))
+        file_id, unit = tr["file_id"][misaligned], unit_of[misaligned]
+        ids, first, n = np.unique(file_id, return_index=True, return_counts=True)
+        order = np.lexsort((ids, -n))
+        ids, n, align = ids[order], n[order], unit[first][order]
     else:
-        df = m["df"]
-        values = df.select(m["est"].fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
-        m["stake"] = counter_stake(ctx, df["rank"].to_numpy(), values) * m["share_counted"]
-        per_file = m["per_file"]
-    m["per_file"] = per_file.filter(pl.col("n") > 0)
-    file_ids = m["per_file"]["file_id"].to_list()
+        rt, wt = ctx.column("POSIX", "POSIX_F_READ_TIME"), ctx.column("POSIX", "POSIX_F_WRITE_TIME")
+        ops = np.maximum(ctx.column("POSIX", "POSIX_READS") + ctx.column("POSIX", "POSIX_WRITES"), 1)
+        est = (rt + wt) * ctx.column("POSIX", "POSIX_FILE_NOT_ALIGNED") / ops  # the polars expression's bits
+        est = np.where(np.isnan(est), 0.0, est).astype(np.float64)
+        m["stake"] = counter_stake(ctx, ctx.column("POSIX", "rank"), est) * m["share_counted"]
+        ids, n, align = m["per_file"]
+        order = np.argsort(-n, kind="stable")  # most first; ties by file id
+        ids, n, align = ids[order], n[order], align[order]
+    m["files"] = ids[n > 0].tolist()
     lustre = ctx.log.lustre
     on_lustre = set(lustre["file_id"].to_list()) if not lustre.is_empty() else set()
-    m["on_lustre"] = any(f in on_lustre for f in file_ids[:20])
-    m["unit"] = int(m["per_file"]["align"][0]) if file_ids else None
+    m["on_lustre"] = any(f in on_lustre for f in m["files"][:20])
+    m["unit"] = int(align[n > 0][0]) if m["files"] else None
 
 
 def values(m: dict | None) -> dict:

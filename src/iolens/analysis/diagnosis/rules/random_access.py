@@ -15,7 +15,8 @@ import polars as pl
 
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
-from .common import COMMON_THRESHOLDS, counter_stake, dxt_stake, judge, stage
+from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
+from .small_io import bin_counts, op_masks, rank_stake, trace_arrays
 
 THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -40,62 +41,77 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
     request below `large` could not be a finding (the access patterns then need not be classified)."""
     OP, OPS_ = {o: (a, b) for o, a, b in OPS}[op]
     if ctx.trace_complete("DXT_POSIX", op):
-        seg = ctx.seg_posix
-        # counted with Series masks (no query each); the rows themselves only for a finding (`cost`)
-        mine = (seg["op"] == op) & (seg["offset"] >= 0)
+        tr = trace_arrays(ctx)  # numpy masks: no query each; the rows themselves only for a finding (`cost`)
+        mine = tr[op] & (tr["offset"] >= 0)
         total = int(mine.sum())
         m = {"source": "dxt", "total": total, "n_random": None, "n_small": 0, "below": None}
         # every small random request below is one of these
-        bound = int((mine & (seg["length"] < large)).sum())
+        bound = int((mine & (tr["length"] < large)).sum())
         if not bound if prune is None else not prune(bound, total):
             return m
         # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
         # the backward ones are
-        pat, trans = ctx.posix_patterns, ctx.posix_transitions
-        random_files = pat["file_id"].filter((pat["op"] == op) & (pat["pattern"] == "random"))
-        back = (trans["op"] == op) & (trans["offset"] < trans["prev_end"])
-        small_here = mine & seg["file_id"].is_in(random_files.implode()) & (seg["length"] < large)
-        small_back_here = back & ~trans["file_id"].is_in(random_files.implode()) & (trans["length"] < large)
+        pat, trans = ctx.posix_patterns, transition_arrays(ctx)
+        random_files = pat["file_id"].to_numpy()[op_masks(pat["op"])[op] & (pat["pattern"].to_numpy() == "random")]
+        back = trans[op] & (trans["offset"] < trans["prev_end"])
+        small_here = mine & np.isin(tr["file_id"], random_files) & (tr["length"] < large)
+        small_back_here = back & ~np.isin(trans["file_id"], random_files) & (trans["length"] < large)
         m.update(n_random=int(back.sum()), n_small=int(small_here.sum()) + int(small_back_here.sum()),
-                 seg=seg, trans=trans, small_here=small_here, small_back_here=small_back_here)
+                 tr=tr, trans=trans, small_here=small_here, small_back_here=small_back_here)
         return m
     if ctx.counters("POSIX") is None:
         return None
     # per file, in integers: requests, and those Darshan did not count as sequential
     ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
     rnd = np.maximum(ops_ - ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
-    below, running = [], 0
-    for b, _, _ in SIZE_BINS:
-        running += ctx.total("POSIX", f"POSIX_SIZE_{OP}_{b}")
-        below.append(running)
+    below = np.cumsum(bin_counts(ctx, OP, len(SIZE_BINS)).sum(axis=0)).tolist()  # integers: exact
     return {"source": "counters", "total": int(ops_.sum()), "n_random": int(rnd.sum()), "rnd": rnd, "below": below}
+
+
+def transition_arrays(ctx) -> dict:
+    """`Context.posix_transitions`' columns as numpy (ranks and durations as Series), once per log."""
+    def compute():
+        trans = ctx.posix_transitions
+        return {**op_masks(trans["op"]), "prev_end": trans["prev_end"].to_numpy(),
+                **{c: trans[c].to_numpy() for c in ("file_id", "offset", "length", "start", "end")},
+                "rank": trans["rank"], "duration": trans["end"] - trans["start"]}
+    return ctx.memo("requests.posix_transition_arrays", compute)
 
 
 def cost(ctx, m: dict, op: str) -> None:
     """Adds to `m` the busiest rank's time in the random requests (`stake`), their files (most first) and,
     from the trace, ranks and time window."""
-    from ..context import MAX_RANKS, clip
+    from ..context import MAX_RANKS
 
     m["ranks"], m["window"] = [], None
     if m["source"] == "dxt":
-        cols = ["file_id", "rank", "start", "end", "length"]
-        small_back = pl.concat([m["seg"].filter(m["small_here"]).select(cols),
-                                m["trans"].filter(m["small_back_here"]).select(cols)])
-        m["stake"] = dxt_stake(small_back)
-        m["ranks"] = (small_back.group_by("rank").agg(pl.len().alias("n"))
-                      .sort(["n", "rank"], descending=[True, False])["rank"].head(MAX_RANKS).to_list())
-        m["window"] = ctx.seg_window(small_back)
-        m["files"] = (small_back.group_by("file_id").agg(pl.len().alias("n"))
-                      .sort(["n", "file_id"], descending=[True, False])["file_id"].to_list())
+        here, back = m["small_here"], m["small_back_here"]  # the traced requests, then the backward jumps
+        tr, trans = m["tr"], m["trans"]
+        keep_here, keep_back = pl.Series(here), pl.Series(back)
+        rank = pl.concat([tr["rank"].filter(keep_here), trans["rank"].filter(keep_back)])
+        m["stake"] = rank_stake(rank, pl.concat([tr["duration"].filter(keep_here),
+                                                 trans["duration"].filter(keep_back)]))
+        m["ranks"] = most_first(rank.to_numpy())[:MAX_RANKS]
+        m["files"] = most_first(np.concatenate([tr["file_id"][here], trans["file_id"][back]]))
+        if here.any() or back.any():
+            starts = np.concatenate([tr["start"][here], trans["start"][back]])
+            ends = np.concatenate([tr["end"][here], trans["end"][back]])
+            m["window"] = (float(starts.min()), float(ends.max()))
         return
     OP, OPS_ = {o: (a, b) for o, a, b in OPS}[op]
-    m["files"] = (pl.DataFrame({"file_id": pl.Series(ctx.file_groups("POSIX")[0], dtype=pl.UInt64), "rnd": m["rnd"]})
-                  .filter(pl.col("rnd") > 0).sort("rnd", descending=True)["file_id"].to_list())
-    df = ctx.counters("POSIX")
-    est = (clip(f"POSIX_F_{OP}_TIME") * (clip(f"POSIX_{OPS_}") - clip(f"POSIX_SEQ_{OPS_}")).clip(lower_bound=0)
-           / pl.max_horizontal(clip(f"POSIX_{OPS_}"), pl.lit(1)))
-    values = df.select(est.fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
-    m["stake"] = counter_stake(ctx, df["rank"].to_numpy(), values)
+    ids, rnd = ctx.file_groups("POSIX")[0], m["rnd"]
+    order = np.argsort(-rnd[rnd > 0], kind="stable")  # most first; ties by file id
+    m["files"] = ids[rnd > 0][order].tolist()
+    time, ops_ = ctx.column("POSIX", f"POSIX_F_{OP}_TIME"), ctx.column("POSIX", f"POSIX_{OPS_}")
+    nonseq = np.maximum(ops_ - ctx.column("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
+    est = time * nonseq / np.maximum(ops_, 1)  # element-wise: the bits of the polars expression
+    m["stake"] = counter_stake(ctx, ctx.column("POSIX", "rank"), np.where(np.isnan(est), 0.0, est).astype(np.float64))
+
+
+def most_first(values: np.ndarray) -> list:
+    """The distinct values by how often they occur, most first (ties: smallest first)."""
+    distinct, n = np.unique(values, return_counts=True)
+    return distinct[np.lexsort((distinct, -n))].tolist()
 
 
 def values(m: dict | None, op: str, large: int) -> dict:

@@ -15,8 +15,7 @@ import polars as pl
 
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_bytes, fmt_count, fmt_pct
-from .common import (COMMON_THRESHOLDS, EDGES, RUN_TIME, counter_stake, dxt_stake, edge_index, edge_suffix, judge,
-                     matters, stage)
+from .common import COMMON_THRESHOLDS, EDGES, RUN_TIME, edge_index, edge_suffix, judge, matters, stage
 
 THRESHOLDS = ("small_request_bytes", "small_min_share", "small_min_ops") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -55,67 +54,146 @@ def counts(ctx, edges) -> dict:
     std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
     if ctx.counters("POSIX") is not None:
         data = ~np.isin(ctx.column("POSIX", "file_id"), std_ids)
+        top = max(edges, default=0)
         for op, OP, OPS_ in OPS:
             row[f"{P}{op}s"] = int(ctx.column("POSIX", f"POSIX_{OPS_}")[data].sum())
-            running = 0
-            for k in range(1, max(edges, default=0) + 1):
-                running += int(ctx.column("POSIX", f"POSIX_SIZE_{OP}_{SIZE_BINS[k - 1][0]}")[data].sum())
-                if k in edges:
-                    row[f"{P}small_{op}s_{edge_suffix(k)}"] = running
+            if top:  # integer sums per bin, then running totals: exact in any order
+                running = np.cumsum(bin_counts(ctx, OP, top)[data].sum(axis=0)).tolist()
+                row.update({f"{P}small_{op}s_{edge_suffix(k)}": running[k - 1] for k in edges})
         return row
     seg = ctx.seg_posix
     limit = int(ctx.th.small_request_bytes)
     row[P + "from_trace"] = not seg.is_empty()
-    keep = ~np.isin(seg["file_id"].to_numpy(), std_ids)
+    if seg.is_empty():
+        row.update({f"{P}{op}s": 0 for op, *_ in OPS})
+        row.update({f"{P}trace_small_{op}s": 0 for op, *_ in OPS})
+    else:
+        tr = trace_arrays(ctx)
+        keep = ~np.isin(tr["file_id"], std_ids)
+        for op, *_ in OPS:
+            mine = tr[op] & keep
+            row[f"{P}{op}s"] = int(mine.sum())
+            row[f"{P}trace_small_{op}s"] = int((mine & (tr["length"] <= limit)).sum())
     for op, *_ in OPS:
-        mine = (seg["op"] == op).to_numpy() & keep
-        row[f"{P}{op}s"] = int(mine.sum())
-        row[f"{P}trace_small_{op}s"] = int((mine & (seg["length"] <= limit).to_numpy()).sum())
         for k in edges:
             row[f"{P}small_{op}s_{edge_suffix(k)}"] = 0
     return row
+
+
+def bin_counts(ctx, OP: str, top: int) -> np.ndarray:
+    """Records x the first `top` size bins of kind `OP` (integers, clipped at 0)."""
+    return np.column_stack([ctx.column("POSIX", f"POSIX_SIZE_{OP}_{SIZE_BINS[k][0]}") for k in range(top)])
+
+
+def trace_arrays(ctx) -> dict:
+    """The POSIX trace's columns the request rules read, once per log: numpy masks and integers, and the
+    ranks and durations as Series (their float sums must stay polars' own)."""
+    def compute():
+        seg = ctx.seg_posix
+        return {**op_masks(seg["op"]),
+                **{c: seg[c].to_numpy() for c in ("file_id", "offset", "length", "start", "end")},
+                "rank": seg["rank"], "duration": seg["end"] - seg["start"]}
+    return ctx.memo("requests.posix_trace_arrays", compute)
+
+
+def op_masks(op: pl.Series) -> dict:
+    """{"write": mask, "read": mask} of a trace's operation kinds (an Enum: compared by code, no query)."""
+    if isinstance(op.dtype, pl.Enum):
+        codes, kinds = op.to_physical().to_numpy(), op.dtype.categories.to_list()
+        return {k: codes == kinds.index(k) if k in kinds else np.zeros(len(op), dtype=bool) for k in SETS["wr"]}
+    return {k: (op == k).fill_null(False).to_numpy() for k in SETS["wr"]}
 
 
 def stakes(ctx, edges, sets, limit: int) -> dict:
     """The busiest rank's time in the small requests of each flagged set: from the counters per edge
     (time x small share of each record's requests), and from the trace at `limit`."""
     row = {}
-    df = ctx.counters("POSIX")
-    if df is not None and edges:
-        rank = ctx.column("POSIX", "rank")
-        terms = {}
-        for op, OP, OPS_ in OPS:
-            time = ctx.column("POSIX", f"POSIX_F_{OP}_TIME").astype(np.float64)
-            per = np.maximum(ctx.column("POSIX", f"POSIX_{OPS_}"), 1)
-            running = np.zeros(len(rank), dtype=np.int64)
-            for k in range(1, max(edges) + 1):
-                running = running + ctx.column("POSIX", f"POSIX_SIZE_{OP}_{SIZE_BINS[k - 1][0]}")
-                if k in edges:
-                    terms[op, k] = time * running / per
-        for k in edges:
-            for s in sets:
-                est = 0.0
-                for op in SETS[s]:
-                    est = est + terms[op, k]
-                est = np.where(np.isnan(est), 0.0, est)
-                row[f"{P}counter_stake_{s}_{edge_suffix(k)}"] = counter_stake(ctx, rank, est)
+    if ctx.counters("POSIX") is not None and edges:
+        row.update(counter_stakes_per_edge(ctx, edges, sets))
     else:
         row.update({f"{P}counter_stake_{s}_{edge_suffix(k)}": 0.0 for k in edges for s in sets})
     seg = ctx.seg_posix
     row[P + "trace_limit"] = None if seg.is_empty() else limit
     for op, *_ in OPS:
         row[f"{P}trace_incomplete_{op}"] = not ctx.trace_complete("DXT_POSIX", op)
-    total_t = None if seg.is_empty() else ((seg["end"] - seg["start"]).sum() or 0.0)
     for s in sets:
-        share = stake = None
-        if total_t is not None:
-            small = seg.filter((pl.col("length") <= limit) & pl.col("op").is_in(list(SETS[s])))
-            if not small.is_empty():
-                small_t = (small["end"] - small["start"]).sum() or 0.0
-                share = small_t / total_t if total_t > 0 else None
-                stake = dxt_stake(small)
-        row[f"{P}trace_time_share_{s}"], row[f"{P}trace_stake_{s}"] = share, stake
+        row[f"{P}trace_time_share_{s}"], row[f"{P}trace_stake_{s}"] = None, None
+    if seg.is_empty():
+        return row
+    tr = trace_arrays(ctx)
+    total_t = tr["duration"].sum() or 0.0
+    small = tr["length"] <= limit
+    done = []  # (mask, share, stake) of the sets priced: a set of the same requests has the same values
+    for s in sets:
+        mask = small & np.logical_or.reduce([tr[op] for op in SETS[s]])
+        if not mask.any():
+            continue
+        same = next((v for m, *v in done if np.array_equal(m, mask)), None)
+        if same is None:
+            keep = pl.Series(mask)
+            duration = tr["duration"].filter(keep)  # the same floats and order as the filtered frame's
+            small_t = duration.sum() or 0.0
+            same = [small_t / total_t if total_t > 0 else None, rank_stake(tr["rank"].filter(keep), duration)]
+            done.append((mask, *same))
+        row[f"{P}trace_time_share_{s}"], row[f"{P}trace_stake_{s}"] = same
     return row
+
+
+def counter_stakes_per_edge(ctx, edges, sets) -> dict:
+    """`counter_stake` of each flagged set at each edge, all in one pass over the records."""
+    rank = ctx.column("POSIX", "rank")
+    top = max(edges)
+    terms = {}
+    for op, OP, OPS_ in OPS:
+        time = ctx.column("POSIX", f"POSIX_F_{OP}_TIME").astype(np.float64)
+        per = np.maximum(ctx.column("POSIX", f"POSIX_{OPS_}"), 1)
+        running = np.cumsum(bin_counts(ctx, OP, top), axis=1)  # integers: exact
+        terms[op] = time[:, None] * running / per[:, None]
+    cols = [k - 1 for k in edges]
+    per_set = []
+    for s in sets:  # records x edges, the flagged kinds added in order as the rule's expression adds them
+        est = 0.0
+        for op in SETS[s]:
+            est = est + terms[op][:, cols]
+        per_set.append(np.where(np.isnan(est), 0.0, est))
+    values = np.stack(per_set, axis=2).reshape(len(rank), len(cols) * len(sets))  # edge-major, then set
+    names = [f"{P}counter_stake_{s}_{edge_suffix(k)}" for k in edges for s in sets]
+    return dict(zip(names, counter_stakes(ctx, rank, values)))
+
+
+# --- shared with the other request rules (they belong in rules/common.py) -------------------------
+def counter_stakes(ctx, rank: np.ndarray, values: np.ndarray) -> list:
+    """`common.counter_stake` of each column of `values` (records x columns), with the same bits: per-rank
+    sums in record order (as `np.bincount`), the shared records' sums as polars sums them (`float_sums`)."""
+    own = rank >= 0
+    out = np.zeros(values.shape[1])
+    if own.any():
+        per_rank = np.zeros((int(rank[own].max()) + 1, values.shape[1]))
+        np.add.at(per_rank, rank[own], values[own])
+        out = per_rank.max(axis=0)
+    if (~own).any():
+        out = out + float_sums(values[~own]) / ctx.nprocs
+    return [float(v) for v in out]
+
+
+SEQUENTIAL_SUM_BELOW = 128  # polars sums fewer floats than its pairwise block in order, one by one
+
+
+def float_sums(values: np.ndarray) -> np.ndarray:
+    """`context.float_sum` of each column (0.0 for a null or signed zero), without a Series per column."""
+    if len(values) < SEQUENTIAL_SUM_BELOW:
+        sums = np.cumsum(values, axis=0)[-1]
+    else:
+        sums = np.array([pl.Series(values[:, i], dtype=pl.Float64).sum() or 0.0 for i in range(values.shape[1])])
+    return np.where(sums == 0, 0.0, sums)
+
+
+def rank_stake(rank: pl.Series, duration: pl.Series) -> float:
+    """`common.dxt_stake` of the requests with these ranks and durations (one group-by: its float sums)."""
+    if rank.is_empty():
+        return 0.0
+    per_rank = pl.DataFrame({"rank": rank, "t": duration}).group_by("rank").agg(pl.col("t").sum())
+    return float(per_rank["t"].max() or 0.0)
 
 
 def dtypes() -> dict:
