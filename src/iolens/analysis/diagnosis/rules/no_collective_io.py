@@ -50,14 +50,23 @@ def features(ctx, edges=None) -> dict:
 
 
 def _kind_features(ctx, op: str, OPS_: str, OP: str, shared) -> dict:
-    """One kind's features over the files in the `shared` mask (numpy per-file sums: integers, exact)."""
-    total = ctx.per_file_total
-    indep = total("MPI-IO", f"MPIIO_INDEP_{OPS_}")[shared]
-    coll = total("MPI-IO", f"MPIIO_COLL_{OPS_}")[shared]
-    other = total("MPI-IO", f"MPIIO_SPLIT_{OPS_}", f"MPIIO_NB_{OPS_}")[shared]
-    row = {f"{P}independent_{op}s": int(indep.sum()), f"{P}all_{op}s": int((indep + coll + other).sum()),
-           f"{P}mpi_{op}s": int((indep + coll).sum())}
-    below = np.cumsum([int(total("MPI-IO", f"MPIIO_SIZE_{OP}_AGG_{b}")[shared].sum()) for b, _, _ in SIZE_BINS])
+    """One kind's features over the files in the `shared` mask (numpy integer sums: exact)."""
+    if not shared.any():  # no file shared by several ranks (file per process): nothing to count
+        return {f"{P}independent_{op}s": 0, f"{P}all_{op}s": 0, f"{P}mpi_{op}s": 0,
+                **{f"{P}below_{op}s_{k}": 0 for k in range(1, len(SIZE_BINS) + 1)},
+                f"{P}ranks_{op}s": 1, f"{P}files_{op}s": 0, f"{P}stake_{op}": 0.0}
+    _, inv = ctx.file_groups("MPI-IO")
+    recs = shared[inv]  # the records of shared files
+
+    def total(*names) -> int:
+        return int(sum(int(ctx.column("MPI-IO", n)[recs].sum()) for n in names))
+
+    indep = ctx.per_file_total("MPI-IO", f"MPIIO_INDEP_{OPS_}")[shared]
+    coll = total(f"MPIIO_COLL_{OPS_}")
+    other = total(f"MPIIO_SPLIT_{OPS_}", f"MPIIO_NB_{OPS_}")
+    row = {f"{P}independent_{op}s": int(indep.sum()), f"{P}all_{op}s": int(indep.sum()) + coll + other,
+           f"{P}mpi_{op}s": int(indep.sum()) + coll}
+    below = np.cumsum([total(f"MPIIO_SIZE_{OP}_AGG_{b}") for b, _, _ in SIZE_BINS])
     row.update({f"{P}below_{op}s_{k}": int(n) for k, n in enumerate(below, 1)})
     on = np.zeros_like(shared)
     on[shared] = indep > 0  # files with independent requests of this kind
