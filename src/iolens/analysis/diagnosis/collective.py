@@ -176,6 +176,8 @@ def check_collective(ctx) -> list:
 def check_sieving(ctx) -> list:
     # the rule decides (rules/data_sieving.py, shared with the fleet): whether, and how severe
     features, j, stake = sieving.measure(ctx)
+    if j is None:
+        return []  # no file found at the log's thresholds: the rule's `found` is false (no query needed)
     v = one_row({**common_features(ctx), **features}, sieving.rule(ctx.th), "DATA_SIEVING")
     if v["severity"] is None:
         return []
