@@ -22,19 +22,21 @@ def _mpi_table(ctx):
 
 
 def _mpi_table_of(ctx):
-    mpi = ctx.counters("MPI-IO")
-    if mpi is None:
+    if ctx.counters("MPI-IO") is None:
         return None
     large = int(ctx.th.large_request_bytes)
     below = [b for b, lo, _ in SIZE_BINS if lo < large]
-    aggs = []
+    total = ctx.per_file_total  # numpy per-file integer sums: a few records cost less than a group-by
+    ids, _ = ctx.file_groups("MPI-IO")
+    cols = {"file_id": pl.Series(ids, dtype=pl.UInt64)}
     for op, OPS_, OP, B in OPS:
-        aggs += [clip(f"MPIIO_INDEP_{OPS_}").sum().alias(f"indep_{op}s"),
-                 clip(f"MPIIO_COLL_{OPS_}").sum().alias(f"coll_{op}s"),
-                 (clip(f"MPIIO_SPLIT_{OPS_}") + clip(f"MPIIO_NB_{OPS_}")).sum().alias(f"other_{op}s"),
-                 clip(f"MPIIO_BYTES_{B}").sum().alias(f"bytes_{op}"),
-                 pl.sum_horizontal([clip(f"MPIIO_SIZE_{OP}_AGG_{b}") for b in below]).sum().alias(f"below_large_{op}s")]
-    return mpi.group_by("file_id").agg(aggs).join(ctx.ranks_on_file("MPI-IO"), on="file_id")
+        cols[f"indep_{op}s"] = total("MPI-IO", f"MPIIO_INDEP_{OPS_}")
+        cols[f"coll_{op}s"] = total("MPI-IO", f"MPIIO_COLL_{OPS_}")
+        cols[f"other_{op}s"] = total("MPI-IO", f"MPIIO_SPLIT_{OPS_}", f"MPIIO_NB_{OPS_}")
+        cols[f"bytes_{op}"] = total("MPI-IO", f"MPIIO_BYTES_{B}")
+        cols[f"below_large_{op}s"] = total("MPI-IO", *(f"MPIIO_SIZE_{OP}_AGG_{b}" for b in below))
+    cols["nranks"] = collective_rule.mpi_file_ranks(ctx)
+    return pl.DataFrame(cols)
 
 
 # --- NO_COLLECTIVE_IO -------------------------------------------------------------------------------
@@ -174,6 +176,8 @@ def check_collective(ctx) -> list:
 def check_sieving(ctx) -> list:
     # the rule decides (rules/data_sieving.py, shared with the fleet): whether, and how severe
     features, j, stake = sieving.measure(ctx)
+    if j is None:
+        return []  # no file found at the log's thresholds: the rule's `found` is false (no query needed)
     v = one_row({**common_features(ctx), **features}, sieving.rule(ctx.th), "DATA_SIEVING")
     if v["severity"] is None:
         return []

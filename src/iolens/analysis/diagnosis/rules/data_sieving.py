@@ -80,7 +80,12 @@ def stake(ctx, j) -> float:
 
 
 def measure(ctx) -> tuple:
-    """(features, the found files' table or None, the stake)."""
+    """(features, the found files' table or None, the stake): once a log (the rule's features, the check, and
+    REDUNDANT_READS's dedupe all read it)."""
+    return ctx.memo("data_sieving", lambda: _measure(ctx))
+
+
+def _measure(ctx) -> tuple:
     th = ctx.th
     row = {P + "largest_extra": None, P + "at_min_bytes": float(th.sieving_min_bytes),
            P + "at_min_share": float(th.sieving_min_share), P + "extra": None, P + "base": None, P + "stake": None,
@@ -100,7 +105,7 @@ def measure(ctx) -> tuple:
 
 
 def features(ctx, edges=None) -> dict:
-    return measure(ctx)[0]
+    return dict(measure(ctx)[0])
 
 
 def dtypes() -> dict:

@@ -8,10 +8,12 @@ independent of the thresholds.
 """
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
+from .collective_io import mpi_file_ranks
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
 
 THRESHOLDS = ("no_collective_min_ops", "no_collective_min_share", "no_collective_min_ops_per_rank",
@@ -38,42 +40,53 @@ def features(ctx, edges=None) -> dict:
     keys = [f"{P}{k}_{op}s" for op in PARTS for k in ("independent", "mpi", "all", "ranks", "files")]
     keys += [f"{P}stake_{op}" for op in PARTS]
     keys += [f"{P}below_{op}s_{k}" for op in PARTS for k in range(1, len(SIZE_BINS) + 1)]
-    mpi = ctx.counters("MPI-IO")
-    if mpi is None:
+    if ctx.counters("MPI-IO") is None:
         return dict.fromkeys(keys)
-    from ..context import clip
-
-    aggs = []
-    for op, OPS_, OP in OPS:
-        aggs += [clip(f"MPIIO_INDEP_{OPS_}").sum().alias(f"indep_{op}s"),
-                 clip(f"MPIIO_COLL_{OPS_}").sum().alias(f"coll_{op}s"),
-                 (clip(f"MPIIO_SPLIT_{OPS_}") + clip(f"MPIIO_NB_{OPS_}")).sum().alias(f"other_{op}s"),
-                 *[clip(f"MPIIO_SIZE_{OP}_AGG_{b}").sum().alias(f"bin_{op}_{b}") for b, _, _ in SIZE_BINS]]
-    table = mpi.group_by("file_id").agg(aggs).join(ctx.ranks_on_file("MPI-IO"), on="file_id")
-    shared = table.filter(pl.col("nranks") >= 2)
+    shared = mpi_file_ranks(ctx) >= 2
     row = {}
     for op, OPS_, OP in OPS:
-        indep = int(shared[f"indep_{op}s"].sum() or 0)
-        row[f"{P}independent_{op}s"] = indep
-        row[f"{P}all_{op}s"] = int((shared[f"indep_{op}s"] + shared[f"coll_{op}s"] + shared[f"other_{op}s"]).sum() or 0)
-        row[f"{P}mpi_{op}s"] = int((shared[f"indep_{op}s"] + shared[f"coll_{op}s"]).sum() or 0)
-        below = 0
-        for k, (b, _, _) in enumerate(SIZE_BINS, 1):
-            below += int(shared[f"bin_{op}_{b}"].sum() or 0)
-            row[f"{P}below_{op}s_{k}"] = below
-        on = shared.filter(pl.col(f"indep_{op}s") > 0)
-        row[f"{P}ranks_{op}s"] = int(on["nranks"].max() or 1)
-        row[f"{P}files_{op}s"] = on.height
-        stake = 0.0  # no record: what counter_stake gives over none
-        if indep:
-            fids = on["file_id"].to_list()
-            recs = mpi.filter(pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-            every = sum((clip(f"MPIIO_{k}_{OPS_}") for k in ("INDEP", "COLL", "SPLIT", "NB")), pl.lit(0))
-            est = clip(f"MPIIO_F_{OP}_TIME") * clip(f"MPIIO_INDEP_{OPS_}") / pl.max_horizontal(every, pl.lit(1))
-            values = recs.select(est.fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
-            stake = counter_stake(ctx, recs["rank"].to_numpy(), values)
-        row[f"{P}stake_{op}"] = stake
+        row.update(_kind_features(ctx, op, OPS_, OP, shared))
     return row
+
+
+def _kind_features(ctx, op: str, OPS_: str, OP: str, shared) -> dict:
+    """One kind's features over the files in the `shared` mask (numpy integer sums: exact)."""
+    if not shared.any():  # no file shared by several ranks (file per process): nothing to count
+        return {f"{P}independent_{op}s": 0, f"{P}all_{op}s": 0, f"{P}mpi_{op}s": 0,
+                **{f"{P}below_{op}s_{k}": 0 for k in range(1, len(SIZE_BINS) + 1)},
+                f"{P}ranks_{op}s": 1, f"{P}files_{op}s": 0, f"{P}stake_{op}": 0.0}
+    _, inv = ctx.file_groups("MPI-IO")
+    recs = shared[inv]  # the records of shared files
+
+    def total(*names) -> int:
+        return int(sum(int(ctx.column("MPI-IO", n)[recs].sum()) for n in names))
+
+    indep = ctx.per_file_total("MPI-IO", f"MPIIO_INDEP_{OPS_}")[shared]
+    coll = total(f"MPIIO_COLL_{OPS_}")
+    other = total(f"MPIIO_SPLIT_{OPS_}", f"MPIIO_NB_{OPS_}")
+    row = {f"{P}independent_{op}s": int(indep.sum()), f"{P}all_{op}s": int(indep.sum()) + coll + other,
+           f"{P}mpi_{op}s": int(indep.sum()) + coll}
+    below = np.cumsum([total(f"MPIIO_SIZE_{OP}_AGG_{b}") for b, _, _ in SIZE_BINS])
+    row.update({f"{P}below_{op}s_{k}": int(n) for k, n in enumerate(below, 1)})
+    on = np.zeros_like(shared)
+    on[shared] = indep > 0  # files with independent requests of this kind
+    row[f"{P}ranks_{op}s"] = int(mpi_file_ranks(ctx)[on].max()) if on.any() else 1
+    row[f"{P}files_{op}s"] = int(on.sum())
+    row[f"{P}stake_{op}"] = _stake(ctx, OPS_, OP, on) if row[f"{P}independent_{op}s"] else 0.0
+    return row
+
+
+def _stake(ctx, OPS_: str, OP: str, on) -> float:
+    """The busiest rank's time in independent calls on the files in `on`: each record's time in proportion to
+    its independent share of its calls (counters; record order, as `counter_stake` sums)."""
+    col = ctx.column
+    _, inv = ctx.file_groups("MPI-IO")
+    recs = on[inv]
+    every = sum(col("MPI-IO", f"MPIIO_{k}_{OPS_}")[recs] for k in ("INDEP", "COLL", "SPLIT", "NB"))
+    values = col("MPI-IO", f"MPIIO_F_{OP}_TIME")[recs] * col("MPI-IO", f"MPIIO_INDEP_{OPS_}")[recs]
+    values = (values / np.maximum(every, 1)).astype(np.float64)
+    values[np.isnan(values)] = 0.0
+    return counter_stake(ctx, col("MPI-IO", "rank")[recs], values)
 
 
 def dtypes() -> dict:

@@ -26,13 +26,19 @@ OPS = {"write": ("REDUNDANT_WRITES", "WRITTEN", "redundant_writes_"), "read": ("
 def dxt_coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> pl.DataFrame:
     """file_id -> bytes moved and the size of the union of the byte ranges touched (exact overlap), over the
     operations of `seg` (those where `rows` is true, if given: a mask costs less than a filtered copy)."""
+    ids, moved, union = coverage(seg, rows)
+    return pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved, "extent": union})
+
+
+def coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> tuple:
+    """`dxt_coverage` as numpy arrays: (file ids, sorted; bytes moved; union of the ranges touched)."""
     keep = (seg["offset"] >= 0) & (seg["length"] > 0)
     keep = (keep & rows if rows is not None else keep).to_numpy()
     if not keep.any():
-        return pl.DataFrame(schema={"file_id": pl.UInt64, "bytes": pl.Int64, "extent": pl.Int64})
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     fid = seg["file_id"].to_numpy()[keep]
-    files = pl.Series(np.unique(fid), dtype=pl.UInt64)  # sorted
-    codes = np.searchsorted(files.to_numpy(), fid)
+    files = np.unique(fid)  # sorted
+    codes = np.searchsorted(files, fid)
     a = seg["offset"].to_numpy()[keep]
     b = a + seg["length"].to_numpy()[keep]
     nfiles = len(files)
@@ -62,77 +68,95 @@ def dxt_coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> pl.DataFra
             st = np.ones(len(aa), dtype=bool)
             st[1:] = aa[1:] > prev[:-1]
             union[k] = float((np.maximum.reduceat(bb, np.flatnonzero(st)) - aa[st]).sum())
-    return pl.DataFrame({"file_id": files, "bytes": out_bytes.astype(np.int64), "extent": union.astype(np.int64)})
-
-
-def _max_ratio(ctx, ids, moved, extent):
-    """The largest ratio of bytes moved over extent of a data file (the same division as the table's), or
-    None: most logs have no redundant file and skip the per-file table."""
-    keep = (extent > 0) & ~np.isin(ids, np.fromiter(ctx.std_ids, dtype=np.uint64))
-    return float((moved[keep] / extent[keep]).max()) if keep.any() else None
+    return files.astype(np.uint64), out_bytes.astype(np.int64), union.astype(np.int64)
 
 
 def files(ctx, op: str) -> dict:
     """The per-file table of `op` and what it is from: {"source", "table" (or None: no file at the build's
     ratio), "max_ratio"}; None when neither a complete trace of `op` nor POSIX counters say anything."""
-    th = ctx.th
     _, B, _ = OPS[op]
     if ctx.trace_complete("DXT_POSIX", op):
         rows = ctx.seg_posix["op"] == op
         if not rows.any():
             return None
-        table = dxt_coverage(ctx.seg_posix, rows)
+        ids, moved, extent = coverage(ctx.seg_posix, rows)
         source = "dxt"
-        best = _max_ratio(ctx, table["file_id"].to_numpy(), table["bytes"].to_numpy(), table["extent"].to_numpy())
     elif ctx.counters("POSIX") is not None:
         # per file in integers: bytes moved, highest offset touched + 1
         ids, _ = ctx.file_groups("POSIX")
-        moved, extent = ctx.per_file_total("POSIX", f"POSIX_BYTES_{B}"), \
-            np.maximum(ctx.per_file_max("POSIX", f"POSIX_MAX_BYTE_{B}") + 1, 0)
+        moved = ctx.per_file_total("POSIX", f"POSIX_BYTES_{B}")
+        extent = np.maximum(ctx.per_file_max("POSIX", f"POSIX_MAX_BYTE_{B}") + 1, 0)
         source = "counters"
-        best = _max_ratio(ctx, ids, moved, extent)
-        table = None
-        if best is not None and best >= th.redundant_ratio:
-            table = pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved, "extent": extent})
     else:
         return None
-    if best is None or best < th.redundant_ratio:
-        return {"source": source, "table": None, "max_ratio": best}
-    table = table.filter((pl.col("extent") > 0) & pl.col("file_id").is_in(
-        pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()).not_())
-    table = table.with_columns((pl.col("bytes") / pl.col("extent")).alias("ratio"),
-                               (pl.col("bytes") - pl.col("extent")).alias("excess"))
-    bad = table.filter(pl.col("ratio") >= th.redundant_ratio).sort("excess", descending=True)
-    return {"source": source, "table": bad if bad.height else None, "max_ratio": best}
+    return {"source": source, **_redundant_files(ctx, ids, moved, extent)}
+
+
+def _redundant_files(ctx, ids, moved, extent) -> dict:
+    """{"max_ratio": the largest ratio of bytes moved over extent of a data file, or None; "table": the data
+    files at or above the build's ratio, the most excess first, or None} (numpy: most logs have none)."""
+    std = ctx.std_ids  # a handful at most: a set lookup per file costs less than np.isin's set-up
+    keep = (extent > 0) & ~np.array([i in std for i in ids.tolist()], dtype=bool)
+    if not keep.any():
+        return {"table": None, "max_ratio": None}
+    ids, moved, extent = ids[keep], moved[keep], extent[keep]
+    ratio = moved / extent
+    best = float(ratio.max())
+    bad = ratio >= ctx.th.redundant_ratio
+    if not bad.any():
+        return {"table": None, "max_ratio": best}
+    excess = moved - extent
+    order = np.flatnonzero(bad)[np.argsort(-excess[bad], kind="stable")]
+    table = pl.DataFrame({"file_id": pl.Series(ids[order], dtype=pl.UInt64), "bytes": moved[order],
+                          "extent": extent[order], "ratio": ratio[order], "excess": excess[order]})
+    return {"table": table, "max_ratio": best}
 
 
 def stake(ctx, op: str, found: dict) -> float:
     """The busiest rank's time in the excess bytes: each file's op time in proportion to its excess."""
-    from ..context import clip
+    bad = found["table"]
+    ids = bad["file_id"].to_numpy()
+    frac = bad["excess"].to_numpy() / bad["bytes"].to_numpy()
+    if found["source"] == "dxt":
+        seg = ctx.seg_posix
+        fid = seg["file_id"].to_numpy()
+        rows = ((seg["op"] == op).to_numpy()) & _members(fid, ids)
+        if not rows.any():
+            return 0.0
+        times = (seg["end"].to_numpy()[rows] - seg["start"].to_numpy()[rows]) * _lookup(ids, frac, fid[rows])
+        # per-rank float sums stay a polars group-by: its summation gives the bits the fleet has stored
+        per_rank = pl.DataFrame({"rank": seg["rank"].to_numpy()[rows], "t": times})
+        return float(per_rank.group_by("rank").agg(pl.col("t").sum())["t"].max() or 0.0)
     from .common import counter_stake
 
-    bad = found["table"]
-    fids = bad["file_id"].to_list()
-    if found["source"] == "dxt":
-        frac = dict(zip(fids, (bad["excess"] / bad["bytes"]).to_list()))
-        s_ = (ctx.seg_posix.filter((pl.col("op") == op)
-                                   & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-              .with_columns(pl.col("file_id").replace_strict(frac, default=0.0, return_dtype=pl.Float64)
-                            .alias("frac")))
-        return float(s_.group_by("rank").agg(((pl.col("end") - pl.col("start")) * pl.col("frac")).sum().alias("t"))
-                     ["t"].max() or 0.0)
-    ex = bad.select("file_id", (pl.col("excess") / pl.col("bytes")).alias("frac"))
-    recs_ = ctx.counters("POSIX").join(ex, on="file_id", how="inner")
+    fid = ctx.column("POSIX", "file_id")
+    recs = _members(fid, ids)
     OP = "WRITE" if op == "write" else "READ"
-    values = recs_.select((clip(f"POSIX_F_{OP}_TIME") * pl.col("frac")).fill_nan(0.0).fill_null(0.0)
-                          .cast(pl.Float64)).to_series().to_numpy()
-    return counter_stake(ctx, recs_["rank"].to_numpy(), values)
+    values = ctx.column("POSIX", f"POSIX_F_{OP}_TIME")[recs] * _lookup(ids, frac, fid[recs])
+    values[np.isnan(values)] = 0.0
+    return counter_stake(ctx, ctx.column("POSIX", "rank")[recs], values)
+
+
+def _members(values, ids):
+    """np.isin(values, ids): by comparison when small (np.isin's set-up costs ~0.1 ms on a few dozen)."""
+    if len(values) * len(ids) <= 100_000:
+        return (values[:, None] == ids[None, :]).any(axis=1)
+    return np.isin(values, ids)
+
+
+def _lookup(ids, values, keys):
+    """values[i] where ids[i] == key, for each key (every key is among `ids`)."""
+    order = np.argsort(ids)
+    return values[order][np.searchsorted(ids[order], keys)]
 
 
 def sieved(ctx, fids) -> bool:
     """Does DATA_SIEVING (at the log's thresholds) name every one of the insight's listed files?"""
     from ..collective import check_sieving
+    from .data_sieving import measure as sieving
 
+    if sieving(ctx)[1] is None:
+        return False  # DATA_SIEVING finds no file at the log's thresholds: it names none (no insight to build)
     try:
         named = {f for i in check_sieving(ctx) for f in i.evidence.files}
     except Exception:  # noqa: BLE001 - a failing check reports nothing: nothing to dedupe against
