@@ -1,7 +1,7 @@
 """LUSTRE_STRIPING and OST_IMBALANCE: how the files are laid out over Lustre OSTs."""
 from __future__ import annotations
 
-
+import numpy as np
 import polars as pl
 
 from . import recommendations as rec
@@ -20,17 +20,17 @@ def check_striping(ctx) -> list:
     judged = one_row({**common_features(ctx), **row}, lustre_striping.rule(th))
     if judged["severity"] is None:
         return []
-    bad = lustre_striping.candidates(ctx).filter(pl.col("extent") >= th.lustre_large_file_bytes)
-    top = bad.row(0, named=True)
-    fids = bad["file_id"].to_list()
-    size, writers, name = judged["largest"], judged["ranks"], ctx.name(top["file_id"])
-    request = _dominant_request(ctx, top["file_id"])
+    c = lustre_striping.candidates(ctx)
+    bad = c.take(np.flatnonzero(c.extent >= th.lustre_large_file_bytes))
+    fids = bad.file_id.tolist()
+    size, writers, name = judged["largest"], judged["ranks"], ctx.name(fids[0])
+    request = _dominant_request(ctx, fids[0])
     count = rec.stripe_count_for(size, writers)
     stripe = rec.stripe_size_for(request)
     metrics = {"files": len(fids), "largest_file_bytes": size, "ranks_on_file": writers,
-               "stripe_count": int(top["stripe_count"]), "stripe_size": int(top["stripe_size"]),
+               "stripe_count": int(bad.stripe_count[0]), "stripe_size": int(bad.stripe_size[0]),
                "recommended_stripe_count": count, "recommended_stripe_size": stripe,
-               "bytes_on_single_stripe_files": int(bad["bytes"].sum())}
+               "bytes_on_single_stripe_files": int(bad.bytes.sum())}
     if request:
         metrics["dominant_request_bytes"] = request
     title = lustre_striping.title(judged, th)
@@ -88,7 +88,7 @@ def check_ost_imbalance(ctx) -> list:
                f"{len(heavy_osts)} OST(s) (" + ", ".join(map(str, heavy_osts[:8])) + ") carry at least "
                f"{th.ost_imbalance_ratio:g}× the mean, so the slowest server sets the pace. "
                f"{len(fids)} file(s) have data on OST {heaviest}.")
-    big = max((int(x) for x in (lustre_striping.layouts(ctx)["stripe_count"].max(),)), default=1)
+    big = int(lustre_striping.layouts(ctx).stripe_count.max())
     recs = [rec.Recommendation(
         "Spread the data over more OSTs",
         "Stripe the large files over several OSTs so their bytes spread evenly, and let Lustre choose the "

@@ -40,22 +40,31 @@ def bytes_per_ost(ctx) -> tuple:
                 per_ost[int(ost)] += b
                 files_on[int(ost)].append((b, fid))
     if source == "counters":
-        j = layouts(ctx).join(file_sizes(ctx), on="file_id", how="inner").filter(pl.col("bytes") > 0)
-        for fid, size, count, osts, extent, nbytes in j.select(
-                "file_id", "stripe_size", "stripe_count", "osts", "extent", "bytes").iter_rows():
-            osts = list(osts or [])
-            if not osts:
-                continue
-            stripes = max(1, -(-max(int(extent), 1) // int(size)))
-            c = len(osts)
-            share = np.full(c, stripes // c, dtype=float)
-            share[: stripes % c] += 1
-            share /= share.sum()
-            for ost, f in zip(osts, share):
-                if f > 0:
-                    per_ost[int(ost)] += nbytes * f
-                    files_on[int(ost)].append((nbytes * f, fid))
+        _spread_by_layout(ctx, per_ost, files_on)
     return per_ost, files_on, source
+
+
+def _spread_by_layout(ctx, per_ost, files_on) -> None:
+    """Each file's POSIX bytes spread over its layout's OSTs by its stripes (files in id order)."""
+    lay, sizes = layouts(ctx), file_sizes(ctx)
+    if sizes is None:
+        return
+    ids, extent, nbytes, _ = sizes
+    at = np.minimum(np.searchsorted(ids, lay.file_id), len(ids) - 1)
+    for i in np.flatnonzero((ids[at] == lay.file_id) & (nbytes[at] > 0)).tolist():
+        osts, k = lay.osts[i], int(at[i])
+        if not len(osts):
+            continue
+        fid, nb = int(lay.file_id[i]), int(nbytes[k])
+        stripes = max(1, -(-max(int(extent[k]), 1) // int(lay.stripe_size[i])))
+        c = len(osts)
+        share = np.full(c, stripes // c, dtype=float)
+        share[: stripes % c] += 1
+        share /= share.sum()
+        for ost, f in zip(osts.tolist(), share):
+            if f > 0:
+                per_ost[ost] += nb * f
+                files_on[ost].append((nb * f, fid))
 
 
 def measure(ctx) -> tuple:
@@ -63,7 +72,7 @@ def measure(ctx) -> tuple:
     Lustre layouts or with fewer than two OSTs."""
     row = {P + n: None for n in ("osts", "bytes", "mean_bytes", "max_bytes", "heaviest", "posix_bytes",
                                  "from_trace", "striped_files_extent")}
-    if layouts(ctx).is_empty():
+    if layouts(ctx) is None:
         return row, {}, [], "counters"
     per_ost, files_on, source = bytes_per_ost(ctx)
     if len(per_ost) < 2:
@@ -82,14 +91,14 @@ def striped_extent(ctx, fids):
     """The smallest extent of the insight's first `NAMED` files if LUSTRE_STRIPING would name every one of
     them once their size counts as large (single-stripe, shared, among its `LISTED` largest); else None."""
     c = candidates(ctx)
-    if not fids or c.is_empty():
+    if not fids or not len(c):
         return None
     names = [ctx.name(f) for f in fids[:LISTED]][:NAMED]
-    extents = c["extent"].to_numpy()  # largest first
+    extents = c.extent  # largest first
     # a file's place among the large files, at any limit up to its extent: the candidates strictly larger
     larger = np.searchsorted(-extents, -extents, side="left")
     listed = {}
-    for fid, extent, above in zip(c["file_id"].to_list(), extents.tolist(), larger.tolist()):
+    for fid, extent, above in zip(c.file_id.tolist(), extents.tolist(), larger.tolist()):
         if above < LISTED:
             listed.setdefault(ctx.name(fid), extent)
     if not all(n in listed for n in names):

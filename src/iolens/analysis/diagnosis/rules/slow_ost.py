@@ -8,6 +8,7 @@ by the first entry that passes it.
 """
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .common import COMMON_THRESHOLDS, matters
@@ -28,14 +29,17 @@ def records(ctx):
 
     lay = layouts(ctx)
     p = ctx.counters("POSIX")
-    if lay.is_empty() or p is None:
+    if lay is None or p is None:
         return None
     # at least 4 OSTs each with a record of >= 1 MiB taking time: count such records first (same arithmetic)
     b = ctx.column("POSIX", "POSIX_BYTES_READ") + ctx.column("POSIX", "POSIX_BYTES_WRITTEN")
     t = ctx.column("POSIX", "POSIX_F_READ_TIME") + ctx.column("POSIX", "POSIX_F_WRITE_TIME")
     if int(((b >= MIN_BYTES) & (t > 0)).sum()) < 4:
         return None
-    single = lay.filter(pl.col("stripe_count") == 1).select("file_id", pl.col("osts").list.first().alias("ost"))
+    one = np.flatnonzero(lay.stripe_count == 1)
+    single = pl.DataFrame({"file_id": pl.Series(lay.file_id[one], dtype=pl.UInt64),
+                           "ost": pl.Series([int(lay.osts[i][0]) if len(lay.osts[i]) else None for i in one.tolist()],
+                                            dtype=pl.Int64)})
     return (p.with_columns((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).alias("b"),
                            (clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")).alias("t"))
             .select("file_id", "rank", "b", "t").join(single, on="file_id", how="inner")
