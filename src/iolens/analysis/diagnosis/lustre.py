@@ -74,6 +74,9 @@ def check_ost_imbalance(ctx) -> list:
     row, per_ost, fids, source = ost_imbalance.measure(ctx)
     if row[ost_imbalance.P + "osts"] is None:  # fewer than two OSTs: nothing to judge
         return []
+    total, mean, top = (row[ost_imbalance.P + n] for n in ("bytes", "mean_bytes", "max_bytes"))
+    if total < th.ost_min_bytes or not mean > 0 or top / mean < th.ost_imbalance_ratio:
+        return []  # even enough: the rule cannot find it, no query
     judged = one_row({**common_features(ctx), **row}, ost_imbalance.rule(th))
     if judged["severity"] is None:
         return []
@@ -110,6 +113,8 @@ def check_slow_ost(ctx) -> list:
     entries = slow_ost.osts(per)
     if not entries:  # fewer than four OSTs to compare: nothing to judge
         return []
+    if not any(e["files"] >= th.slow_ost_min_files and e["ratio"] >= th.slow_ost_ratio for e in entries):
+        return []  # no OST passes the rule's thresholds: no query
     judged = one_row({**common_features(ctx), slow_ost.P + "osts": entries or None}, slow_ost.rule(th))
     if judged["severity"] is None:
         return []

@@ -18,6 +18,9 @@ def check(ctx) -> list:
     row, per_rank = metadata_heavy.measure(ctx)
     if row["metadata_heavy_meta_time"] + row["metadata_heavy_data_time"] <= 0:  # no POSIX/STDIO time to judge
         return []
+    tiny = row["metadata_heavy_tiny_files"]
+    if row["metadata_heavy_max_rank_meta_time"] < th.min_stake_floor and (tiny is None or tiny < th.tiny_files_min):
+        return []  # the time part does not matter (`matters`) and too few tiny files: the rule cannot find it
     judged = one_row({**common_features(ctx), **row}, metadata_heavy.rule(th))
     if judged["severity"] is None:
         return []
