@@ -122,8 +122,9 @@ def check_slow_ost(ctx) -> list:
     top = judged["top"]
     ost, ratio, med, others = top["ost"], top["ratio"], top["seconds_per_gib"], top["typical_seconds_per_gib"]
     files, tmax, nbytes = top["files"], top["slowest_time"], top["bytes"]
-    on = rec_.filter(pl.col("ost").is_in(slow_ids)).sort("t", descending=True)
-    ranks = [r for r in on["rank"].unique(maintain_order=True).to_list() if r >= 0][:32]
+    on = np.flatnonzero(np.isin(rec_.ost, slow_ids))
+    on = on[np.argsort(-rec_.t[on], kind="stable")]  # slowest first
+    ranks = [r for r in _first_seen(rec_.rank[on]) if r >= 0][:32]
     metrics = {"ost": ost, "slowdown": ratio, "seconds_per_gib": med, "typical_seconds_per_gib": others,
                "files_on_ost": files, "bytes_on_ost": nbytes, "slowest_file_time_s": tmax,
                "slow_osts": len(slow_ids), "osts_compared": per.height}
@@ -142,6 +143,12 @@ def check_slow_ost(ctx) -> list:
         f"lfs df -h <mount>                      # is OST {ost} full or degraded?\n"
         f"lfs setstripe -c 4 -S 1M <output-dir>  # spread each file over several OSTs", "shell")]
     return [Insight("SLOW_OST", judged["severity"], title, summary,
-                    Evidence(ranks=ranks, files=ctx.names_of(on["file_id"].unique(maintain_order=True).to_list()),
+                    Evidence(ranks=ranks, files=ctx.names_of(_first_seen(rec_.file_id[on])),
                              time_window=None, metrics=metrics),
                     recs, source="counters", partial=False, score=judged["score"])]
+
+
+def _first_seen(values: np.ndarray) -> list:
+    """The distinct values in the order first met."""
+    _, first = np.unique(values, return_index=True)
+    return values[np.sort(first)].tolist()

@@ -132,9 +132,10 @@ def candidates(ctx):
 
 
 def _candidates_of(ctx):
-    lay, sizes = layouts(ctx), file_sizes(ctx)
+    lay = layouts(ctx)
+    sizes = None if lay is None else file_sizes(ctx)
     empty = np.zeros(0, dtype=np.int64)
-    if lay is None or sizes is None:
+    if sizes is None:
         return Candidates(np.zeros(0, dtype=np.uint64), *([empty] * 5))
     ids, extent, nbytes, nranks = sizes
     at = np.minimum(np.searchsorted(ids, lay.file_id), len(ids) - 1)
