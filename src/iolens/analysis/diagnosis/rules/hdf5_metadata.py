@@ -23,7 +23,14 @@ ALL_EDGES = range(1, len(EDGE_NAMES) + 1)  # 100 B .. 1 GiB and every bin: a lim
 
 
 def hdf5_files(ctx) -> list:
-    return [f for f in set(ctx.names) if ctx.is_data(f) and ctx.file_kind(f) == "hdf5"]
+    """The data files `Context.file_kind` calls 'hdf5' (in H5F, in H5D, or named so), in the same order."""
+    from ..context import HDF5_SUFFIXES
+
+    h5 = ctx.ids_in("H5F") | ctx.ids_in("H5D", "file_rec_id")
+    h5 |= {f for f, name in ctx.names.items() if name.lower().endswith(HDF5_SUFFIXES)}
+    if not h5:
+        return []
+    return [f for f in set(ctx.names) if f in h5 and ctx.is_data(f)]
 
 
 def times(ctx) -> dict:
@@ -61,11 +68,12 @@ def small_writes(ctx, fids, edges) -> dict:
 
 def _traced_writes(ctx, fids) -> dict:
     limit = int(ctx.th.hdf5_meta_request_bytes)
-    ids = pl.Series(fids, dtype=pl.UInt64).implode()
-    s = ctx.seg_posix.filter((pl.col("op") == "write") & pl.col("file_id").is_in(ids))
-    sm = s.filter(pl.col("length") <= limit)
-    return {P + "writes": s.height, P + "from_trace": True, P + "trace_limit": limit,
-            P + "trace_small_writes": sm.height, P + "trace_stake": dxt_stake(sm) if sm.height else 0.0}
+    seg = ctx.seg_posix
+    writes = (seg["op"] == "write").to_numpy() & np.isin(seg["file_id"].to_numpy(), np.asarray(fids, dtype=np.uint64))
+    small = np.flatnonzero(writes & (seg["length"].to_numpy() <= limit))
+    return {P + "writes": int(writes.sum()), P + "from_trace": True, P + "trace_limit": limit,
+            P + "trace_small_writes": len(small),
+            P + "trace_stake": dxt_stake(seg.select("rank", "start", "end")[small]) if len(small) else 0.0}
 
 
 def _counted_writes(ctx, fids, edges) -> dict:
