@@ -15,7 +15,8 @@ def check_striping(ctx) -> list:
     # the rule decides (rules/lustre_striping.py, shared with the fleet)
     th = ctx.th
     row = lustre_striping.features(ctx)
-    if row[lustre_striping.P + "extents"] is None:  # no shared single-stripe file: nothing to judge
+    extents = row[lustre_striping.P + "extents"]
+    if extents is None or extents[0] < int(th.lustre_large_file_bytes):  # none large: the rule cannot find it
         return []
     judged = one_row({**common_features(ctx), **row}, lustre_striping.rule(th))
     if judged["severity"] is None:
