@@ -52,8 +52,8 @@ def layouts(ctx):
 
 def _lustre_records(log) -> tuple:
     """(file_id, component, stripe_size, stripe_count, OST lists) per layout component: the reader's arrays
-    of a Darshan log (no table built), else the log's `lustre` table (Recorder, merged logs)."""
-    recs = getattr(log.raw, "lustre", None)
+    of a Darshan log (no table built), else the log's `lustre` table (Recorder, a job's `JobLog`)."""
+    recs = getattr(getattr(log, "raw", None), "lustre", None)
     if recs is not None:
         if not len(recs.file_id):
             return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + ([],)
