@@ -7,8 +7,20 @@ from . import recommendations as rec
 from .context import MAX_RANKS
 from .insight import Evidence, Insight
 from .rules import hdf5_metadata, one_row
-from .rules.common import common_features, edge_index
+from .rules.common import common_features, edge_index, edge_suffix
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_time
+
+
+def _unimportant(row, th, k) -> bool:
+    """Neither of the rule's parts can matter (`matters` fails on the time per rank, and on the small writes'
+    stake or there are no writes): the rule would not find it, so no query is run."""
+    P = hdf5_metadata.P
+    if row[P + "meta_time_per_rank"] >= th.min_stake_floor:
+        return False
+    if not row[P + "writes"]:
+        return True
+    stake = row[P + "trace_stake"] if row[P + "from_trace"] else row[f"{P}counter_stake_{edge_suffix(k)}"] if k else 0.0
+    return stake is not None and stake < th.min_stake_floor
 
 
 def check(ctx) -> list:
@@ -19,6 +31,8 @@ def check(ctx) -> list:
         return []
     limit = int(th.hdf5_meta_request_bytes)
     row = {**hdf5_metadata.times(ctx), **hdf5_metadata.small_writes(ctx, fids, [k for k in (edge_index(limit),) if k])}
+    if _unimportant(row, th, edge_index(limit)):
+        return []
     judged = one_row({**common_features(ctx), **row}, hdf5_metadata.rule(th))
     if judged["severity"] is None:
         return []

@@ -14,10 +14,12 @@ from .units import fmt_bytes, fmt_count, fmt_time
 def check_fsync(ctx) -> list:
     # the rule decides (rules/fsync_heavy.py, shared with the fleet)
     p = ctx.counters("POSIX")
-    features = {**common_features(ctx), **fsync_heavy.features(ctx)}
     if p is None:  # nothing to judge
         return []
-    judged = one_row(features, fsync_heavy.rule(ctx.th))
+    row = fsync_heavy.features(ctx)
+    if row[fsync_heavy.P + "syncs"] < ctx.th.fsync_min_count:  # the rule's first test fails: no query
+        return []
+    judged = one_row({**common_features(ctx), **row}, fsync_heavy.rule(ctx.th))
     if judged["severity"] is None:
         return []
     syncs, writes = judged["syncs"], judged["writes"]
@@ -42,6 +44,8 @@ def check_stdio(ctx) -> list:
     row, t, per_rank = stdio_heavy.measure(ctx)
     if t is None:
         return []
+    if row[stdio_heavy.P + "bytes"] < ctx.th.stdio_min_bytes and row[stdio_heavy.P + "max_rank_time"] < 1.0:
+        return []  # neither of the rule's two tests can pass (bytes, or a busiest rank's second): no query
     judged = one_row({**common_features(ctx), **row}, stdio_heavy.rule(ctx.th))
     if judged["severity"] is None:
         return []

@@ -1,7 +1,7 @@
 """LUSTRE_STRIPING and OST_IMBALANCE: how the files are laid out over Lustre OSTs."""
 from __future__ import annotations
 
-
+import numpy as np
 import polars as pl
 
 from . import recommendations as rec
@@ -15,22 +15,23 @@ def check_striping(ctx) -> list:
     # the rule decides (rules/lustre_striping.py, shared with the fleet)
     th = ctx.th
     row = lustre_striping.features(ctx)
-    if row[lustre_striping.P + "extents"] is None:  # no shared single-stripe file: nothing to judge
+    extents = row[lustre_striping.P + "extents"]
+    if extents is None or extents[0] < int(th.lustre_large_file_bytes):  # none large: the rule cannot find it
         return []
     judged = one_row({**common_features(ctx), **row}, lustre_striping.rule(th))
     if judged["severity"] is None:
         return []
-    bad = lustre_striping.candidates(ctx).filter(pl.col("extent") >= th.lustre_large_file_bytes)
-    top = bad.row(0, named=True)
-    fids = bad["file_id"].to_list()
-    size, writers, name = judged["largest"], judged["ranks"], ctx.name(top["file_id"])
-    request = _dominant_request(ctx, top["file_id"])
+    c = lustre_striping.candidates(ctx)
+    bad = c.take(np.flatnonzero(c.extent >= th.lustre_large_file_bytes))
+    fids = bad.file_id.tolist()
+    size, writers, name = judged["largest"], judged["ranks"], ctx.name(fids[0])
+    request = _dominant_request(ctx, fids[0])
     count = rec.stripe_count_for(size, writers)
     stripe = rec.stripe_size_for(request)
     metrics = {"files": len(fids), "largest_file_bytes": size, "ranks_on_file": writers,
-               "stripe_count": int(top["stripe_count"]), "stripe_size": int(top["stripe_size"]),
+               "stripe_count": int(bad.stripe_count[0]), "stripe_size": int(bad.stripe_size[0]),
                "recommended_stripe_count": count, "recommended_stripe_size": stripe,
-               "bytes_on_single_stripe_files": int(bad["bytes"].sum())}
+               "bytes_on_single_stripe_files": int(bad.bytes.sum())}
     if request:
         metrics["dominant_request_bytes"] = request
     title = lustre_striping.title(judged, th)
@@ -74,6 +75,9 @@ def check_ost_imbalance(ctx) -> list:
     row, per_ost, fids, source = ost_imbalance.measure(ctx)
     if row[ost_imbalance.P + "osts"] is None:  # fewer than two OSTs: nothing to judge
         return []
+    total, mean, top = (row[ost_imbalance.P + n] for n in ("bytes", "mean_bytes", "max_bytes"))
+    if total < th.ost_min_bytes or not mean > 0 or top / mean < th.ost_imbalance_ratio:
+        return []  # even enough: the rule cannot find it, no query
     judged = one_row({**common_features(ctx), **row}, ost_imbalance.rule(th))
     if judged["severity"] is None:
         return []
@@ -88,7 +92,7 @@ def check_ost_imbalance(ctx) -> list:
                f"{len(heavy_osts)} OST(s) (" + ", ".join(map(str, heavy_osts[:8])) + ") carry at least "
                f"{th.ost_imbalance_ratio:g}× the mean, so the slowest server sets the pace. "
                f"{len(fids)} file(s) have data on OST {heaviest}.")
-    big = max((int(x) for x in (lustre_striping.layouts(ctx)["stripe_count"].max(),)), default=1)
+    big = int(lustre_striping.layouts(ctx).stripe_count.max())
     recs = [rec.Recommendation(
         "Spread the data over more OSTs",
         "Stripe the large files over several OSTs so their bytes spread evenly, and let Lustre choose the "
@@ -110,6 +114,8 @@ def check_slow_ost(ctx) -> list:
     entries = slow_ost.osts(per)
     if not entries:  # fewer than four OSTs to compare: nothing to judge
         return []
+    if not any(e["files"] >= th.slow_ost_min_files and e["ratio"] >= th.slow_ost_ratio for e in entries):
+        return []  # no OST passes the rule's thresholds: no query
     judged = one_row({**common_features(ctx), slow_ost.P + "osts": entries or None}, slow_ost.rule(th))
     if judged["severity"] is None:
         return []
@@ -117,8 +123,9 @@ def check_slow_ost(ctx) -> list:
     top = judged["top"]
     ost, ratio, med, others = top["ost"], top["ratio"], top["seconds_per_gib"], top["typical_seconds_per_gib"]
     files, tmax, nbytes = top["files"], top["slowest_time"], top["bytes"]
-    on = rec_.filter(pl.col("ost").is_in(slow_ids)).sort("t", descending=True)
-    ranks = [r for r in on["rank"].unique(maintain_order=True).to_list() if r >= 0][:32]
+    on = np.flatnonzero(np.isin(rec_.ost, slow_ids))
+    on = on[np.argsort(-rec_.t[on], kind="stable")]  # slowest first
+    ranks = [r for r in _first_seen(rec_.rank[on]) if r >= 0][:32]
     metrics = {"ost": ost, "slowdown": ratio, "seconds_per_gib": med, "typical_seconds_per_gib": others,
                "files_on_ost": files, "bytes_on_ost": nbytes, "slowest_file_time_s": tmax,
                "slow_osts": len(slow_ids), "osts_compared": per.height}
@@ -137,6 +144,12 @@ def check_slow_ost(ctx) -> list:
         f"lfs df -h <mount>                      # is OST {ost} full or degraded?\n"
         f"lfs setstripe -c 4 -S 1M <output-dir>  # spread each file over several OSTs", "shell")]
     return [Insight("SLOW_OST", judged["severity"], title, summary,
-                    Evidence(ranks=ranks, files=ctx.names_of(on["file_id"].unique(maintain_order=True).to_list()),
+                    Evidence(ranks=ranks, files=ctx.names_of(_first_seen(rec_.file_id[on])),
                              time_window=None, metrics=metrics),
                     recs, source="counters", partial=False, score=judged["score"])]
+
+
+def _first_seen(values: np.ndarray) -> list:
+    """The distinct values in the order first met."""
+    _, first = np.unique(values, return_index=True)
+    return values[np.sort(first)].tolist()

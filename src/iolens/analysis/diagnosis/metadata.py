@@ -12,16 +12,27 @@ from .rules.common import common_features
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 
 
+def _cannot_find(row, th) -> bool:
+    """The time part is below its share or does not matter (`matters`), and too few tiny files: the rule
+    cannot find it, so no query is run."""
+    meta, data, tiny = (row["metadata_heavy_" + n] for n in ("meta_time", "data_time", "tiny_files"))
+    worst = row["metadata_heavy_max_rank_meta_time"]
+    small = meta / (meta + data) < th.metadata_min_share or worst < th.min_stake_floor
+    return small and (tiny is None or tiny < th.tiny_files_min)
+
+
 def check(ctx) -> list:
     # the rule decides (rules/metadata_heavy.py, shared with the fleet)
     th = ctx.th
     row, per_rank = metadata_heavy.measure(ctx)
-    if row["metadata_heavy_meta_time"] + row["metadata_heavy_data_time"] <= 0:  # no POSIX/STDIO time to judge
+    meta, data = row["metadata_heavy_meta_time"], row["metadata_heavy_data_time"]
+    if meta + data <= 0:  # no POSIX/STDIO time to judge
+        return []
+    if _cannot_find(row, th):
         return []
     judged = one_row({**common_features(ctx), **row}, metadata_heavy.rule(th))
     if judged["severity"] is None:
         return []
-    meta, data = row["metadata_heavy_meta_time"], row["metadata_heavy_data_time"]
     counts = {"opens": 0, "stats": 0, "seeks": 0}
     files_meta = []
     for module, p in (("POSIX", "POSIX"), ("STDIO", "STDIO")):

@@ -10,6 +10,7 @@ build's limit (`hdf5_metadata_trace_limit`), and another limit needs the trace a
 """
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from ....model.darshan import SIZE_BINS
@@ -22,23 +23,29 @@ ALL_EDGES = range(1, len(EDGE_NAMES) + 1)  # 100 B .. 1 GiB and every bin: a lim
 
 
 def hdf5_files(ctx) -> list:
-    return [f for f in set(ctx.names) if ctx.is_data(f) and ctx.file_kind(f) == "hdf5"]
+    """The data files `Context.file_kind` calls 'hdf5' (in H5F, in H5D, or named so), in the same order."""
+    from ..context import HDF5_SUFFIXES
+
+    h5 = ctx.ids_in("H5F") | ctx.ids_in("H5D", "file_rec_id")
+    h5 |= {f for f, name in ctx.names.items() if name.lower().endswith(HDF5_SUFFIXES)}
+    if not h5:
+        return []
+    return [f for f in set(ctx.names) if f in h5 and ctx.is_data(f)]
 
 
 def times(ctx) -> dict:
     """HDF5's metadata and data seconds (H5F, H5D), its flushes, and the metadata seconds per rank."""
-    from ..context import clip
+    from ..context import float_sum
 
-    h5f, h5d = ctx.counters("H5F"), ctx.counters("H5D")
     meta_t = data_t = 0.0
     flushes = 0
-    if h5f is not None:
-        meta_t += float(h5f.select(clip("H5F_F_META_TIME").sum()).item() or 0)
-        flushes += int(h5f.select(clip("H5F_FLUSHES").sum()).item() or 0)
-    if h5d is not None:
-        meta_t += float(h5d.select(clip("H5D_F_META_TIME").sum()).item() or 0)
-        data_t += float(h5d.select((clip("H5D_F_READ_TIME") + clip("H5D_F_WRITE_TIME")).sum()).item() or 0)
-        flushes += int(h5d.select(clip("H5D_FLUSHES").sum()).item() or 0)
+    if ctx.counters("H5F") is not None:
+        meta_t += float(float_sum(ctx.column("H5F", "H5F_F_META_TIME")) or 0)
+        flushes += ctx.total("H5F", "H5F_FLUSHES")
+    if ctx.counters("H5D") is not None:
+        meta_t += float(float_sum(ctx.column("H5D", "H5D_F_META_TIME")) or 0)
+        data_t += float(float_sum(ctx.column("H5D", "H5D_F_READ_TIME") + ctx.column("H5D", "H5D_F_WRITE_TIME")) or 0)
+        flushes += ctx.total("H5D", "H5D_FLUSHES")
     return {P + "meta_time": meta_t, P + "data_time": data_t, P + "meta_time_per_rank": meta_t / ctx.nprocs,
             P + "flushes": flushes}
 
@@ -46,35 +53,49 @@ def times(ctx) -> dict:
 def small_writes(ctx, fids, edges) -> dict:
     """The POSIX writes to the HDF5 files `fids`, and the small ones with the busiest rank's time in them:
     from a complete trace at `hdf5_meta_request_bytes`, else from the counters per size-bin edge."""
-    from ..context import clip
-
-    limit = int(ctx.th.hdf5_meta_request_bytes)
     row = {P + "writes": None, P + "from_trace": False, P + "trace_limit": None, P + "trace_small_writes": None,
            P + "trace_stake": None}
     row.update({f"{P}small_writes_{edge_suffix(k)}": None for k in edges})
     row.update({f"{P}counter_stake_{edge_suffix(k)}": None for k in edges})
+    if not fids:  # no HDF5 file: the trace is not even looked at
+        return row
+    if not ctx.seg_posix.is_empty() and ctx.trace_complete("DXT_POSIX", "write"):
+        row.update(_traced_writes(ctx, fids))
+    elif ctx.counters("POSIX") is not None:
+        row.update(_counted_writes(ctx, fids, edges))
+    return row
+
+
+def _traced_writes(ctx, fids) -> dict:
+    limit = int(ctx.th.hdf5_meta_request_bytes)
     seg = ctx.seg_posix
-    ids = pl.Series(fids, dtype=pl.UInt64).implode()
-    if fids and not seg.is_empty() and ctx.trace_complete("DXT_POSIX", "write"):
-        s = seg.filter((pl.col("op") == "write") & pl.col("file_id").is_in(ids))
-        sm = s.filter(pl.col("length") <= limit)
-        row.update({P + "writes": s.height, P + "from_trace": True, P + "trace_limit": limit,
-                    P + "trace_small_writes": sm.height, P + "trace_stake": dxt_stake(sm) if sm.height else 0.0})
-    elif fids and ctx.counters("POSIX") is not None:
-        p = ctx.counters("POSIX").filter(pl.col("file_id").is_in(ids))
-        total = int(p.select(clip("POSIX_WRITES").sum()).item() or 0)
-        row[P + "writes"] = total
-        rank = p["rank"].to_numpy()
-        running = 0
-        for k in range(1, max(edges, default=0) + 1):
-            running += int(p.select(clip(f"POSIX_SIZE_WRITE_{SIZE_BINS[k - 1][0]}").sum()).item() or 0)
-            if k not in edges:
-                continue
-            row[f"{P}small_writes_{edge_suffix(k)}"] = running
-            if total:
-                est = clip("POSIX_F_WRITE_TIME") * (running / total)
-                values = p.select(est.fill_nan(0.0).fill_null(0.0).cast(pl.Float64)).to_series().to_numpy()
-                row[f"{P}counter_stake_{edge_suffix(k)}"] = counter_stake(ctx, rank, values)
+    writes = (seg["op"] == "write").to_numpy() & np.isin(seg["file_id"].to_numpy(), np.asarray(fids, dtype=np.uint64))
+    small = np.flatnonzero(writes & (seg["length"].to_numpy() <= limit))
+    return {P + "writes": int(writes.sum()), P + "from_trace": True, P + "trace_limit": limit,
+            P + "trace_small_writes": len(small),
+            P + "trace_stake": dxt_stake(seg.select("rank", "start", "end")[small]) if len(small) else 0.0}
+
+
+def _counted_writes(ctx, fids, edges) -> dict:
+    """The writes to `fids` and, per edge, those in the size bins below it with the busiest rank's estimated
+    time in them (its write time × their share of its writes), from the counters (numpy: the same integer
+    sums and per-record products as a query)."""
+    mine = np.isin(ctx.column("POSIX", "file_id"), np.asarray(fids, dtype=np.uint64))
+    total = int(ctx.column("POSIX", "POSIX_WRITES")[mine].sum())
+    row = {P + "writes": total}
+    rank, wtime = ctx.column("POSIX", "rank")[mine], ctx.column("POSIX", "POSIX_F_WRITE_TIME")[mine]
+    stakes = {}  # small writes -> stake: edges without writes between them share it
+    running = 0
+    for k in range(1, max(edges, default=0) + 1):
+        running += int(ctx.column("POSIX", f"POSIX_SIZE_WRITE_{SIZE_BINS[k - 1][0]}")[mine].sum())
+        if k not in edges:
+            continue
+        row[f"{P}small_writes_{edge_suffix(k)}"] = running
+        if total:
+            if running not in stakes:
+                est = wtime * (running / total)
+                stakes[running] = counter_stake(ctx, rank, np.where(np.isnan(est), 0.0, est))
+            row[f"{P}counter_stake_{edge_suffix(k)}"] = stakes[running]
     return row
 
 

@@ -7,6 +7,9 @@ The largest candidate's ranks name the title (the largest file is the same at an
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
+import numpy as np
 import polars as pl
 
 from ..units import fmt_bytes
@@ -16,63 +19,149 @@ THRESHOLDS = ("lustre_large_file_bytes",) + COMMON_THRESHOLDS
 P = "lustre_striping_"
 
 
-def layouts(ctx) -> pl.DataFrame:
-    """One Lustre layout per file (its first component with a stripe size)."""
-    return ctx.memo("lustre_layouts", lambda: _layouts_of(ctx))
+@dataclass
+class Layouts:
+    """One Lustre layout per file (its first component with a stripe size), files in id order."""
+    file_id: np.ndarray  # uint64, sorted
+    stripe_size: np.ndarray
+    stripe_count: np.ndarray
+    osts: list  # per file, its OST ids (numpy)
 
 
-def _layouts_of(ctx) -> pl.DataFrame:
-    lus = ctx.log.lustre
+@dataclass
+class Candidates:
+    """LUSTRE_STRIPING's candidate files (see `candidates`), one entry per file, largest first."""
+    file_id: np.ndarray
+    extent: np.ndarray
+    bytes: np.ndarray
+    nranks: np.ndarray
+    stripe_size: np.ndarray
+    stripe_count: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.file_id)
+
+    def take(self, rows) -> "Candidates":
+        return Candidates(*(getattr(self, f.name)[rows] for f in fields(self)))
+
+
+def layouts(ctx):
+    """The log's `Layouts`; None without a usable Lustre layout (a log without Lustre costs nothing)."""
+    return ctx.memo("lustre_layouts", lambda: _layouts_of(*_lustre_records(ctx.log)))
+
+
+def _lustre_records(log) -> tuple:
+    """(file_id, component, stripe_size, stripe_count, OST lists) per layout component: the reader's arrays
+    of a Darshan log (no table built), else the log's `lustre` table (Recorder, a job's `JobLog`)."""
+    recs = getattr(getattr(log, "raw", None), "lustre", None)
+    if recs is not None:
+        if not len(recs.file_id):
+            return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + ([],)
+        off = recs.ost_offsets.tolist()
+        return (recs.file_id, recs.component, recs.values[:, 0], recs.values[:, 1],
+                [recs.osts[a:b] for a, b in zip(off[:-1], off[1:])])
+    lus = log.lustre
     if lus.is_empty():
-        return lus
-    return (lus.filter(pl.col("stripe_size") > 0).sort(["file_id", "component"])
-            .unique(["file_id"], keep="first", maintain_order=True))
+        return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + ([],)
+    return (lus["file_id"].to_numpy(), lus["component"].to_numpy(), lus["stripe_size"].to_numpy(),
+            lus["stripe_count"].to_numpy(), [np.asarray(o or [], dtype=np.int64) for o in lus["osts"].to_list()])
 
 
-def file_sizes(ctx) -> pl.DataFrame:
-    """file_id -> extent (highest byte + 1), bytes moved, ranks, from the POSIX counters."""
-    return ctx.memo("posix_file_sizes", lambda: _file_sizes_of(ctx))
+def _layouts_of(file_id, component, stripe_size, stripe_count, osts):
+    keep = np.flatnonzero(stripe_size > 0)
+    if not len(keep):
+        return None
+    # per file, the first record of its lowest component (records in log order among equals)
+    order = keep[np.lexsort((keep, component[keep], file_id[keep]))]
+    fid = file_id[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = fid[1:] != fid[:-1]
+    rows = order[first]
+    return Layouts(file_id[rows], stripe_size[rows], stripe_count[rows], [osts[i] for i in rows.tolist()])
 
 
-def _file_sizes_of(ctx) -> pl.DataFrame:
-    from ..context import clip
-
-    p = ctx.counters("POSIX")
-    if p is None:
-        return pl.DataFrame(schema={"file_id": pl.UInt64, "extent": pl.Int64, "bytes": pl.Int64, "nranks": pl.Int64})
-    return p.group_by("file_id").agg(
-        (pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max() + 1)
-        .clip(lower_bound=0).alias("extent"),
-        (clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).sum().alias("bytes"),
-    ).join(ctx.ranks_on_file("POSIX"), on="file_id", how="left")
+def file_sizes(ctx):
+    """(file ids sorted, extent = highest byte + 1, bytes moved, ranks) of the POSIX files, from the counters;
+    None without POSIX counters."""
+    return ctx.memo("posix_file_sizes_np", lambda: _file_sizes_of(ctx))
 
 
-def candidates(ctx) -> pl.DataFrame:
+def _file_sizes_of(ctx):
+    if ctx.counters("POSIX") is None:
+        return None
+    ids, _ = ctx.file_groups("POSIX")
+    extent = np.maximum(np.maximum(ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_WRITTEN"),
+                                   ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_READ")) + 1, 0)
+    nbytes = ctx.per_file_total("POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
+    return ids, extent, nbytes, ranks_per_file(ctx, "POSIX")[1]
+
+
+def ranks_per_file(ctx, module: str) -> tuple:
+    """(file ids sorted, how many ranks opened each in `module`; a shared record counts as every rank):
+    `Context.ranks_on_file` in numpy (belongs in context.py)."""
+    ids, inv = ctx.file_groups(module)
+    rank = ctx.column(module, "rank")
+    return ids, _distinct_per_group(inv, rank, len(ids), shared=ctx.nprocs)
+
+
+def _distinct_per_group(group, value, ngroups: int, shared=None) -> np.ndarray:
+    """How many distinct `value`s each group holds; `shared` for a group holding a negative value."""
+    order = np.lexsort((value, group))
+    g, v = group[order], value[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (g[1:] != g[:-1]) | (v[1:] != v[:-1])
+    out = np.bincount(g[new], minlength=ngroups).astype(np.int64)
+    if shared is not None:
+        out[np.bincount(group, weights=value < 0, minlength=ngroups) > 0] = shared
+    return out
+
+
+def _ranks_of(ids, per_ids, per_ranks) -> np.ndarray:
+    """`per_ranks` of each file of `ids` (0 where `per_ids` lacks it)."""
+    if not len(per_ids):
+        return np.zeros(len(ids), dtype=np.int64)
+    at = np.minimum(np.searchsorted(per_ids, ids), len(per_ids) - 1)
+    return np.where(per_ids[at] == ids, per_ranks[at], 0)
+
+
+def candidates(ctx):
     """The files LUSTRE_STRIPING flags at some size: a Lustre layout of one stripe, two ranks or more (POSIX,
-    MPI-IO or the trace), with their extent, bytes and layout; largest first."""
+    MPI-IO or the trace), with their extent, bytes and layout; largest first (`Candidates`, empty ones when
+    there is no layout)."""
     return ctx.memo("lustre_striping_candidates", lambda: _candidates_of(ctx))
 
 
-def _candidates_of(ctx) -> pl.DataFrame:
+def _candidates_of(ctx):
     lay = layouts(ctx)
-    if lay.is_empty():
-        return pl.DataFrame(schema={"file_id": pl.UInt64, "extent": pl.Int64, "nranks": pl.Int64})
-    j = lay.join(file_sizes(ctx), on="file_id", how="inner")
-    mpi_ranks = ctx.ranks_on_file("MPI-IO").rename({"nranks": "mpi_nranks"})
-    j = j.join(mpi_ranks, on="file_id", how="left").with_columns(
-        pl.max_horizontal(pl.col("nranks").fill_null(0), pl.col("mpi_nranks").fill_null(0)).alias("nranks"))
+    sizes = None if lay is None else file_sizes(ctx)
+    empty = np.zeros(0, dtype=np.int64)
+    if sizes is None:
+        return Candidates(np.zeros(0, dtype=np.uint64), *([empty] * 5))
+    ids, extent, nbytes, nranks = sizes
+    at = np.minimum(np.searchsorted(ids, lay.file_id), len(ids) - 1)
+    on = np.flatnonzero(ids[at] == lay.file_id)  # layouts of POSIX files (inner join)
+    fid, at = lay.file_id[on], at[on]
+    ranks = nranks[at]
+    if ctx.counters("MPI-IO") is not None:
+        ranks = np.maximum(ranks, _ranks_of(fid, *ranks_per_file(ctx, "MPI-IO")))
     if not ctx.seg.is_empty():
-        dxt_ranks = ctx.seg.group_by("file_id").agg(pl.col("rank").n_unique().cast(pl.Int64).alias("dxt_ranks"))
-        j = j.join(dxt_ranks, on="file_id", how="left").with_columns(
-            pl.max_horizontal("nranks", pl.col("dxt_ranks").fill_null(0)).alias("nranks"))
-    return j.filter((pl.col("nranks") >= 2) & (pl.col("stripe_count") <= 1)).sort("extent", descending=True)
+        ranks = np.maximum(ranks, _ranks_of(fid, *_trace_ranks(ctx)))
+    c = Candidates(fid, extent[at], nbytes[at], ranks, lay.stripe_size[on], lay.stripe_count[on])
+    c = c.take(np.flatnonzero((c.nranks >= 2) & (c.stripe_count <= 1)))
+    return c.take(np.argsort(-c.extent, kind="stable"))
+
+
+def _trace_ranks(ctx) -> tuple:
+    """(file ids sorted, how many ranks the trace shows on each)."""
+    ids, inv = np.unique(ctx.seg["file_id"].to_numpy(), return_inverse=True)
+    return ids, _distinct_per_group(inv, ctx.seg["rank"].to_numpy(), len(ids))
 
 
 def features(ctx, edges=None) -> dict:
     c = candidates(ctx)
-    if c.is_empty():
+    if not len(c):
         return {P + "extents": None, P + "largest_ranks": None}
-    return {P + "extents": c["extent"].cast(pl.Int64).to_list(), P + "largest_ranks": int(c["nranks"][0])}
+    return {P + "extents": [int(x) for x in c.extent], P + "largest_ranks": int(c.nranks[0])}
 
 
 def dtypes() -> dict:

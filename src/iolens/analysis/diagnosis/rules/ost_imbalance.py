@@ -9,8 +9,6 @@ smallest extent of those three files when all of them are striping candidates (n
 """
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 import polars as pl
 
@@ -25,37 +23,53 @@ LISTED = 10  # how many files an insight's evidence names (`context.MAX_FILES`)
 
 
 def bytes_per_ost(ctx) -> tuple:
-    """({ost: bytes}, {ost: [(bytes, file_id)]}, "dxt" or "counters")."""
-    per_ost = defaultdict(float)
-    files_on = defaultdict(list)
-    source = "counters"
+    """({ost: bytes} in the order the OSTs are met, (OST, file id, bytes) of every file's share of an OST as
+    numpy arrays, "dxt" or "counters")."""
     seg = ctx.seg_posix
     if not seg.is_empty() and "osts" in seg.columns and ctx.trace_complete("DXT_POSIX"):
         s = seg.filter(pl.col("osts").is_not_null() & (pl.col("osts").list.len() > 0))
         if s.height:
-            source = "dxt"
             e = (s.select("file_id", "osts", (pl.col("length") / pl.col("osts").list.len()).alias("b"))
                  .explode("osts").group_by(["osts", "file_id"]).agg(pl.col("b").sum()))
-            for ost, fid, b in e.iter_rows():
-                per_ost[int(ost)] += b
-                files_on[int(ost)].append((b, fid))
-    if source == "counters":
-        j = layouts(ctx).join(file_sizes(ctx), on="file_id", how="inner").filter(pl.col("bytes") > 0)
-        for fid, size, count, osts, extent, nbytes in j.select(
-                "file_id", "stripe_size", "stripe_count", "osts", "extent", "bytes").iter_rows():
-            osts = list(osts or [])
-            if not osts:
-                continue
-            stripes = max(1, -(-max(int(extent), 1) // int(size)))
-            c = len(osts)
-            share = np.full(c, stripes // c, dtype=float)
-            share[: stripes % c] += 1
-            share /= share.sum()
-            for ost, f in zip(osts, share):
-                if f > 0:
-                    per_ost[int(ost)] += nbytes * f
-                    files_on[int(ost)].append((nbytes * f, fid))
-    return per_ost, files_on, source
+            shares = (e["osts"].to_numpy().astype(np.int64), e["file_id"].to_numpy(), e["b"].to_numpy())
+            return _sum_per_ost(*shares), shares, "dxt"
+    shares = _spread_by_layout(ctx)
+    return _sum_per_ost(*shares), shares, "counters"
+
+
+def _sum_per_ost(ost, fid, share) -> dict:
+    """{ost: its shares summed one after the other, in their order}, OSTs in the order first met."""
+    if not len(ost):
+        return {}
+    ids, first, inv = np.unique(ost, return_index=True, return_inverse=True)
+    sums = np.zeros(len(ids))
+    np.add.at(sums, inv, share)  # unbuffered: each OST's shares added in their order
+    met = np.argsort(first, kind="stable")
+    return dict(zip(ids[met].tolist(), sums[met]))
+
+
+def _spread_by_layout(ctx) -> tuple:
+    """(OST, file id, bytes) arrays: each file's POSIX bytes spread over its layout's OSTs by its stripes
+    (files in id order, each file's OSTs in layout order, shares of 0 left out)."""
+    lay, sizes = layouts(ctx), file_sizes(ctx)
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64), np.zeros(0))
+    if sizes is None:
+        return none
+    ids, extent, nbytes, _ = sizes
+    at = np.minimum(np.searchsorted(ids, lay.file_id), len(ids) - 1)
+    c = np.array([len(o) for o in lay.osts], dtype=np.int64)
+    on = np.flatnonzero((ids[at] == lay.file_id) & (nbytes[at] > 0) & (c > 0))
+    if not len(on):
+        return none
+    k, c = at[on], c[on]
+    stripes = np.maximum(1, -(-np.maximum(extent[k], 1) // lay.stripe_size[on]))
+    j = np.arange(c.sum()) - np.repeat(np.cumsum(c) - c, c)  # each OST's place in its file's layout
+    per = np.repeat(stripes // c, c) + (j < np.repeat(stripes % c, c))  # stripes on it
+    share = np.repeat(nbytes[k].astype(float), c) * (per / np.repeat(stripes.astype(float), c))
+    ost = np.concatenate([lay.osts[i] for i in on.tolist()]).astype(np.int64)
+    fid = np.repeat(lay.file_id[on], c)
+    keep = per > 0
+    return ost[keep], fid[keep], share[keep]
 
 
 def measure(ctx) -> tuple:
@@ -63,14 +77,15 @@ def measure(ctx) -> tuple:
     Lustre layouts or with fewer than two OSTs."""
     row = {P + n: None for n in ("osts", "bytes", "mean_bytes", "max_bytes", "heaviest", "posix_bytes",
                                  "from_trace", "striped_files_extent")}
-    if layouts(ctx).is_empty():
+    if layouts(ctx) is None:
         return row, {}, [], "counters"
-    per_ost, files_on, source = bytes_per_ost(ctx)
+    per_ost, (ost, fid, share), source = bytes_per_ost(ctx)
     if len(per_ost) < 2:
         return row, per_ost, [], source
     vals = np.array(list(per_ost.values()))
     heaviest = max(per_ost, key=per_ost.get)
-    fids = [f for _, f in sorted(files_on[heaviest], key=lambda x: -x[0])]
+    on = np.flatnonzero(ost == heaviest)
+    fids = fid[on[np.argsort(-share[on], kind="stable")]].tolist()
     row.update({P + "osts": len(per_ost), P + "bytes": float(vals.sum()), P + "mean_bytes": float(vals.mean()),
                 P + "max_bytes": float(vals.max()), P + "heaviest": int(heaviest),
                 P + "posix_bytes": ctx.total("POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN"),
@@ -82,14 +97,14 @@ def striped_extent(ctx, fids):
     """The smallest extent of the insight's first `NAMED` files if LUSTRE_STRIPING would name every one of
     them once their size counts as large (single-stripe, shared, among its `LISTED` largest); else None."""
     c = candidates(ctx)
-    if not fids or c.is_empty():
+    if not fids or not len(c):
         return None
     names = [ctx.name(f) for f in fids[:LISTED]][:NAMED]
-    extents = c["extent"].to_numpy()  # largest first
+    extents = c.extent  # largest first
     # a file's place among the large files, at any limit up to its extent: the candidates strictly larger
     larger = np.searchsorted(-extents, -extents, side="left")
     listed = {}
-    for fid, extent, above in zip(c["file_id"].to_list(), extents.tolist(), larger.tolist()):
+    for fid, extent, above in zip(c.file_id.tolist(), extents.tolist(), larger.tolist()):
         if above < LISTED:
             listed.setdefault(ctx.name(fid), extent)
     if not all(n in listed for n in names):

@@ -8,6 +8,9 @@ by the first entry that passes it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import polars as pl
 
 from .common import COMMON_THRESHOLDS, matters
@@ -21,36 +24,77 @@ ENTRY = pl.Struct({"ost": pl.Int64, "ratio": pl.Float64, "seconds_per_gib": pl.F
                    "bytes": pl.Int64})
 
 
+@dataclass
+class Records:
+    """POSIX records compared by SLOW_OST (numpy, in record order): file, rank, bytes, seconds, OST, s/GiB."""
+    file_id: np.ndarray
+    rank: np.ndarray
+    b: np.ndarray
+    t: np.ndarray
+    ost: np.ndarray
+    s_per_gib: np.ndarray
+
+
 def records(ctx):
     """The POSIX records of single-stripe files moving at least 1 MiB and taking time, with their OST and
-    seconds per GiB; None when at most 3 such records exist (too few OSTs to compare)."""
-    from ..context import clip
-
+    seconds per GiB (`Records`); None when at most 3 such records exist (too few OSTs to compare)."""
     lay = layouts(ctx)
-    p = ctx.counters("POSIX")
-    if lay.is_empty() or p is None:
+    if lay is None or ctx.counters("POSIX") is None:
         return None
     # at least 4 OSTs each with a record of >= 1 MiB taking time: count such records first (same arithmetic)
     b = ctx.column("POSIX", "POSIX_BYTES_READ") + ctx.column("POSIX", "POSIX_BYTES_WRITTEN")
     t = ctx.column("POSIX", "POSIX_F_READ_TIME") + ctx.column("POSIX", "POSIX_F_WRITE_TIME")
-    if int(((b >= MIN_BYTES) & (t > 0)).sum()) < 4:
+    big = (b >= MIN_BYTES) & (t > 0)
+    if int(big.sum()) < 4:
         return None
-    single = lay.filter(pl.col("stripe_count") == 1).select("file_id", pl.col("osts").list.first().alias("ost"))
-    return (p.with_columns((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).alias("b"),
-                           (clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")).alias("t"))
-            .select("file_id", "rank", "b", "t").join(single, on="file_id", how="inner")
-            .filter((pl.col("b") >= MIN_BYTES) & (pl.col("t") > 0) & pl.col("ost").is_not_null())
-            .with_columns((pl.col("t") / (pl.col("b") / (1 << 30))).alias("s_per_gib")))
+    one = np.flatnonzero((lay.stripe_count == 1) & np.array([len(o) > 0 for o in lay.osts], dtype=bool))
+    if not len(one):
+        return None
+    single, ost_of = lay.file_id[one], np.array([int(lay.osts[i][0]) for i in one.tolist()], dtype=np.int64)
+    fid = ctx.column("POSIX", "file_id")
+    at = np.minimum(np.searchsorted(single, fid), len(single) - 1)
+    rows = np.flatnonzero(big & (single[at] == fid))
+    b, t = b[rows], t[rows]
+    return Records(fid[rows], ctx.column("POSIX", "rank")[rows], b, t, ost_of[at[rows]], t / (b / (1 << 30)))
+
+
+def median(values: np.ndarray) -> float:
+    """polars' median (the middle two values interpolated, not averaged: the same bits as a query's)."""
+    v = np.sort(values)
+    n = len(v)
+    return float(v[n // 2]) if n % 2 else float(v[n // 2 - 1] + (v[n // 2] - v[n // 2 - 1]) * 0.5)
+
+
+@dataclass
+class PerOst:
+    """Per OST compared (sorted ids): the median seconds per GiB of its records, their count, the slowest
+    one's time, their bytes."""
+    ost: np.ndarray
+    med: list
+    files: np.ndarray
+    tmax: np.ndarray
+    bytes: np.ndarray
+
+    @property
+    def height(self) -> int:
+        return len(self.ost)
 
 
 def per_ost(rec_):
-    """OST -> the median seconds per GiB of its records, their count, the slowest one's time, bytes; None
-    with fewer than 4 OSTs."""
-    if rec_ is None or rec_.is_empty():
+    """`PerOst` of the records; None with fewer than 4 OSTs."""
+    if rec_ is None or not len(rec_.ost):
         return None
-    per = rec_.group_by("ost").agg(pl.col("s_per_gib").median().alias("med"), pl.len().alias("files"),
-                                   pl.col("t").max().alias("tmax"), pl.col("b").sum().alias("bytes"))
-    return per if per.height >= 4 else None
+    ids, inv = np.unique(rec_.ost, return_inverse=True)
+    if len(ids) < 4:
+        return None
+    order = np.argsort(inv, kind="stable")
+    bounds = np.cumsum(np.bincount(inv, minlength=len(ids)))[:-1]
+    med = [median(g) for g in np.split(rec_.s_per_gib[order], bounds)]
+    tmax = np.full(len(ids), -np.inf)
+    np.maximum.at(tmax, inv, rec_.t)
+    nbytes = np.zeros(len(ids), dtype=np.int64)
+    np.add.at(nbytes, inv, rec_.b)
+    return PerOst(ids, med, np.bincount(inv, minlength=len(ids)), tmax, nbytes)
 
 
 def osts(per) -> list:
@@ -58,12 +102,13 @@ def osts(per) -> list:
     if per is None:
         return []
     out = []
-    for ost, med, files, tmax, nbytes in per.iter_rows():
-        others = per.filter(pl.col("ost") != ost)["med"].median()
+    for i, ost in enumerate(per.ost.tolist()):
+        med = per.med[i]
+        others = median(np.array(per.med[:i] + per.med[i + 1:]))
         if others:
             out.append({"ost": int(ost), "ratio": med / others, "seconds_per_gib": med,
-                        "typical_seconds_per_gib": others, "files": int(files), "slowest_time": tmax,
-                        "bytes": int(nbytes)})
+                        "typical_seconds_per_gib": others, "files": int(per.files[i]),
+                        "slowest_time": float(per.tmax[i]), "bytes": int(per.bytes[i])})
     out.sort(key=lambda e: -e["ratio"])  # stable: the diagnosis's order among equals
     return out
 
