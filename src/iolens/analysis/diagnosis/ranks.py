@@ -9,7 +9,7 @@ from ..measures import busy_runs
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
 from .rules import one_row, rank_imbalance
-from .rules.common import common_features
+from .rules.common import RUN_TIME, common_features
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
@@ -35,7 +35,7 @@ def mpiio_meta_time_per_rank(ctx) -> float | None:
 def _imbalanced_angles(ctx, loads) -> dict:
     """angle -> (max over mean, heaviest rank) for the angles the rule finds imbalanced
     (`rank_imbalance.imbalanced`)."""
-    values = {**common_features(ctx), **rank_imbalance.angle_features(loads)}
+    values = {RUN_TIME: ctx.run_time, **rank_imbalance.angle_features(loads)}
     least = rank_imbalance.matters_from(ctx.th)
     judged = one_row(values, {a: e for a, e in rank_imbalance.imbalanced(ctx.th, least).items()})
     return {a: (values[rank_imbalance.P + f"{a}_ratio"], values[rank_imbalance.P + f"{a}_top_ranks"][0])
@@ -191,19 +191,20 @@ def check_straggler(ctx) -> list:
     seg = ctx.seg_app
     if seg.is_empty():
         return []
-    per = seg.group_by("rank").agg(pl.col("start").min().alias("first"), pl.col("end").max().alias("last"),
-                                   pl.col("length").sum().alias("bytes"))
-    if per.height < 4:
+    rank_ids, first, last, nbytes = _rank_spans(seg)
+    if len(rank_ids) < 4:
         return []
-    t0, t1 = float(per["first"].min()), float(per["last"].max())
+    t0, t1 = float(first.min()), float(last.max())
     window = t1 - t0
-    median_end = float(per["last"].median())
-    median_first = float(per["first"].median())
+    median_end = float(pl.Series(last).median())  # polars' median: the same bits as before
+    median_first = float(pl.Series(first).median())
     need = max(th.straggler_min_delay, th.straggler_min_delay_share * window,
                min(th.min_runtime_share * ctx.run_time, th.min_stake_seconds) if ctx.run_time > 0 else 0.0)
+    n_late = int((last - median_end >= need).sum())
+    if n_late == 0 or n_late > 0.25 * len(rank_ids):
+        return []  # most logs: no query at all
+    per = pl.DataFrame({"rank": rank_ids, "first": first, "last": last, "bytes": nbytes})
     late = per.filter(pl.col("last") - median_end >= need)
-    if late.is_empty() or late.height > 0.25 * per.height:
-        return []
     after = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
              .group_by("rank").agg((pl.col("end") - pl.max_horizontal(pl.col("start"), pl.lit(median_end))).sum()
                                    .alias("busy"), pl.col("length").sum().alias("bytes_after")))
@@ -253,6 +254,18 @@ def check_straggler(ctx) -> list:
                     Evidence(ranks=ranks, files=ctx.names_of(files), time_window=(median_end, float(late["last"].max())),
                              metrics=metrics),
                     recs, source="dxt", partial=partial, score=worst / window if window else 0)]
+
+
+def _rank_spans(seg: pl.DataFrame) -> tuple:
+    """Per rank with traced I/O (ascending): its first start, last end and bytes, as numpy arrays."""
+    rank, start, end = (seg[c].to_numpy() for c in ("rank", "start", "end"))
+    ranks, at = np.unique(rank, return_inverse=True)
+    first, last = np.full(len(ranks), np.inf), np.full(len(ranks), -np.inf)
+    np.minimum.at(first, at, start)
+    np.maximum.at(last, at, end)
+    nbytes = np.zeros(len(ranks), dtype=np.int64)  # integers: summed exactly in any order
+    np.add.at(nbytes, at, seg["length"].to_numpy())
+    return ranks, first, last, nbytes
 
 
 # --- SERIALIZED_IO --------------------------------------------------------------------------------
