@@ -278,8 +278,10 @@ def test_imbalance_angles_bytes_fsyncs_and_time():
     # one rank fsyncs after every write (64 times), the others never
     got = _imbalanced_angles(ctx, _loads(fsyncs=(3, 64.0)))
     assert set(got) == {"fsyncs"} and got["fsyncs"][1] == 3
-    # 3x the I/O time counts only when the wait matters for this run
-    assert set(_imbalanced_angles(ctx, _loads(time=(2, 3.0)))) == {"time"}
+    # 3x the I/O time counts only when the wait matters for this run (1.75 s of a 20 s run: the rule's
+    # min_runtime_share, not this stub's `matters`)
+    assert set(_imbalanced_angles(_Ctx(run_time=20.0), _loads(time=(2, 3.0)))) == {"time"}
+    assert _imbalanced_angles(ctx, _loads(time=(2, 3.0))) == {}  # 1.75 s of 100 s: below 5 %
     quick = _loads()
     quick["time"][:] = 1e-3
     quick["time"][2] = 3e-3  # 3x the mean, but 2 ms of waiting in a 100 s run

@@ -23,7 +23,7 @@ SETTINGS = {
     "default": {},
     "share": {"small_min_share": "30%"},  # a share threshold
     "count": {"no_collective_min_ops": "10"},  # a count threshold
-    "shared": {"small_min_ops": "50"},  # a count RANK_IMBALANCE, a per-log check, reads too
+    "shared": {"serialized_min_share": "99%"},  # SERIALIZED_IO's, a per-log check; RANK_IMBALANCE's dedupe reads it
     "edge": {"small_request_bytes": "1MiB"},  # a size-bin edge
     "off_edge": {"small_request_bytes": "64KiB"},  # between edges: counters round it down to 10 KiB
 }
@@ -95,7 +95,7 @@ def test_report_thresholds_give_the_rebuilds_columns(stores, name):
     # a threshold the per-log checks read too: the rule codes are recomputed, the per-log ones (and so the
     # headline they may decide) are as built, and the note says so
     columns = COLUMNS if name != "shared" else [f"insight_{c}" for c in RULES]
-    assert note["per_log_thresholds"] == (["small_min_ops"] if name == "shared" else [])
+    assert note["per_log_thresholds"] == (["serialized_min_share"] if name == "shared" else [])
     differ = recomputed.select(columns).to_dicts() != rebuilt.select(columns).to_dicts()
     rows = [(a, b) for a, b in zip(recomputed.select(columns).iter_rows(named=True),
                                    rebuilt.select(columns).iter_rows(named=True)) if a != b]
@@ -119,7 +119,7 @@ def test_report_json_and_page_say_what_was_recomputed(stores, tmp_path):
     html = page.read_text()
     assert 'id="rules-note"' in html and "small_min_share=0.3" in html and "insight_SMALL_IO" in html
     r = run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "d.html", *t_args(SETTINGS["shared"]))
-    assert "The per-log checks read small_min_ops too" in r.stderr
+    assert "The per-log checks read serialized_min_share too" in r.stderr
     r = run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "c.html", *t_args(SETTINGS["off_edge"]))
     assert "kept as built" in r.stderr and "rebuild with -t" in r.stderr
 

@@ -88,16 +88,13 @@ def diagnose_context(ctx: Context, skip=(), strict: bool = False) -> list:
 
 
 def _dedupe(found: list) -> list:
-    """Drop an insight that only restates a more specific one about the same ranks. (OST_IMBALANCE's,
-    restating LUSTRE_STRIPING, and REDUNDANT_READS's, restating DATA_SIEVING, are part of their rules:
-    rules/ost_imbalance.py, rules/redundant_io.py.)"""
-    serial = {r for i in found if i.code == "SERIALIZED_IO" for r in i.evidence.ranks}
+    """Say when a rank's insight restates SLOW_OST. (The insights that only restate a more specific one are
+    dropped by their rules: OST_IMBALANCE's restating LUSTRE_STRIPING, REDUNDANT_READS's restating
+    DATA_SIEVING, RANK_IMBALANCE's restating SERIALIZED_IO: rules/ost_imbalance.py, rules/redundant_io.py,
+    rules/rank_imbalance.py.)"""
     slow_ost = next((i for i in found if i.code == "SLOW_OST"), None)
     out = []
     for i in found:
-        if (i.code == "RANK_IMBALANCE" and serial and
-                i.evidence.metrics.get("heaviest_rank") in serial and "aggregators" not in i.evidence.metrics):
-            continue  # "rank 0 does most of the I/O" is what SERIALIZED_IO already says, more precisely
         if (i.code in ("RANK_IMBALANCE", "STRAGGLER") and slow_ost is not None and
                 set(i.evidence.ranks[:4]) & set(slow_ost.evidence.ranks)):
             i.summary += (f" These ranks' files are on OST {slow_ost.evidence.metrics.get('ost')}, which is slow "

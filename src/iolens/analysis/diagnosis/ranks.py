@@ -8,131 +8,18 @@ from ...model.darshan import COUNTER_PREFIX, DXT_MODULES
 from ..measures import busy_runs
 from . import recommendations as rec
 from .context import MAX_RANKS, clip
+from .rules import one_row, rank_imbalance
+from .rules.common import RUN_TIME, common_features
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
-# (module, counter prefix) of the layers a rank's load is read at, the application's first
-LAYERS = tuple((m, COUNTER_PREFIX[m]) for m in ("MPI-IO", "POSIX", "STDIO"))
-
-
-# --- per-rank load at the layer the application calls ---------------------------------------------
-ANGLES = ("bytes", "operations", "time", "fsyncs")
+MIN_EXCESS_FSYNCS = rank_imbalance.MIN_EXCESS_FSYNCS
+SLOWER_RATIO = rank_imbalance.SLOWER_RATIO
+ANGLES = rank_imbalance.ANGLES
 ANGLE_METRIC = {"bytes": "volume", "operations": "operations", "time": "time", "fsyncs": "fsync"}
-MIN_EXCESS_FSYNCS = 10
-SLOWER_RATIO = 1.25  # a rank with more bytes/operations matters when its I/O time is at least this × the mean  # a few more fsyncs on one rank (closing its own files) is not an imbalance
-
-
-def rank_loads(ctx):
-    """Per rank 0..nprocs-1 at the application's layer: {"time", "bytes", "operations", "fsyncs": array,
-    "end": array or None}, source, partial.
-
-    MPI-IO for files opened with MPI-IO, POSIX for the other files, plus STDIO. From the trace when it is
-    complete; from the counters otherwise, where a shared (reduced) record gives its slowest and fastest rank
-    their recorded share and spreads the rest evenly. fsyncs come from the POSIX counters of each rank's own
-    records (a shared record does not say which rank synced); `end` (the end of a rank's last traced I/O)
-    only from the trace.
-    """
-    n = ctx.nprocs
-    complete = all(ctx.trace_complete(m) for m in DXT_MODULES if m in ctx.dxt and ctx.dxt[m]["segments"])
-    seg = ctx.seg_app
-    fsyncs = _fsyncs(ctx)
-    if not seg.is_empty() and complete:
-        per = seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"),
-                                       pl.col("length").sum().alias("b"), pl.len().alias("n"),
-                                       pl.col("end").max().alias("e"))
-        t, b, ops, end = np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, np.nan)
-        r = per["rank"].to_numpy()
-        ok = (r >= 0) & (r < n)
-        t[r[ok]] += per["t"].to_numpy()[ok]
-        b[r[ok]] += per["b"].to_numpy()[ok]
-        ops[r[ok]] += per["n"].to_numpy()[ok]
-        end[r[ok]] = per["e"].to_numpy()[ok]
-        st, sb, so, _ = _counter_loads(ctx, ("STDIO",))
-        loads = {"time": t + st, "bytes": b + sb, "operations": ops + so, "fsyncs": fsyncs, "end": end}
-        return loads, "dxt", False
-    t, b, ops, any_rows = _counter_loads(ctx, ("MPI-IO", "POSIX", "STDIO"))
-    if not any_rows:
-        return None
-    return {"time": t, "bytes": b, "operations": ops, "fsyncs": fsyncs, "end": None}, "counters", False
-
-
-def _fsyncs(ctx):
-    out = np.zeros(ctx.nprocs)
-    df = ctx.counters("POSIX")
-    if df is None or "POSIX_FSYNCS" not in df.columns:
-        return out
-    own = ctx.own_records("POSIX")
-    if own.any():
-        syncs = ctx.column("POSIX", "POSIX_FSYNCS")
-        if "POSIX_FDSYNCS" in df.columns:
-            syncs = syncs + ctx.column("POSIX", "POSIX_FDSYNCS")
-        per = np.zeros(ctx.nprocs, dtype=np.int64)  # integer counts: summed exactly in any order
-        np.add.at(per, ctx.column("POSIX", "rank")[own], syncs[own])
-        seen = np.zeros(ctx.nprocs, dtype=bool)
-        seen[ctx.column("POSIX", "rank")[own]] = True
-        out[seen] = per[seen]
-    return out
-
-
-def _counter_loads(ctx, modules):
-    n = ctx.nprocs
-    t, b, ops = np.zeros(n), np.zeros(n), np.zeros(n)
-    any_rows = False
-    for module, p in LAYERS:
-        if module not in modules:
-            continue
-        df = ctx.counters(module)
-        if df is None:
-            continue
-        fid = ctx.column(module, "file_id")
-        keep = np.ones(len(fid), dtype=bool)
-        if module == "POSIX":
-            keep &= ~np.isin(fid, np.fromiter(ctx.ids_in("MPI-IO"), dtype=np.uint64))
-        if module != "STDIO":
-            keep &= ~np.isin(fid, np.fromiter(ctx.std_ids, dtype=np.uint64))
-        if not keep.any():
-            continue
-        any_rows = True
-        count = ([f"{p}_INDEP_READS", f"{p}_INDEP_WRITES", f"{p}_COLL_READS", f"{p}_COLL_WRITES"]
-                 if module == "MPI-IO" else [f"{p}_READS", f"{p}_WRITES"])
-        col = ctx.column
-        # element-wise, in the order polars' expressions added them: the same floats
-        rt = col(module, f"{p}_F_READ_TIME") + col(module, f"{p}_F_WRITE_TIME") + col(module, f"{p}_F_META_TIME")
-        rb = col(module, f"{p}_BYTES_READ") + col(module, f"{p}_BYTES_WRITTEN")
-        rn = sum(col(module, c) for c in count if c in df.columns)
-        rank = col(module, "rank")
-        own = keep & ctx.own_records(module)
-        if own.any():
-            np.add.at(t, rank[own], rt[own])
-            np.add.at(b, rank[own], rb[own])
-            np.add.at(ops, rank[own], rn[own])
-        shared = keep & (rank < 0)
-        if shared.any():
-            for row, rt_, rb_, rn_ in zip(df.filter(pl.Series(shared)).iter_rows(named=True), rt[shared],
-                                          rb[shared], rn[shared]):
-                _spread(t, float(rt_), row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_F_SLOWEST_RANK_TIME"),
-                        row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_F_FASTEST_RANK_TIME"))
-                _spread(b, int(rb_), row.get(f"{p}_SLOWEST_RANK"), row.get(f"{p}_SLOWEST_RANK_BYTES"),
-                        row.get(f"{p}_FASTEST_RANK"), row.get(f"{p}_FASTEST_RANK_BYTES"))
-                ops += int(rn_) / n
-    return t, b, ops, any_rows
-
-
-def _spread(arr, total, slow, slow_v, fast, fast_v):
-    n = len(arr)
-    known = [(r, v) for r, v in ((slow, slow_v), (fast, fast_v))
-             if r is not None and v is not None and 0 <= r < n and v >= 0]
-    if len(known) == 2 and known[0][0] == known[1][0]:
-        known = known[:1]
-    rest = total - sum(v for _, v in known)
-    others = n - len(known)
-    if rest < 0 or others <= 0:
-        arr += total / n
-        return
-    base = rest / others
-    arr += base
-    for r, v in known:
-        arr[r] += v - base
+LAYERS = rank_imbalance.LAYERS
+rank_loads = rank_imbalance.rank_loads
+alone_time = rank_imbalance.alone_time
 
 
 def mpiio_meta_time_per_rank(ctx) -> float | None:
@@ -146,44 +33,36 @@ def mpiio_meta_time_per_rank(ctx) -> float | None:
 
 # --- RANK_IMBALANCE -------------------------------------------------------------------------------
 def _imbalanced_angles(ctx, loads) -> dict:
-    """angle -> (max over mean, heaviest rank) for the angles where the busiest rank carries at least
-    `imbalance_ratio` × the mean and the excess is large enough to matter: bytes or operations by volume
-    (`imbalance_min_bytes`, `small_min_ops`), fsyncs by count, time when the wait matters for this run."""
-    th = ctx.th
-    out = {}
-    for angle in ANGLES:
-        arr = loads[angle]
-        mean, top = float(arr.mean()), float(arr.max())
-        if mean <= 0 or top / mean < th.imbalance_ratio:
-            continue
-        heavy = int(arr.argmax())
-        excess = top - mean
-        big = {"bytes": excess >= th.imbalance_min_bytes, "operations": excess >= th.small_min_ops,
-               "fsyncs": excess >= MIN_EXCESS_FSYNCS,
-               "time": ctx.matters(float(loads["time"][heavy] - loads["time"].mean()))}[angle]
-        if big:
-            out[angle] = (top / mean, heavy)
-    return out
+    """angle -> (max over mean, heaviest rank) for the angles the rule finds imbalanced
+    (`rank_imbalance.imbalanced`)."""
+    values = {RUN_TIME: ctx.run_time, **rank_imbalance.angle_features(loads)}
+    least = rank_imbalance.matters_from(ctx.th)
+    judged = one_row(values, {a: e for a, e in rank_imbalance.imbalanced(ctx.th, least).items()})
+    return {a: (values[rank_imbalance.P + f"{a}_ratio"], values[rank_imbalance.P + f"{a}_top_ranks"][0])
+            for a in ANGLES if judged[a]}
 
 
 def check_imbalance(ctx) -> list:
+    # the rule decides (rules/rank_imbalance.py, shared with the fleet)
     if ctx.nprocs < 2:
         return []
-    out = _aggregator_bottleneck(ctx)
-    named = {r for i in out for r in i.evidence.ranks}
-    got = rank_loads(ctx)
-    if got is None:
+    judged = one_row({**common_features(ctx), **rank_imbalance.features(ctx)}, rank_imbalance.rule(ctx.th))
+    candidates = rank_imbalance.aggregator_candidates(ctx)
+    out = [_bottleneck(ctx, c) for c, ok in zip(candidates, judged["aggregators"] or []) if ok]
+    if judged["spread"] is None:
         return out
-    loads, source, partial = got
+    loads, source, partial = rank_loads(ctx)
+    out.append(_spread(ctx, judged, loads, source, partial))
+    return out
+
+
+def _spread(ctx, judged: dict, loads: dict, source: str, partial: bool) -> Insight:
+    """The insight of an imbalanced angle (`judged["kind"]`): the heaviest rank against the mean."""
     th = ctx.th
-    angles = _imbalanced_angles(ctx, loads)
-    if not angles:
-        return out
-    kind = max(angles, key=lambda a: angles[a][0])
-    ratio, heavy = angles[kind]
-    if heavy in named:
-        return out
+    kind, ratio = judged["kind"], judged["ratio"]
+    angles = {a for a in ANGLES if judged[f"found_{a}"]}
     t, b, ops, arr = loads["time"], loads["bytes"], loads["operations"], loads[kind]
+    heavy = int(arr.argmax())
     mean, top = float(arr.mean()), float(arr.max())
     order = np.argsort(-arr, kind="stable")
     heavy_ranks = [int(r) for r in order[:MAX_RANKS] if arr[r] >= th.imbalance_ratio * mean]
@@ -200,9 +79,7 @@ def check_imbalance(ctx) -> list:
         m = float(loads[angle].mean())
         if m > 0:  # the heaviest rank against the mean from every angle (no "bytes" in a ratio's name)
             metrics[f"{ANGLE_METRIC[angle]}_max_over_mean"] = float(loads[angle][heavy]) / m
-    noun = {"bytes": "bytes", "operations": "operations", "time": "time", "fsyncs": "fsyncs"}
-    title = (f"I/O {noun[kind]} uneven across ranks: {fmt_ranks(heavy_ranks[:4])} "
-             f"{'carries' if len(heavy_ranks) == 1 else 'carry'} up to {ratio:.1f}× the mean")
+    title = rank_imbalance.title(judged, th)
     parts = [f"moves {fmt_bytes(b[heavy])} ({float(b[heavy]) / max(float(b.mean()), 1e-300):.1f}× the mean of "
              f"{fmt_bytes(b.mean())})" if b.mean() > 0 else None,
              f"issues {fmt_count(ops[heavy])} I/O operations ({float(ops[heavy]) / float(ops.mean()):.1f}× the mean)"
@@ -211,7 +88,7 @@ def check_imbalance(ctx) -> list:
              f"calls fsync {fmt_count(loads['fsyncs'][heavy])} times (mean {loads['fsyncs'].mean():.1f})"
              if loads["fsyncs"].sum() > 0 else None]
     summary = (f"Rank {heavy} " + ", ".join(x for x in parts if x) + f" over {ctx.nprocs} ranks"
-               + (f"; it carries {fmt_pct(share)} of all I/O {noun[kind]}." if kind != "time" else "."))
+               + (f"; it carries {fmt_pct(share)} of all I/O {kind}." if kind != "time" else "."))
     end = loads["end"]
     if end is not None and np.isfinite(end[heavy]):
         late = float(end[heavy] - np.nanmedian(end))
@@ -223,11 +100,8 @@ def check_imbalance(ctx) -> list:
                                     (ctx.counters(m)["rank"] < 0).any() for m, _ in LAYERS):
         summary += (" Files shared by all ranks only record their slowest and fastest rank: the other "
                     "ranks' shares are estimated as even.")
-    severity = "warning"
-    time_ratio = float(t[heavy]) / float(t.mean()) if t.mean() > 0 else 0.0
-    if kind != "time" and time_ratio < SLOWER_RATIO:
+    if judged["spread"] == "info":
         # more bytes or operations, but no more time: rank 0 writing small metadata, or cached I/O
-        severity = "info"
         summary += (f" Its I/O time is within {fmt_pct(SLOWER_RATIO - 1)} of the mean, so the others do not wait "
                     "for it on this run.")
     elif kind != "time" and not ctx.matters(excess_t):
@@ -249,10 +123,9 @@ def check_imbalance(ctx) -> list:
         "MPI_File_write_at_all(fh, my_offset, my_buf, my_count, MPI_BYTE, MPI_STATUS_IGNORE);", "c")]
     if "fsyncs" in angles:
         recs.append(rec.fewer_fsync())
-    out.append(Insight("RANK_IMBALANCE", severity, title, summary,
-                       Evidence(ranks=heavy_ranks, files=ctx.names_of(files), time_window=window, metrics=metrics),
-                       recs, source=source, partial=partial, score=ratio))
-    return out
+    return Insight("RANK_IMBALANCE", judged["spread"], title, summary,
+                   Evidence(ranks=heavy_ranks, files=ctx.names_of(files), time_window=window, metrics=metrics),
+                   recs, source=source, partial=partial, score=ratio)
 
 
 def _meanwhile(ctx, metrics: dict) -> str:
@@ -266,80 +139,43 @@ def _meanwhile(ctx, metrics: dict) -> str:
             "there; waiting in MPI_Barrier or in compute is not recorded by Darshan.")
 
 
-def _aggregator_bottleneck(ctx) -> list:
-    """Collectively accessed shared files whose file-system I/O all goes through (nearly) one rank."""
-    mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
-    if mpi is None or posix is None or not ctx.total("MPI-IO", "MPIIO_COLL_WRITES", "MPIIO_COLL_READS"):
-        return []  # no collective request at all (integer total): nothing below can match
-    th = ctx.th
-    coll = mpi.group_by("file_id").agg((clip("MPIIO_COLL_WRITES") + clip("MPIIO_COLL_READS")).sum().alias("coll"),
-                                       clip("MPIIO_COLL_OPENS").sum().alias("coll_opens"))
-    coll = coll.filter(pl.col("coll") > 0).join(ctx.ranks_on_file("MPI-IO"), on="file_id")
-    out = []
-    seg = ctx.seg_posix
-    for row in coll.iter_rows(named=True):
-        fid, nranks = row["file_id"], row["nranks"]
-        p = posix.filter(pl.col("file_id") == fid)
-        if p.is_empty() or nranks < 2:
-            continue
-        fb = (p.select((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).sum()).item() or 0)
-        if fb <= 0:
-            continue
-        if not seg.is_empty() and ctx.trace_complete("DXT_POSIX") and fid in set(seg["file_id"].unique().to_list()):
-            per = (seg.filter(pl.col("file_id") == fid).group_by("rank")
-                   .agg(pl.col("length").sum().alias("b"), (pl.col("end") - pl.col("start")).sum().alias("t"))
-                   .sort(["b", "rank"], descending=[True, False]))
-            aggregators = per.height
-            nodes = ctx.hosts
-            if not nodes or aggregators >= nodes:
-                continue
-            top_rank, top_b, top_t = per.row(0)
-            source = "dxt"
-        else:
-            shared = p.filter(pl.col("rank") < 0)
-            if shared.is_empty() or nranks < th.single_aggregator_min_ranks:
-                continue
-            r = shared.row(0, named=True)
-            top_rank, top_b, top_t = r["POSIX_SLOWEST_RANK"], r["POSIX_SLOWEST_RANK_BYTES"], r["POSIX_F_SLOWEST_RANK_TIME"]
-            if top_rank is None or top_rank < 0 or top_b is None or top_b < (2 / 3) * fb:
-                continue
-            aggregators, nodes, source = 1, None, "counters"
-        if not ctx.matters(top_t):
-            continue
-        name = ctx.name(fid)
-        share = top_b / fb
-        metrics = {"aggregators": aggregators, "ranks_on_file": nranks, "heaviest_rank": top_rank,
-                   "heaviest_rank_bytes": top_b, "heaviest_rank_share": share, "heaviest_rank_time_s": top_t,
-                   "file_bytes": fb}
-        if nodes:
-            metrics["nodes"] = nodes
-        lus = ctx.log.lustre.filter(pl.col("file_id") == fid) if not ctx.log.lustre.is_empty() else None
-        stripe_count = int(lus["stripe_count"].max()) if lus is not None and lus.height else None
-        if stripe_count:
-            metrics["stripe_count"] = stripe_count
-        title = (f"Rank {top_rank} does {fmt_pct(share)} of the file-system I/O of a file {nranks} ranks "
-                 f"write collectively")
-        summary = (f"{name} is accessed with collective MPI-IO by {nranks} ranks, but at the POSIX layer rank "
-                   f"{top_rank} moves {fmt_bytes(top_b)} of {fmt_bytes(fb)} ({fmt_pct(share)}) in "
-                   f"{fmt_time(top_t)}: collective buffering uses {'only one aggregator' if aggregators == 1 else f'{aggregators} aggregators'}"
-                   + (f" for {nodes} nodes" if nodes else "") + ", and every other rank waits for it inside the "
-                   "collective calls.")
-        if stripe_count == 1:
-            summary += (" The file has a single Lustre stripe, and ROMIO's Lustre driver uses at most one "
-                        "aggregator per stripe by default.")
-        recs = []
-        if stripe_count is not None and stripe_count <= 4:
-            extent = p.select((pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max()
-                               + 1)).item() or 0
-            count = rec.stripe_count_for(extent if extent > 0 else fb, nranks)  # same rule as LUSTRE_STRIPING
-            recs.append(rec.lustre_setstripe(name, count, 1 << 20,
-                                             f"A wider stripe lets ROMIO use {count} aggregators in parallel."))
-        recs.append(rec.more_aggregators(nodes, stripe_count, nranks))
-        out.append(Insight("RANK_IMBALANCE", "warning", title, summary,
-                           Evidence(ranks=[top_rank], files=[name], time_window=ctx.counter_window("POSIX", [fid]),
-                                    metrics=metrics),
-                           recs, source=source, partial=False, score=share * 10))
-    return out
+def _bottleneck(ctx, c: dict) -> Insight:
+    """The insight of a collectively accessed shared file whose file-system I/O all goes through (nearly)
+    one rank (`rank_imbalance.aggregator_candidates`, one the rule finds)."""
+    fid, nranks, top_rank, top_b, top_t = c["file_id"], c["ranks_on_file"], c["rank"], c["bytes"], c["time"]
+    fb, share, aggregators, nodes, p = c["file_bytes"], c["share"], c["aggregators"], c["nodes"], c["posix"]
+    name = ctx.name(fid)
+    metrics = {"aggregators": aggregators, "ranks_on_file": nranks, "heaviest_rank": top_rank,
+               "heaviest_rank_bytes": top_b, "heaviest_rank_share": share, "heaviest_rank_time_s": top_t,
+               "file_bytes": fb}
+    if nodes:
+        metrics["nodes"] = nodes
+    lus = ctx.log.lustre.filter(pl.col("file_id") == fid) if not ctx.log.lustre.is_empty() else None
+    stripe_count = int(lus["stripe_count"].max()) if lus is not None and lus.height else None
+    if stripe_count:
+        metrics["stripe_count"] = stripe_count
+    title = (f"Rank {top_rank} does {fmt_pct(share)} of the file-system I/O of a file {nranks} ranks "
+             f"write collectively")
+    summary = (f"{name} is accessed with collective MPI-IO by {nranks} ranks, but at the POSIX layer rank "
+               f"{top_rank} moves {fmt_bytes(top_b)} of {fmt_bytes(fb)} ({fmt_pct(share)}) in "
+               f"{fmt_time(top_t)}: collective buffering uses {'only one aggregator' if aggregators == 1 else f'{aggregators} aggregators'}"
+               + (f" for {nodes} nodes" if nodes else "") + ", and every other rank waits for it inside the "
+               "collective calls.")
+    if stripe_count == 1:
+        summary += (" The file has a single Lustre stripe, and ROMIO's Lustre driver uses at most one "
+                    "aggregator per stripe by default.")
+    recs = []
+    if stripe_count is not None and stripe_count <= 4:
+        extent = p.select((pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max()
+                           + 1)).item() or 0
+        count = rec.stripe_count_for(extent if extent > 0 else fb, nranks)  # same rule as LUSTRE_STRIPING
+        recs.append(rec.lustre_setstripe(name, count, 1 << 20,
+                                         f"A wider stripe lets ROMIO use {count} aggregators in parallel."))
+    recs.append(rec.more_aggregators(nodes, stripe_count, nranks))
+    return Insight("RANK_IMBALANCE", "warning", title, summary,
+                   Evidence(ranks=[top_rank], files=[name], time_window=ctx.counter_window("POSIX", [fid]),
+                            metrics=metrics),
+                   recs, source="counters" if c["from_counters"] else "dxt", partial=False, score=share * 10)
 
 
 # --- STRAGGLER ------------------------------------------------------------------------------------
@@ -355,19 +191,20 @@ def check_straggler(ctx) -> list:
     seg = ctx.seg_app
     if seg.is_empty():
         return []
-    per = seg.group_by("rank").agg(pl.col("start").min().alias("first"), pl.col("end").max().alias("last"),
-                                   pl.col("length").sum().alias("bytes"))
-    if per.height < 4:
+    rank_ids, first, last, nbytes = _rank_spans(seg)
+    if len(rank_ids) < 4:
         return []
-    t0, t1 = float(per["first"].min()), float(per["last"].max())
+    t0, t1 = float(first.min()), float(last.max())
     window = t1 - t0
-    median_end = float(per["last"].median())
-    median_first = float(per["first"].median())
+    median_end = float(pl.Series(last).median())  # polars' median: the same bits as before
+    median_first = float(pl.Series(first).median())
     need = max(th.straggler_min_delay, th.straggler_min_delay_share * window,
                min(th.min_runtime_share * ctx.run_time, th.min_stake_seconds) if ctx.run_time > 0 else 0.0)
+    n_late = int((last - median_end >= need).sum())
+    if n_late == 0 or n_late > 0.25 * len(rank_ids):
+        return []  # most logs: no query at all
+    per = pl.DataFrame({"rank": rank_ids, "first": first, "last": last, "bytes": nbytes})
     late = per.filter(pl.col("last") - median_end >= need)
-    if late.is_empty() or late.height > 0.25 * per.height:
-        return []
     after = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
              .group_by("rank").agg((pl.col("end") - pl.max_horizontal(pl.col("start"), pl.lit(median_end))).sum()
                                    .alias("busy"), pl.col("length").sum().alias("bytes_after")))
@@ -419,46 +256,30 @@ def check_straggler(ctx) -> list:
                     recs, source="dxt", partial=partial, score=worst / window if window else 0)]
 
 
+def _rank_spans(seg: pl.DataFrame) -> tuple:
+    """Per rank with traced I/O (ascending): its first start, last end and bytes, as numpy arrays."""
+    rank, start, end = (seg[c].to_numpy() for c in ("rank", "start", "end"))
+    ranks, at = np.unique(rank, return_inverse=True)
+    first, last = np.full(len(ranks), np.inf), np.full(len(ranks), -np.inf)
+    np.minimum.at(first, at, start)
+    np.maximum.at(last, at, end)
+    nbytes = np.zeros(len(ranks), dtype=np.int64)  # integers: summed exactly in any order
+    np.add.at(nbytes, at, seg["length"].to_numpy())
+    return ranks, first, last, nbytes
+
+
 # --- SERIALIZED_IO --------------------------------------------------------------------------------
 def busy_intervals(seg: pl.DataFrame, gap: float) -> pl.DataFrame:
     """Per rank, its operations merged into busy intervals (gaps shorter than `gap` bridged)."""
     return busy_runs(seg, "rank", gap)
 
 
-def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
-    """Per rank: the time during which it is the only rank busy, plus the first/last moment of that."""
-    ev = pl.concat([
-        intervals.select(pl.col("start").alias("t"), pl.lit(1, dtype=pl.Int64).alias("d"), pl.col("rank").alias("r")),
-        intervals.select(pl.col("end").alias("t"), pl.lit(-1, dtype=pl.Int64).alias("d"),
-                         (-pl.col("rank")).alias("r")),
-    ]).sort(["t", "d"])
-    ev = ev.with_columns(pl.col("d").cum_sum().alias("active"), pl.col("r").cum_sum().alias("who"),
-                         (pl.col("t").shift(-1) - pl.col("t")).fill_null(0.0).alias("dt"))
-    one = ev.filter((pl.col("active") == 1) & (pl.col("dt") > 0))
-    return one.group_by(pl.col("who").alias("rank")).agg(
-        pl.col("dt").sum().alias("alone"), pl.col("t").min().alias("first"),
-        (pl.col("t") + pl.col("dt")).max().alias("last"))
-
-
 def check_serialized(ctx) -> list:
     th = ctx.th
-    if ctx.nprocs < 2:
+    alone = rank_imbalance.serial_alone(ctx)  # shared with RANK_IMBALANCE's rule, which it deduplicates
+    if alone is None:
         return []
-    seg = ctx.seg
-    std = pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()
-    if seg["file_id"].is_in(std).any():  # a Series test first: most traces have no standard stream
-        seg = seg.filter(~pl.col("file_id").is_in(std))
-    if seg.is_empty():
-        return []
-    iv = busy_intervals(seg, th.serialized_gap)
-    t0, t1 = float(iv["start"].min()), float(iv["end"].max())
-    window = t1 - t0
-    if window <= 0:
-        return []
-    alone = alone_time(iv).sort("alone", descending=True)
-    if alone.is_empty():
-        return []
-    rank, secs, first, last = alone.row(0)
+    seg, rank, secs, first, last, window = (alone[k] for k in ("seg", "rank", "secs", "first", "last", "window"))
     share = secs / window
     if share < th.serialized_min_share or not ctx.matters(secs):
         return []

@@ -20,8 +20,8 @@ from ..thresholds import Thresholds
 from .common import (COMMON_FEATURES, EDGES, RuleError, common_features, demoted, edge_index, judge, matters, stage,
                      stage_name)
 from . import (collective_io, data_sieving, fsync_heavy, hdf5_metadata, lustre_striping, metadata_heavy, misaligned_io,
-               mpiio_overhead, no_collective_io, ost_imbalance, random_access, redundant_io, slow_ost, small_io,
-               stdio_heavy)
+               mpiio_overhead, no_collective_io, ost_imbalance, random_access, rank_imbalance, redundant_io, slow_ost,
+               small_io, stdio_heavy)
 
 __all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
            "edge_index", "common_features", "one_row", "with_stages", "drop_stages", "stage", "stale_expr"]
@@ -74,6 +74,8 @@ RULES = {r.code: r for r in (
          misaligned_io.THRESHOLDS, None, misaligned_io.title),
     Rule("RANDOM_ACCESS", "random_access", random_access.features, random_access.rule, random_access.dtypes,
          random_access.THRESHOLDS, random_access.stale, random_access.title, random_access.PARTS),
+    Rule("RANK_IMBALANCE", "rank_imbalance", rank_imbalance.features, rank_imbalance.rule, rank_imbalance.dtypes,
+         rank_imbalance.THRESHOLDS, rank_imbalance.stale, rank_imbalance.title),
 )}
 
 
@@ -101,9 +103,12 @@ def with_stages(frame, code: str, th: Thresholds, exprs: dict | None = None):
     frame = _stages(frame, code, exprs)
     parts = RULES[code].parts if code in RULES else ()
     if not parts:
+        # a rule writing several insights of one severity counts them (`count`): the demotion moves them all
+        count = stage(code, "count") if "count" in exprs else pl.lit(1, pl.Int64)
         return _stages(frame, code, {"insight": demoted(stage(code, "severity"), ~stage(code, "strong"), th),
                                      "best": pl.lit(None, pl.String),
-                                     "serious": stage(code, "insight").is_in(SERIOUS).fill_null(False).cast(pl.Int64)})
+                                     "serious": stage(code, "insight").is_in(SERIOUS).fill_null(False).cast(pl.Int64)
+                                     * count})
     # several insights: the code's column is the first in the diagnosis's order (severity, then score, then
     # the order the check wrote them in)
     for p in parts:
@@ -190,10 +195,10 @@ def _all_dtypes() -> dict:
 _DTYPES = None
 
 
-# thresholds a rule reads that per-log checks read too (RANK_IMBALANCE counts operations against small_min_ops;
-# every check's severity goes through judge/matters and the demotion): a change of one of these recomputes the
-# rule codes, while the per-log codes keep the severity they were built with
-SHARED_WITH_CHECKS = frozenset({"small_min_ops", *common.COMMON_THRESHOLDS})
+# thresholds a rule reads that per-log checks read too (RANK_IMBALANCE's dedupe reads SERIALIZED_IO's; every
+# check's severity goes through judge/matters and the demotion): a change of one of these recomputes the rule
+# codes, while the per-log codes keep the severity they were built with
+SHARED_WITH_CHECKS = frozenset({*rank_imbalance.SERIALIZED, *common.COMMON_THRESHOLDS})
 
 
 def rule_only(names) -> list:

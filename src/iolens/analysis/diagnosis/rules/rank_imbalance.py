@@ -1,0 +1,427 @@
+"""RANK_IMBALANCE as a rule: one rank carries much more of the I/O than the others.
+
+Two kinds of insight share the code. An *aggregator bottleneck*: a file accessed with collective MPI-IO by
+several ranks whose file-system I/O goes through (nearly) one rank; from the counters only when at least
+`single_aggregator_min_ranks` ranks share it; its time must matter for the run. A *spread*: the busiest rank
+carries at least `imbalance_ratio` × the mean from some angle (bytes, operations, I/O time, fsyncs) and the
+excess is large enough (`imbalance_min_bytes`, `small_min_ops`, 10 fsyncs, a time that matters).
+
+The per-rank loads do not depend on a threshold: the features keep, per angle, the heaviest rank over the
+mean, the excess and the four heaviest ranks; per candidate file of a bottleneck, its ranks, heaviest rank,
+share and time. A spread whose heaviest rank a bottleneck names, or that SERIALIZED_IO names (what it says
+more precisely), is dropped: SERIALIZED_IO's rank, time alone and share are kept too, computed at the build's
+`serialized_gap` (`rank_imbalance_serial_gap`; stale at another).
+"""
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ...measures import busy_runs
+from ....model.darshan import COUNTER_PREFIX, DXT_MODULES
+from ..units import fmt_pct, fmt_ranks
+from .common import COMMON_THRESHOLDS, RUN_TIME, stage
+
+THRESHOLDS = ("imbalance_ratio", "imbalance_min_bytes", "small_min_ops", "single_aggregator_min_ranks",
+              "serialized_gap", "serialized_min_share") + COMMON_THRESHOLDS
+SERIALIZED = ("serialized_gap", "serialized_min_share")  # SERIALIZED_IO's own, read for the dedupe
+P = "rank_imbalance_"
+
+# (module, counter prefix) of the layers a rank's load is read at, the application's first
+LAYERS = tuple((m, COUNTER_PREFIX[m]) for m in ("MPI-IO", "POSIX", "STDIO"))
+ANGLES = ("bytes", "operations", "time", "fsyncs")
+MIN_EXCESS_FSYNCS = 10  # a few more fsyncs on one rank (closing its own files) is not an imbalance
+SLOWER_RATIO = 1.25  # a rank with more bytes/operations matters when its I/O time is at least this × the mean
+TOP = 4  # the heaviest ranks a title names
+AGGREGATOR_FIELDS = {"rank": pl.Int64, "ranks_on_file": pl.Int64, "from_counters": pl.Boolean, "time": pl.Float64,
+                     "share": pl.Float64}
+AGGREGATOR = pl.Struct(AGGREGATOR_FIELDS)
+
+
+# --- per-rank load at the layer the application calls ---------------------------------------------
+def rank_loads(ctx):
+    """Per rank 0..nprocs-1 at the application's layer: ({"time", "bytes", "operations", "fsyncs": array,
+    "end": array or None}, source, partial), or None without any I/O record.
+
+    MPI-IO for files opened with MPI-IO, POSIX for the other files, plus STDIO. From the trace when it is
+    complete; from the counters otherwise, where a shared (reduced) record gives its slowest and fastest rank
+    their recorded share and spreads the rest evenly. fsyncs come from the POSIX counters of each rank's own
+    records (a shared record does not say which rank synced); `end` (the end of a rank's last traced I/O)
+    only from the trace.
+    """
+    return ctx.memo("rank_loads", lambda: _rank_loads(ctx))
+
+
+def _rank_loads(ctx):
+    n = ctx.nprocs
+    complete = all(ctx.trace_complete(m) for m in DXT_MODULES if m in ctx.dxt and ctx.dxt[m]["segments"])
+    seg = ctx.seg_app
+    fsyncs = _fsyncs(ctx)
+    if not seg.is_empty() and complete:
+        per = seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"),
+                                       pl.col("length").sum().alias("b"), pl.len().alias("n"),
+                                       pl.col("end").max().alias("e"))
+        t, b, ops, end = np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, np.nan)
+        r = per["rank"].to_numpy()
+        ok = (r >= 0) & (r < n)
+        t[r[ok]] += per["t"].to_numpy()[ok]
+        b[r[ok]] += per["b"].to_numpy()[ok]
+        ops[r[ok]] += per["n"].to_numpy()[ok]
+        end[r[ok]] = per["e"].to_numpy()[ok]
+        st, sb, so, _ = _counter_loads(ctx, ("STDIO",))
+        loads = {"time": t + st, "bytes": b + sb, "operations": ops + so, "fsyncs": fsyncs, "end": end}
+        return loads, "dxt", False
+    t, b, ops, any_rows = _counter_loads(ctx, ("MPI-IO", "POSIX", "STDIO"))
+    if not any_rows:
+        return None
+    return {"time": t, "bytes": b, "operations": ops, "fsyncs": fsyncs, "end": None}, "counters", False
+
+
+def _fsyncs(ctx):
+    out = np.zeros(ctx.nprocs)
+    df = ctx.counters("POSIX")
+    if df is None or "POSIX_FSYNCS" not in df.columns:
+        return out
+    own = ctx.own_records("POSIX")
+    if own.any():
+        syncs = ctx.column("POSIX", "POSIX_FSYNCS")
+        if "POSIX_FDSYNCS" in df.columns:
+            syncs = syncs + ctx.column("POSIX", "POSIX_FDSYNCS")
+        per = np.zeros(ctx.nprocs, dtype=np.int64)  # integer counts: summed exactly in any order
+        np.add.at(per, ctx.column("POSIX", "rank")[own], syncs[own])
+        seen = np.zeros(ctx.nprocs, dtype=bool)
+        seen[ctx.column("POSIX", "rank")[own]] = True
+        out[seen] = per[seen]
+    return out
+
+
+def _counter_loads(ctx, modules):
+    n = ctx.nprocs
+    t, b, ops = np.zeros(n), np.zeros(n), np.zeros(n)
+    any_rows = False
+    for module, p in LAYERS:
+        if module not in modules:
+            continue
+        df = ctx.counters(module)
+        if df is None:
+            continue
+        fid = ctx.column(module, "file_id")
+        keep = np.ones(len(fid), dtype=bool)
+        if module == "POSIX":
+            keep &= ~np.isin(fid, np.fromiter(ctx.ids_in("MPI-IO"), dtype=np.uint64))
+        if module != "STDIO":
+            keep &= ~np.isin(fid, np.fromiter(ctx.std_ids, dtype=np.uint64))
+        if not keep.any():
+            continue
+        any_rows = True
+        count = ([f"{p}_INDEP_READS", f"{p}_INDEP_WRITES", f"{p}_COLL_READS", f"{p}_COLL_WRITES"]
+                 if module == "MPI-IO" else [f"{p}_READS", f"{p}_WRITES"])
+        col = ctx.column
+        # element-wise, in the order polars' expressions added them: the same floats
+        rt = col(module, f"{p}_F_READ_TIME") + col(module, f"{p}_F_WRITE_TIME") + col(module, f"{p}_F_META_TIME")
+        rb = col(module, f"{p}_BYTES_READ") + col(module, f"{p}_BYTES_WRITTEN")
+        rn = sum(col(module, c) for c in count if c in df.columns)
+        rank = col(module, "rank")
+        own = keep & ctx.own_records(module)
+        if own.any():
+            np.add.at(t, rank[own], rt[own])
+            np.add.at(b, rank[own], rb[own])
+            np.add.at(ops, rank[own], rn[own])
+        shared = np.flatnonzero(keep & (rank < 0))
+        if len(shared):
+            raw = _raw_values(df, shared)
+            for i, rt_, rb_, rn_ in zip(range(len(shared)), rt[shared], rb[shared], rn[shared]):
+                _spread(t, float(rt_), raw(f"{p}_SLOWEST_RANK", i), raw(f"{p}_F_SLOWEST_RANK_TIME", i),
+                        raw(f"{p}_FASTEST_RANK", i), raw(f"{p}_F_FASTEST_RANK_TIME", i))
+                _spread(b, int(rb_), raw(f"{p}_SLOWEST_RANK", i), raw(f"{p}_SLOWEST_RANK_BYTES", i),
+                        raw(f"{p}_FASTEST_RANK", i), raw(f"{p}_FASTEST_RANK_BYTES", i))
+                ops += int(rn_) / n
+    return t, b, ops, any_rows
+
+
+def _raw_values(df: pl.DataFrame, rows: np.ndarray):
+    """(name, i) -> counter `name` of the i-th of `rows` as recorded (-1 kept, None when absent): the
+    slowest/fastest rank fields, read without a row-wise pass over every counter."""
+    cache = {}
+
+    def value(name: str, i: int):
+        if name not in cache:
+            vals = df.get_column(name).to_list() if name in df.columns else None
+            cache[name] = [vals[r] for r in rows] if vals is not None else [None] * len(rows)
+        return cache[name][i]
+    return value
+
+
+def _spread(arr, total, slow, slow_v, fast, fast_v):
+    n = len(arr)
+    known = [(r, v) for r, v in ((slow, slow_v), (fast, fast_v))
+             if r is not None and v is not None and 0 <= r < n and v >= 0]
+    if len(known) == 2 and known[0][0] == known[1][0]:
+        known = known[:1]
+    rest = total - sum(v for _, v in known)
+    others = n - len(known)
+    if rest < 0 or others <= 0:
+        arr += total / n
+        return
+    base = rest / others
+    arr += base
+    for r, v in known:
+        arr[r] += v - base
+
+
+def angle_features(loads) -> dict:
+    """Per angle: the heaviest rank over the mean, its excess over the mean, its I/O time over the mean time,
+    the mean, and the `TOP` heaviest ranks and their loads (heaviest first; null when the mean is 0)."""
+    t = loads["time"]
+    t_mean = float(t.mean())
+    out = {}
+    for angle in ANGLES:
+        arr = loads[angle]
+        mean, top = float(arr.mean()), float(arr.max())
+        if mean <= 0:
+            out.update(dict.fromkeys(P + f"{angle}_{k}" for k in ANGLE_FEATURES))
+            continue
+        order = np.argsort(-arr, kind="stable")[:TOP]
+        heavy = int(order[0])
+        out.update({P + f"{angle}_ratio": top / mean, P + f"{angle}_excess": top - mean, P + f"{angle}_mean": mean,
+                    P + f"{angle}_time_ratio": float(t[heavy]) / t_mean if t_mean > 0 else 0.0,
+                    P + f"{angle}_top_ranks": [int(r) for r in order],
+                    P + f"{angle}_top_loads": [float(arr[r]) for r in order]})
+    return out
+
+
+ANGLE_FEATURES = {"ratio": pl.Float64, "excess": pl.Float64, "mean": pl.Float64, "time_ratio": pl.Float64,
+                  "top_ranks": pl.List(pl.Int64), "top_loads": pl.List(pl.Float64)}
+
+
+# --- SERIALIZED_IO's measure (its check and this rule's dedupe read it) ----------------------------
+def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
+    """Per rank: the time during which it is the only rank busy, plus the first/last moment of that."""
+    rank, start, end = (intervals[c].to_numpy() for c in ("rank", "start", "end"))
+    t = np.concatenate([start, end])
+    d = np.concatenate([np.ones(len(start), dtype=np.int64), np.full(len(end), -1, dtype=np.int64)])
+    r = np.concatenate([rank, -rank]).astype(np.int64)
+    order = np.lexsort((d, t))  # by time, ends first: within a tie only the last event has a duration
+    t, active, who = t[order], np.cumsum(d[order]), np.cumsum(r[order])
+    dt = np.append(t[1:] - t[:-1], 0.0)
+    one = (active == 1) & (dt > 0)
+    # the per-rank float sums in polars, over the events in the same order: the same bits as a query's
+    return pl.DataFrame({"rank": who[one], "t": t[one], "dt": dt[one]}).group_by("rank").agg(
+        pl.col("dt").sum().alias("alone"), pl.col("t").min().alias("first"),
+        (pl.col("t") + pl.col("dt")).max().alias("last"))
+
+
+def serial_alone(ctx) -> dict | None:
+    """The rank doing I/O alone the longest (ranks' operations merged into busy intervals, gaps shorter
+    than `serialized_gap` bridged): {seg, rank, secs, first, last, window}; None without such a time."""
+    return ctx.memo(("serial_alone", ctx.th.serialized_gap), lambda: _serial_alone(ctx))
+
+
+def _serial_alone(ctx):
+    seg = ctx.seg
+    if ctx.nprocs < 2 or seg.is_empty():
+        return None
+    std = pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()
+    if seg["file_id"].is_in(std).any():  # a Series test first: most traces have no standard stream
+        seg = seg.filter(~pl.col("file_id").is_in(std))
+    if seg.is_empty():
+        return None
+    iv = busy_runs(seg, "rank", ctx.th.serialized_gap)
+    t0, t1 = float(iv["start"].min()), float(iv["end"].max())
+    window = t1 - t0
+    if window <= 0:
+        return None
+    alone = alone_time(iv).sort("alone", descending=True)
+    if alone.is_empty():
+        return None
+    rank, secs, first, last = alone.row(0)
+    return {"seg": seg, "rank": rank, "secs": secs, "first": first, "last": last, "window": window}
+
+
+# --- aggregator bottlenecks -----------------------------------------------------------------------
+def aggregator_candidates(ctx) -> list:
+    """Collectively accessed shared files whose file-system I/O goes through (nearly) one rank, before the
+    thresholds: one dict per file (file_id, rank, ranks_on_file, from_counters, time, bytes, file_bytes,
+    share, aggregators, nodes, posix: the file's POSIX records)."""
+    return ctx.memo("aggregator_candidates", lambda: _aggregator_candidates(ctx))
+
+
+def _aggregator_candidates(ctx) -> list:
+    from ..context import clip
+
+    mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
+    if ctx.nprocs < 2 or mpi is None or posix is None or not ctx.total("MPI-IO", "MPIIO_COLL_WRITES",
+                                                                       "MPIIO_COLL_READS"):
+        return []  # no collective request at all (integer total): nothing below can match
+    coll = mpi.group_by("file_id").agg((clip("MPIIO_COLL_WRITES") + clip("MPIIO_COLL_READS")).sum().alias("coll"),
+                                       clip("MPIIO_COLL_OPENS").sum().alias("coll_opens"))
+    coll = coll.filter(pl.col("coll") > 0).join(ctx.ranks_on_file("MPI-IO"), on="file_id")
+    out = []
+    seg = ctx.seg_posix
+    for row in coll.iter_rows(named=True):
+        fid, nranks = row["file_id"], row["nranks"]
+        p = posix.filter(pl.col("file_id") == fid)
+        if p.is_empty() or nranks < 2:
+            continue
+        fb = (p.select((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).sum()).item() or 0)
+        if fb <= 0:
+            continue
+        if not seg.is_empty() and ctx.trace_complete("DXT_POSIX") and fid in set(seg["file_id"].unique().to_list()):
+            per = (seg.filter(pl.col("file_id") == fid).group_by("rank")
+                   .agg(pl.col("length").sum().alias("b"), (pl.col("end") - pl.col("start")).sum().alias("t"))
+                   .sort(["b", "rank"], descending=[True, False]))
+            aggregators = per.height
+            nodes = ctx.hosts
+            if not nodes or aggregators >= nodes:
+                continue
+            top_rank, top_b, top_t = per.row(0)
+            counters = False
+        else:
+            shared = p.filter(pl.col("rank") < 0)
+            if shared.is_empty():
+                continue
+            r = shared.row(0, named=True)
+            top_rank, top_b, top_t = r["POSIX_SLOWEST_RANK"], r["POSIX_SLOWEST_RANK_BYTES"], r["POSIX_F_SLOWEST_RANK_TIME"]
+            if top_rank is None or top_rank < 0 or top_b is None or top_b < (2 / 3) * fb:
+                continue
+            aggregators, nodes, counters = 1, None, True
+        out.append({"file_id": fid, "rank": top_rank, "ranks_on_file": nranks, "from_counters": counters,
+                    "time": top_t, "bytes": top_b, "file_bytes": fb, "share": top_b / fb,
+                    "aggregators": aggregators, "nodes": nodes, "posix": p})
+    return out
+
+
+# --- the rule -------------------------------------------------------------------------------------
+def features(ctx, edges=None) -> dict:
+    row = dict.fromkeys(dtypes())
+    if ctx.nprocs < 2:
+        return row
+    row[P + "aggregators"] = [{k: c[k] for k in AGGREGATOR_FIELDS} for c in aggregator_candidates(ctx)]
+    got = rank_loads(ctx)
+    if got is not None:
+        row.update(angle_features(got[0]))
+    serial = serial_alone(ctx)
+    if serial is not None:
+        row.update({P + "serial_rank": serial["rank"], P + "serial_time": serial["secs"],
+                    P + "serial_share": serial["secs"] / serial["window"]})
+    if not ctx.seg.is_empty():
+        row[P + "serial_gap"] = float(ctx.th.serialized_gap)
+    return row
+
+
+def dtypes() -> dict:
+    out = {P + "aggregators": pl.List(AGGREGATOR)}
+    for angle in ANGLES:
+        out.update({P + f"{angle}_{k}": t for k, t in ANGLE_FEATURES.items()})
+    out.update({P + "serial_rank": pl.Int64, P + "serial_time": pl.Float64, P + "serial_share": pl.Float64,
+                P + "serial_gap": pl.Float64})
+    return out
+
+
+def matters_from(th) -> pl.Expr:
+    """The least seconds that matter for the run (`common.matters` as one bound: it is monotone in them)."""
+    run = pl.col(RUN_TIME)
+    return (pl.when(run <= 0).then(pl.lit(th.min_stake_floor))
+            .otherwise(pl.max_horizontal(pl.lit(th.min_stake_floor),
+                                         pl.min_horizontal(th.min_runtime_share * run, pl.lit(th.min_stake_seconds)))))
+
+
+def _field(name: str) -> pl.Expr:
+    return pl.col(P + "aggregators").list.eval(pl.element().struct.field(name))
+
+
+def _aggregators(th, least: pl.Expr) -> dict:
+    """Which candidate files are bottlenecks under `th` (a 0/1 list), how many, and the first with the
+    largest share (the insight the diagnosis sorts first)."""
+    enough_ranks = pl.col(P + "aggregators").list.eval(
+        (~pl.element().struct.field("from_counters")
+         | (pl.element().struct.field("ranks_on_file") >= th.single_aggregator_min_ranks)).cast(pl.Int64))
+    # time >= least, element-wise against this row's bound (x - y >= 0 exactly when x >= y)
+    costly = (_field("time") - least).list.eval((pl.element() >= 0).cast(pl.Int64))
+    ok = enough_ranks * costly
+    best = (ok * _field("share") + (ok - 1)).list.arg_max()  # a file that fails: -1
+    return {"ok": ok, "count": ok.list.sum().fill_null(0), "best": best}
+
+
+def imbalanced(th, least: pl.Expr) -> dict:
+    """angle -> is it imbalanced: the heaviest rank carries at least `imbalance_ratio` × the mean and the
+    excess is large enough to matter (bytes or operations by volume, fsyncs by count, time when it matters)."""
+    out = {}
+    for angle in ANGLES:
+        r, excess = pl.col(P + f"{angle}_ratio"), pl.col(P + f"{angle}_excess")
+        big = {"bytes": excess >= th.imbalance_min_bytes, "operations": excess >= th.small_min_ops,
+               "fsyncs": excess >= MIN_EXCESS_FSYNCS, "time": excess >= least}[angle]
+        out[angle] = ((r >= th.imbalance_ratio) & big).fill_null(False)
+    return out
+
+
+def _largest(angles: dict) -> tuple:
+    """(angle, its ratio) of the imbalanced angle with the largest ratio (the first of ANGLES among equals)."""
+    kind, ratio = pl.lit(None, pl.String), pl.lit(None, pl.Float64)
+    for angle in ANGLES:
+        r = pl.col(P + f"{angle}_ratio")
+        found = angles[angle] & (ratio.is_null() | (r > ratio)).fill_null(False)
+        kind = pl.when(found).then(pl.lit(angle)).otherwise(kind)
+        ratio = pl.when(found).then(r).otherwise(ratio)
+    return kind, ratio
+
+
+def _of_kind(kind: pl.Expr, name: str) -> pl.Expr:
+    out = pl.lit(None, dtype=ANGLE_FEATURES[name])
+    for angle in ANGLES:
+        out = pl.when(kind == angle).then(pl.col(P + f"{angle}_{name}")).otherwise(out)
+    return out
+
+
+def rule(th) -> dict:
+    least = matters_from(th)
+    agg = _aggregators(th, least)
+    angles = imbalanced(th, least)
+    kind, ratio = _largest(angles)
+    heavy = _of_kind(kind, "top_ranks").list.first()
+    named = ((_field("rank") - heavy).list.eval((pl.element() == 0).cast(pl.Int64)) * agg["ok"]).list.sum() > 0
+    serial = pl.col(P + "serial_rank")
+    serial_found = ((pl.col(P + "serial_share") >= th.serialized_min_share) & (pl.col(P + "serial_time") >= least))
+    # SERIALIZED_IO says "rank 0 does most of the I/O" more precisely; a bottleneck names its rank already
+    restated = (named.fill_null(False) | (serial_found & (serial == heavy)).fill_null(False))
+    spread = kind.is_not_null() & ~restated
+    info = (kind != "time") & (_of_kind(kind, "time_ratio") < SLOWER_RATIO)
+    spread_sev = pl.when(spread).then(pl.when(info).then(pl.lit("info")).otherwise(pl.lit("warning")))
+    count = agg["count"]
+    agg_score = (agg["ok"] * _field("share")).list.max() * 10
+    # the insight the diagnosis sorts first: a bottleneck (written first) unless a warning spread scores more
+    agg_first = (count > 0) & ((spread_sev != "warning") | (agg_score >= ratio)).fill_null(True)
+    return {"severity": pl.when(count > 0).then(pl.lit("warning")).otherwise(spread_sev),
+            "strong": pl.lit(False),
+            "score": pl.when(agg_first).then(agg_score).otherwise(ratio),
+            "count": count + (spread_sev == "warning").fill_null(False).cast(pl.Int64),
+            "found_before_dedupe": kind.is_not_null(), "aggregators": agg["ok"],
+            "spread": spread_sev, "kind": kind, "ratio": ratio,
+            "headline": pl.when(agg_first).then(pl.lit("aggregator")).otherwise(pl.lit("spread")),
+            "aggregator": pl.col(P + "aggregators").list.get(agg["best"], null_on_oob=True),
+            "mean": _of_kind(kind, "mean"), "top_ranks": _of_kind(kind, "top_ranks"),
+            "top_loads": _of_kind(kind, "top_loads"), **{f"found_{a}": f for a, f in angles.items()}}
+
+
+def stale(th) -> pl.Expr:
+    """Jobs whose spread SERIALIZED_IO might restate at another `serialized_gap` than the build's (its busy
+    intervals come from the trace: a rebuild answers)."""
+    at = pl.col(P + "serial_gap")
+    found = stage("RANK_IMBALANCE", "found_before_dedupe")  # evaluated after `rule`
+    return (at.is_not_null() & (at != float(th.serialized_gap)) & found).fill_null(False)
+
+
+def heavy_ranks(v: dict, th) -> list:
+    """The ranks at least `imbalance_ratio` × the mean, heaviest first (the title's first `TOP`)."""
+    return [r for r, x in zip(v["top_ranks"], v["top_loads"]) if x >= th.imbalance_ratio * v["mean"]]
+
+
+def title(v: dict, th) -> str:
+    if v["headline"] == "aggregator":
+        a = v["aggregator"]
+        return (f"Rank {a['rank']} does {fmt_pct(a['share'])} of the file-system I/O of a file "
+                f"{a['ranks_on_file']} ranks write collectively")
+    ranks = heavy_ranks(v, th)
+    noun = v["kind"]
+    return (f"I/O {noun} uneven across ranks: {fmt_ranks(ranks[:TOP])} "
+            f"{'carries' if len(ranks) == 1 else 'carry'} up to {v['ratio']:.1f}× the mean")
