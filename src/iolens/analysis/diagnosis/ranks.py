@@ -46,7 +46,8 @@ def check_imbalance(ctx) -> list:
     # the rule decides (rules/rank_imbalance.py, shared with the fleet)
     if ctx.nprocs < 2:
         return []
-    judged = one_row({**common_features(ctx), **rank_imbalance.features(ctx)}, rank_imbalance.rule(ctx.th))
+    judged = one_row({**common_features(ctx), **rank_imbalance.features(ctx)}, rank_imbalance.rule(ctx.th),
+                     "RANK_IMBALANCE")
     candidates = rank_imbalance.aggregator_candidates(ctx)
     out = [_bottleneck(ctx, c) for c, ok in zip(candidates, judged["aggregators"] or []) if ok]
     if judged["spread"] is None:

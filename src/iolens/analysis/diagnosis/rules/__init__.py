@@ -174,7 +174,7 @@ def one_row(values: dict, exprs: dict, code: str = "") -> dict:
     if not any(n.startswith(prefix) for n in roots):  # no stage reads another: one query (a check runs per log)
         return frame.select(**exprs).row(0, named=True)
     frame = _stages(frame, code, exprs)
-    return {k: frame[stage_name(code, k)][0] for k in exprs}
+    return dict(zip(exprs, frame.select([stage_name(code, k) for k in exprs]).row(0)))  # lists as lists
 
 
 def _stages(frame, code: str, exprs: dict):

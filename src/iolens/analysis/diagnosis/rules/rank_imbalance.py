@@ -373,34 +373,46 @@ def _of_kind(kind: pl.Expr, name: str) -> pl.Expr:
     return out
 
 
+def S(name: str) -> pl.Expr:
+    """An earlier stage of this rule (`rules.stage`): each stage a column the later ones read, so that the
+    expressions stay small (the largest angle's fields are read many times over)."""
+    return stage("RANK_IMBALANCE", name)
+
+
 def rule(th) -> dict:
     least = matters_from(th)
     agg = _aggregators(th, least)
-    angles = imbalanced(th, least)
-    kind, ratio = _largest(angles)
-    heavy = _of_kind(kind, "top_ranks").list.first()
-    named = ((_field("rank") - heavy).list.eval((pl.element() == 0).cast(pl.Int64)) * agg["ok"]).list.sum() > 0
+    stages = {f"found_{a}": f for a, f in imbalanced(th, least).items()}
+    stages["aggregators"] = agg["ok"]
+    kind, ratio = _largest({a: S(f"found_{a}") for a in ANGLES})
+    stages.update(kind=kind, ratio=ratio)
+    for name in ("mean", "top_ranks", "top_loads", "time_ratio"):
+        stages[name] = _of_kind(S("kind"), name)
+    ok = S("aggregators")
+    heavy = S("top_ranks").list.first()
+    named = ((_field("rank") - heavy).list.eval((pl.element() == 0).cast(pl.Int64)) * ok).list.sum() > 0
     serial = pl.col(P + "serial_rank")
     serial_found = ((pl.col(P + "serial_share") >= th.serialized_min_share) & (pl.col(P + "serial_time") >= least))
     # SERIALIZED_IO says "rank 0 does most of the I/O" more precisely; a bottleneck names its rank already
     restated = (named.fill_null(False) | (serial_found & (serial == heavy)).fill_null(False))
-    spread = kind.is_not_null() & ~restated
-    info = (kind != "time") & (_of_kind(kind, "time_ratio") < SLOWER_RATIO)
-    spread_sev = pl.when(spread).then(pl.when(info).then(pl.lit("info")).otherwise(pl.lit("warning")))
-    count = agg["count"]
-    agg_score = (agg["ok"] * _field("share")).list.max() * 10
+    spread = S("kind").is_not_null() & ~restated
+    info = (S("kind") != "time") & (S("time_ratio") < SLOWER_RATIO)
+    stages["spread"] = pl.when(spread).then(pl.when(info).then(pl.lit("info")).otherwise(pl.lit("warning")))
+    count = ok.list.sum().fill_null(0)
+    best = (ok * _field("share") + (ok - 1)).list.arg_max()  # a file that fails: -1
+    agg_score = (ok * _field("share")).list.max() * 10
     # the insight the diagnosis sorts first: a bottleneck (written first) unless a warning spread scores more
-    agg_first = (count > 0) & ((spread_sev != "warning") | (agg_score >= ratio)).fill_null(True)
-    return {"severity": pl.when(count > 0).then(pl.lit("warning")).otherwise(spread_sev),
-            "strong": pl.lit(False),
-            "score": pl.when(agg_first).then(agg_score).otherwise(ratio),
-            "count": count + (spread_sev == "warning").fill_null(False).cast(pl.Int64),
-            "found_before_dedupe": kind.is_not_null(), "aggregators": agg["ok"],
-            "spread": spread_sev, "kind": kind, "ratio": ratio,
-            "headline": pl.when(agg_first).then(pl.lit("aggregator")).otherwise(pl.lit("spread")),
-            "aggregator": pl.col(P + "aggregators").list.get(agg["best"], null_on_oob=True),
-            "mean": _of_kind(kind, "mean"), "top_ranks": _of_kind(kind, "top_ranks"),
-            "top_loads": _of_kind(kind, "top_loads"), **{f"found_{a}": f for a, f in angles.items()}}
+    stages["aggregator_first"] = (count > 0) & ((S("spread") != "warning") | (agg_score >= S("ratio"))).fill_null(True)
+    first = S("aggregator_first")
+    stages.update({
+        "severity": pl.when(count > 0).then(pl.lit("warning")).otherwise(S("spread")),
+        "strong": pl.lit(False),
+        "score": pl.when(first).then(agg_score).otherwise(S("ratio")),
+        "count": count + (S("spread") == "warning").fill_null(False).cast(pl.Int64),
+        "found_before_dedupe": S("kind").is_not_null(),
+        "headline": pl.when(first).then(pl.lit("aggregator")).otherwise(pl.lit("spread")),
+        "aggregator": pl.col(P + "aggregators").list.get(best, null_on_oob=True)})
+    return stages
 
 
 def stale(th) -> pl.Expr:
