@@ -9,7 +9,7 @@ from . import recommendations as rec
 from ..measures import small_bins
 from .context import MAX_RANKS, SIZE_BINS
 from .costmodel import project
-from .rules import feature_dtypes, misaligned_io, random_access, small_io
+from .rules import misaligned_io, one_row, random_access, small_io
 from .rules.common import common_features, counter_stake as stake_of_values, dxt_stake, stage_name  # noqa: F401 - dxt_stake: the checks' name
 from .insight import Evidence, Insight
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
@@ -47,33 +47,6 @@ def _small_per_file(ctx, source: str, limit: int) -> tuple:
         per_op = {op: ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}" for b in bins)) for op, OP, *_ in OPS}
     data = ~np.isin(ids, std_ids)
     return ids[data], {op: n[data] for op, n in per_op.items()}, shared[data]
-
-
-def one_row(values: dict, exprs: dict, code: str) -> dict:
-    """`rules.one_row` (a rule's stages on one log's features) with the stages chained in one lazy query: one
-    collect instead of one per stage, over only the features they read; the same values. (It belongs in
-    rules/__init__.py.)"""
-    dtypes = _dtypes()
-    prefix = stage_name(code, "")
-    roots = {n for e in exprs.values() for n in e.meta.root_names()}
-    names = {n for n in roots if not n.startswith(prefix)}  # the features no stage reads cannot change one
-    frame = pl.LazyFrame({n: pl.Series(n, [values.get(n)], dtype=dtypes.get(n, pl.Float64)) for n in names})
-    for name, expr in exprs.items():
-        frame = frame.with_columns(expr.alias(stage_name(code, name)))
-    row = frame.select([stage_name(code, k) for k in exprs]).collect().row(0)
-    return dict(zip(exprs, row))
-
-
-_DTYPES = None
-
-
-def _dtypes() -> dict:
-    """Every feature's dtype, and the diagnose-only every-bin edge's (as `rules.one_row` types them)."""
-    global _DTYPES
-    if _DTYPES is None:
-        _DTYPES = feature_dtypes()
-        _DTYPES.update({n.replace("_le1G", "_lemax"): t for n, t in list(_DTYPES.items()) if n.endswith("_le1G")})
-    return _DTYPES
 
 
 # --- SMALL_IO ------------------------------------------------------------------------------------
