@@ -6,17 +6,15 @@ from __future__ import annotations
 import json
 import warnings
 
-import polars as pl
 import pytest
 
 import iolens
 from iolens.analysis.diagnosis import Thresholds, diagnose
 from iolens.analysis.diagnosis.rules import RULES
-from iolens.fleet import store as fleet_store
-from iolens.fleet.build import build
 from iolens.views.html.fleet import with_thresholds
 
 from conftest import all_logs, run_iolens
+from fleetrules import build_stores, jobs_of, t_args
 
 # name -> the -t of a build (and of the report recomputing the default store)
 SETTINGS = {
@@ -30,31 +28,13 @@ SETTINGS = {
 COLUMNS = [f"insight_{c}" for c in RULES] + ["headline", "headline_severity", "insights"]
 
 
-def t_args(setting: dict) -> list:
-    return [a for k, v in setting.items() for a in ("-t", f"{k}={v}")]
-
-
 CLI_BUILDS = ("default", "share")  # through the command (a local Dask cluster); the others in-process (faster)
 
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory, logs_dir):
     """Every shared log built once per setting."""
-    root = tmp_path_factory.mktemp("rules")
-    out = {}
-    for name, setting in SETTINGS.items():
-        out[name] = root / name
-        if name in CLI_BUILDS:
-            run_iolens("fleet", "build", logs_dir, "-o", out[name], "-q", "-j", "2", *t_args(setting))
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                build([logs_dir], out[name], scheduler="sync", thresholds=Thresholds(setting).changed())
-    return out
-
-
-def jobs_of(store) -> pl.DataFrame:
-    return fleet_store.read(store, "jobs").sort("path")
+    return build_stores(tmp_path_factory.mktemp("rules"), logs_dir, SETTINGS, cli=CLI_BUILDS)
 
 
 @pytest.mark.parametrize("name", ["default", "share", "count", "off_edge"])

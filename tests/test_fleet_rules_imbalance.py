@@ -13,11 +13,10 @@ import pytest
 import iolens
 from iolens.analysis.diagnosis import CHECKS, Thresholds, diagnose
 from iolens.analysis.diagnosis.rules import RULES
-from iolens.fleet import store as fleet_store
-from iolens.fleet.build import build
 from iolens.views.html.fleet import with_thresholds
 
 from conftest import all_logs, run_iolens
+from fleetrules import build_stores, jobs_of
 
 CODE = "RANK_IMBALANCE"
 RATIO = {"imbalance_ratio": 1.5}
@@ -28,18 +27,7 @@ COLUMNS = [f"insight_{c}" for c in RULES] + ["headline", "headline_severity", "i
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory, logs_dir):
     """Every shared log built at the default thresholds and at imbalance_ratio=1.5."""
-    root = tmp_path_factory.mktemp("imbalance")
-    out = {}
-    for name, setting in (("default", {}), ("ratio", RATIO)):
-        out[name] = root / name
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            build([logs_dir], out[name], scheduler="sync", thresholds=Thresholds(setting).changed())
-    return out
-
-
-def jobs_of(store) -> pl.DataFrame:
-    return fleet_store.read(store, "jobs").sort("path")
+    return build_stores(tmp_path_factory.mktemp("imbalance"), logs_dir, {"default": {}, "ratio": RATIO})
 
 
 def per_log(path, th) -> list:

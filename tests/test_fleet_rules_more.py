@@ -12,9 +12,9 @@ import pytest
 
 import iolens
 from iolens.analysis.diagnosis import Thresholds, diagnose, parse_assignment
-from iolens.fleet import store as fleet_store
 
 from conftest import all_logs, run_iolens
+from fleetrules import build_stores, jobs_of, t_args
 
 CODES = ("FSYNC_HEAVY", "STDIO_HEAVY", "METADATA_HEAVY", "LUSTRE_STRIPING", "OST_IMBALANCE", "SLOW_OST",
          "HDF5_METADATA", "REDUNDANT_READS", "REDUNDANT_WRITES", "MISALIGNED_IO", "RANDOM_ACCESS")
@@ -30,10 +30,6 @@ LOOSE = {"fsync_min_count": "5", "fsync_per_write": "0.01", "stdio_min_share": "
 SETTINGS = {"default": {}, "loose": LOOSE}
 
 
-def t_args(setting: dict) -> list:
-    return [a for k, v in setting.items() for a in ("-t", f"{k}={v}")]
-
-
 def loaded(setting: dict) -> Thresholds:
     """The thresholds `-t NAME=VALUE` gives (units and percentages read as the CLI reads them)."""
     return Thresholds(dict(parse_assignment(f"{k}={v}") for k, v in setting.items()))
@@ -41,16 +37,7 @@ def loaded(setting: dict) -> Thresholds:
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory, logs_dir):
-    root = tmp_path_factory.mktemp("rules_more")
-    out = {}
-    for name, setting in SETTINGS.items():
-        out[name] = root / name
-        run_iolens("fleet", "build", logs_dir, "-o", out[name], "-q", "-j", "2", *t_args(setting))
-    return out
-
-
-def jobs_of(store) -> pl.DataFrame:
-    return fleet_store.read(store, "jobs").sort("path")
+    return build_stores(tmp_path_factory.mktemp("rules_more"), logs_dir, SETTINGS, cli=SETTINGS)
 
 
 def report_json(store, tmp_path, setting) -> dict:

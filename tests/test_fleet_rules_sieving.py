@@ -8,10 +8,10 @@ import pytest
 
 import iolens
 from iolens.analysis.diagnosis import Thresholds, diagnose, parse_assignment
-from iolens.fleet import store as fleet_store
 from iolens.fleet.insights import with_insights
 
-from conftest import all_logs, run_iolens
+from conftest import all_logs
+from fleetrules import build_stores, jobs_of
 
 # the shared logs DATA_SIEVING finds at the default thresholds, and two it does not (one collective)
 SIEVED = ("sieved_noncontig_reads", "jlbez_8a_benchmark_write_parallel", "jeanbez_8_benchmark_parallel",
@@ -20,10 +20,6 @@ OTHERS = ("healthy_large_sequential", "collective_2phase")
 CODES = ("DATA_SIEVING", "COLLECTIVE_IO")
 # above every file's unrequested bytes: found nowhere, answered exactly; a share that drops some jobs: stale
 SETTINGS = {"above_every_file": {"sieving_min_bytes": "30GiB"}, "strict_share": {"sieving_min_share": "80%"}}
-
-
-def t_args(setting: dict) -> list:
-    return [a for k, v in setting.items() for a in ("-t", f"{k}={v}")]
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +31,8 @@ def stores(tmp_path_factory, logs_dir):
         if any(k in p.name for k in SIEVED + OTHERS):
             (logs / p.name).symlink_to(p)
     assert len(list(logs.iterdir())) == len(SIEVED) + len(OTHERS)
-    out = {}
-    for name, setting in {"default": {}, **SETTINGS}.items():
-        out[name] = root / name
-        run_iolens("fleet", "build", logs, "-o", out[name], "-q", "-j", "1", *t_args(setting))
-    return out
-
-
-def jobs_of(store):
-    return fleet_store.read(store, "jobs").sort("path")
+    settings = {"default": {}, **SETTINGS}
+    return build_stores(root, logs, settings, cli=settings, workers=1)
 
 
 def test_default_store_finds_the_sieved_logs(stores):
