@@ -163,23 +163,19 @@ def evaluate(frame, th: Thresholds, codes=None):
     return drop_stages(frame, codes)
 
 
-LAZY = {"SMALL_IO", "MISALIGNED_IO", "RANDOM_ACCESS"}  # codes whose stages one lazy query evaluates faster
-
-
 def one_row(values: dict, exprs: dict, code: str = "") -> dict:
     """A rule's stages (`exprs`) evaluated on one log's features (a batch of one): name -> Python value. A
-    feature the stages read but the log's check did not compute (a branch not taken) is null. The stages are
-    chained in one lazy query over only the features they read: one collect, whatever their number."""
+    feature the stages read but the log's check did not compute (a branch not taken) is null. Only the features
+    the stages read are built; stages reading each other are added one level at a time (`_stages`)."""
     dtypes = _all_dtypes()
     prefix = stage_name(code, "")
     roots = {n for e in exprs.values() for n in e.meta.root_names()}
     names = {n for n in roots if not (code and n.startswith(prefix))}
     frame = pl.DataFrame({n: pl.Series(n, [values.get(n)], dtype=dtypes.get(n, pl.Float64)) for n in names})
-    if len(names) == len(roots):  # no stage reads another: one eager query
+    if len(names) == len(roots):  # no stage reads another: one query
         return frame.select(**exprs).row(0, named=True)
-    frame = _stages(frame.lazy() if code in LAZY else frame, code, exprs)
-    frame = frame.select([stage_name(code, k) for k in exprs])
-    return dict(zip(exprs, (frame.collect() if isinstance(frame, pl.LazyFrame) else frame).row(0)))  # lists as lists
+    frame = _stages(frame, code, exprs).select([stage_name(code, k) for k in exprs])
+    return dict(zip(exprs, frame.row(0)))  # lists as lists
 
 
 def _stages(frame, code: str, exprs: dict):
