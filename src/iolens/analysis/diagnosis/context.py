@@ -180,9 +180,17 @@ class Context:
         return cache[module]
 
     def _ranks_on_file(self, module: str) -> pl.DataFrame:
-        """In numpy over the records (a group-by's fixed cost is most of it on a few dozen), files sorted."""
         if not self.has(module):
             return pl.DataFrame(schema={"file_id": pl.UInt64, "nranks": pl.Int64})
+        return pl.DataFrame({"file_id": pl.Series(self.file_groups(module)[0], dtype=pl.UInt64),
+                             "nranks": pl.Series(self.file_ranks(module), dtype=pl.Int64)})
+
+    def file_ranks(self, module: str) -> np.ndarray:
+        """How many ranks opened each file of `module` (in `file_groups` order; a shared record counts as every
+        rank): `ranks_on_file` in numpy (a group-by's fixed cost is most of it on a few dozen records)."""
+        return self.memo(("file_ranks", module), lambda: self._file_ranks(module))
+
+    def _file_ranks(self, module: str) -> np.ndarray:
         ids, inv = self.file_groups(module)
         rank = self.column(module, "rank")
         order = np.lexsort((rank, inv))  # by file, then rank: a new (file, rank) where either changes
@@ -190,8 +198,7 @@ class Context:
         first = np.concatenate(([True], (f[1:] != f[:-1]) | (r[1:] != r[:-1])))
         distinct = np.bincount(f[first], minlength=len(ids))
         shared = np.bincount(inv, weights=rank < 0, minlength=len(ids)) > 0
-        return pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64),
-                             "nranks": pl.Series(np.where(shared, self.nprocs, distinct), dtype=pl.Int64)})
+        return np.where(shared, self.nprocs, distinct).astype(np.int64)
 
     def counter_window(self, module: str, file_ids=None, ops=("READ", "WRITE")):
         """(first start, last end) of the given operations from the counters' timestamps, or None."""

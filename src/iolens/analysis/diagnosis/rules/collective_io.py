@@ -2,7 +2,6 @@
 ranks) has collective requests of that kind. It reads no threshold but the common ones (info is never demoted)."""
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from .common import COMMON_THRESHOLDS
@@ -14,22 +13,8 @@ P = "collective_io_"
 
 
 def mpi_file_ranks(ctx):
-    """How many ranks opened each MPI-IO file (in `ctx.file_groups("MPI-IO")` order; a shared record counts as
-    every rank, as `Context.ranks_on_file`), or None without MPI-IO records. In numpy and memoised: the
-    collective codes' per-file tables on a log of a few dozen records (a group-by and a join cost ~0.3 ms)."""
-    return ctx.memo("mpi_file_ranks", lambda: _mpi_file_ranks(ctx))
-
-
-def _mpi_file_ranks(ctx):
-    if ctx.counters("MPI-IO") is None:
-        return None
-    ids, inv = ctx.file_groups("MPI-IO")
-    rank = ctx.column("MPI-IO", "rank")
-    span = int(rank.max() - rank.min()) + 1
-    pairs = np.unique(inv.astype(np.int64) * span + (rank - rank.min()))  # one (file, rank) key each
-    distinct = np.bincount(pairs // span, minlength=len(ids))
-    shared = np.bincount(inv[rank < 0], minlength=len(ids)) > 0
-    return np.where(shared, ctx.nprocs, distinct).astype(np.int64)
+    """How many ranks opened each MPI-IO file (`Context.file_ranks`), or None without MPI-IO records."""
+    return ctx.file_ranks("MPI-IO") if ctx.has("MPI-IO") else None
 
 
 def features(ctx, edges=None) -> dict:

@@ -97,23 +97,17 @@ def _file_sizes_of(ctx):
 
 
 def ranks_per_file(ctx, module: str) -> tuple:
-    """(file ids sorted, how many ranks opened each in `module`; a shared record counts as every rank):
-    `Context.ranks_on_file` in numpy (belongs in context.py)."""
-    ids, inv = ctx.file_groups(module)
-    rank = ctx.column(module, "rank")
-    return ids, _distinct_per_group(inv, rank, len(ids), shared=ctx.nprocs)
+    """(file ids sorted, how many ranks opened each in `module`: `Context.file_ranks`)."""
+    return ctx.file_groups(module)[0], ctx.file_ranks(module)
 
 
-def _distinct_per_group(group, value, ngroups: int, shared=None) -> np.ndarray:
-    """How many distinct `value`s each group holds; `shared` for a group holding a negative value."""
+def _distinct_per_group(group, value, ngroups: int) -> np.ndarray:
+    """How many distinct `value`s each group holds."""
     order = np.lexsort((value, group))
     g, v = group[order], value[order]
     new = np.ones(len(order), dtype=bool)
     new[1:] = (g[1:] != g[:-1]) | (v[1:] != v[:-1])
-    out = np.bincount(g[new], minlength=ngroups).astype(np.int64)
-    if shared is not None:
-        out[np.bincount(group, weights=value < 0, minlength=ngroups) > 0] = shared
-    return out
+    return np.bincount(g[new], minlength=ngroups).astype(np.int64)
 
 
 def _ranks_of(ids, per_ids, per_ranks) -> np.ndarray:
