@@ -25,9 +25,14 @@ shares (summed over ranks, so `rank-interleaved` cannot be told from `strided` t
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import polars as pl
 
 from .layers import recorded
+from ..model.darshan import DXT_MODULES
+from .segments import Segments, groups, log_segments
 
 PATTERNS = ("consecutive", "sequential", "strided", "rank-interleaved", "random")
 CONSECUTIVE_SHARE = 0.8
@@ -43,79 +48,139 @@ SCHEMA = {"file_id": pl.UInt64, "layer": pl.Utf8, "pattern": pl.Utf8, "requests"
           "median_request_bytes": pl.Float64, "rank_overlap": pl.Float64, "source": pl.Utf8}
 
 
-def transitions(seg: pl.DataFrame, by=("file_id",)) -> pl.DataFrame:
-    """Every request after each rank's first on a file (per `by` group and operation kind), with the
-    previous request's offset and end, in time order."""
-    keys = [*by, "rank", "op"]
-    extra = [c for c in ("end",) if c in seg.columns]
-    s = seg.select(*keys, "offset", "length", "start", *extra).filter(pl.col("offset") >= 0).sort([*keys, "start"])
-    same = pl.all_horizontal([pl.col(k) == pl.col(k).shift(1) for k in keys])
-    return (s.with_columns(pl.when(same).then(pl.col("offset").shift(1)).alias("prev_off"),
-                           pl.when(same).then((pl.col("offset") + pl.col("length")).shift(1)).alias("prev_end"))
-            .filter(pl.col("prev_end").is_not_null()))
+@dataclass(frozen=True)
+class Transitions:
+    """Every request after each rank's first on a file (per group of keys and operation kind), in time order
+    within each (keys, rank, op): `rows` indexes the segments, with the previous request's offset and end."""
+    rows: np.ndarray
+    prev_off: np.ndarray
+    prev_end: np.ndarray
 
 
-def segment_shares(seg: pl.DataFrame, by=("file_id",), trans: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per `by` group: requests, ranks, the shares of consecutive / forward-gap / backward transitions and
-    the dominant stride (the most common offset difference of non-consecutive transitions).
-    `trans`: `transitions(seg, by)` when the caller already has it."""
-    by = list(by)
-    valid = seg.filter(pl.col("offset") >= 0)
-    base = valid.group_by(by).agg(
-        pl.len().alias("requests"), pl.col("rank").n_unique().alias("ranks"),
-        pl.col("length").median().cast(pl.Float64).alias("median_request_bytes"),
-        ((pl.col("offset") + pl.col("length")).max() - pl.col("offset").min()).alias("_extent"))
-    # how much the ranks' byte ranges overlap: the sum of each rank's span over the file's span
-    spans = (valid.group_by([*by, "rank"]).agg(((pl.col("offset") + pl.col("length")).max() - pl.col("offset").min())
-                                                .alias("_span"))
-             .group_by(by).agg(pl.col("_span").sum()))
-    base = (base.join(spans, on=by, how="left")
-            .with_columns((pl.col("_span") / pl.max_horizontal(pl.col("_extent"), pl.lit(1))).alias("rank_overlap"))
-            .drop("_span", "_extent"))
-    t = transitions(seg, by) if trans is None else trans
-    shares = t.group_by(by).agg(
-        pl.len().alias("_n"),
-        (pl.col("offset") == pl.col("prev_end")).sum().alias("_consec"),
-        (pl.col("offset") > pl.col("prev_end")).sum().alias("_gap"),
-        (pl.col("offset") < pl.col("prev_end")).sum().alias("_back"))
-    strides = (t.filter(pl.col("offset") != pl.col("prev_end"))
-               .group_by([*by, (pl.col("offset") - pl.col("prev_off")).alias("stride")]).agg(pl.len().alias("_k"))
-               .sort([*by, "_k", "stride"], descending=[*([False] * len(by)), True, False])
-               .group_by(by, maintain_order=True).agg(pl.col("stride").first().alias("dominant_stride_bytes"),
-                                                      pl.col("_k").first().alias("_k")))
-    out = (base.join(shares, on=by, how="left").join(strides, on=by, how="left")
-           .with_columns(pl.col("_n", "_consec", "_gap", "_back", "_k").fill_null(0)))
-    n = pl.max_horizontal(pl.col("_n"), pl.lit(1))
-    return out.with_columns(
-        pl.when(pl.col("_n") > 0).then(pl.col("_consec") / n).otherwise(1.0).alias("consecutive_share"),
-        (pl.col("_gap") / n).alias("forward_gap_share"),
-        (pl.col("_back") / n).alias("backward_share"),
-        (pl.col("_k") / pl.max_horizontal(pl.col("_n") - pl.col("_consec"), pl.lit(1))).alias("dominant_stride_share"),
-    ).drop("_n", "_consec", "_gap", "_back", "_k")
+def transitions(seg: Segments, by=()) -> Transitions:
+    """The transitions of `seg`, grouped by the key arrays `by` (one per segment; the file id is always
+    a key), then rank and operation kind; requests without an offset left out."""
+    valid = np.flatnonzero(seg.offset >= 0)
+    keys = [k[valid] for k in (seg.file_id, *by, seg.rank, seg.op)]
+    order = valid[np.lexsort((seg.start[valid], *keys[::-1]))]  # by the keys in turn, then start; ties stable
+    same = np.ones(max(len(order) - 1, 0), dtype=bool)
+    for k in (seg.file_id, *by, seg.rank, seg.op):
+        ks = k[order]
+        same &= ks[1:] == ks[:-1]
+    after = np.flatnonzero(same) + 1  # positions (in time order) that follow one of their own group
+    prev = order[after - 1]
+    return Transitions(order[after], seg.offset[prev], seg.offset[prev] + seg.length[prev])
 
 
-def classify() -> pl.Expr:
-    """The pattern name from the columns of `segment_shares` (see the module's table)."""
-    forward = pl.col("consecutive_share") + pl.col("forward_gap_share")
-    has_stride = (pl.col("dominant_stride_share") >= STRIDE_SHARE) & pl.col("dominant_stride_bytes").is_not_null()
-    interleaved = (pl.col("ranks") > 1) & (pl.col("rank_overlap") >= INTERLEAVED_OVERLAP)
-    return (pl.when(pl.col("consecutive_share") >= CONSECUTIVE_SHARE).then(pl.lit("consecutive"))
-            # the ranks' blocks alternate: interleaved whether or not the blocks have one size (records of
-            # 1-4 KiB from 2 ranks have no dominant stride, yet are not "sequential")
-            .when((forward >= FORWARD_SHARE) & interleaved).then(pl.lit("rank-interleaved"))
-            .when((forward >= FORWARD_SHARE) & has_stride).then(pl.lit("strided"))
-            .when(forward >= FORWARD_SHARE).then(pl.lit("sequential"))
-            .when(has_stride & (pl.col("backward_share") < BACKWARD_SHARE)).then(pl.lit("strided"))
-            .when(pl.col("backward_share") >= BACKWARD_SHARE).then(pl.lit("random"))
-            .otherwise(pl.lit("sequential")).alias("pattern"))
+def segment_shares(seg: Segments, by: tuple, trans: Transitions) -> dict:
+    """Per group of the key arrays `by` (the first being the file id; groups in sorted key order): `keys`
+    (the first row of each group), requests, ranks, the shares of consecutive / forward-gap / backward
+    transitions, the dominant stride (the most common offset difference of non-consecutive transitions; the
+    smallest of the most common) and how far the ranks' byte ranges overlap. Every value an integer or an
+    integer ratio: the same in any order."""
+    valid = np.flatnonzero(seg.offset >= 0)
+    first, g = groups(*(k[valid] for k in by))
+    n = len(first)
+    off, end, rank = seg.offset[valid], seg.offset[valid] + seg.length[valid], seg.rank[valid]
+    requests = np.bincount(g, minlength=n)
+    # ranks, and each rank's span: the sum of the ranks' spans over the file's span
+    rfirst, rg = groups(g, rank)
+    owner = g[rfirst]
+    ranks = np.bincount(owner, minlength=n)
+    span = _group_max(rg, end, len(rfirst)) - _group_min(rg, off, len(rfirst))
+    spans = np.bincount(owner, weights=span, minlength=n) if span.sum() < (1 << 53) else _int_sums(owner, span, n)
+    extent = _group_max(g, end, n) - _group_min(g, off, n)
+    # transitions: the group of each transition's row
+    row_group = np.full(len(seg), -1, dtype=np.int64)
+    row_group[valid] = g
+    tg = row_group[trans.rows]
+    t_off = seg.offset[trans.rows]
+    tn = np.bincount(tg, minlength=n)
+    consec = np.bincount(tg[t_off == trans.prev_end], minlength=n)
+    gap = np.bincount(tg[t_off > trans.prev_end], minlength=n)
+    back = np.bincount(tg[t_off < trans.prev_end], minlength=n)
+    jump = t_off != trans.prev_end
+    stride, k = _dominant(tg[jump], (t_off - trans.prev_off)[jump], n)
+    return {"first": valid[first], "requests": requests, "ranks": ranks,
+            "median_request_bytes": _group_median(g, seg.length[valid], n),
+            "rank_overlap": spans / np.maximum(extent, 1),
+            "consecutive_share": np.where(tn > 0, consec / np.maximum(tn, 1), 1.0),
+            "forward_gap_share": gap / np.maximum(tn, 1), "backward_share": back / np.maximum(tn, 1),
+            "dominant_stride_bytes": stride, "dominant_stride_share": k / np.maximum(tn - consec, 1),
+            "stride_known": k > 0}
 
 
-def classify_segments(seg: pl.DataFrame, by=("file_id",), trans: pl.DataFrame | None = None) -> pl.DataFrame:
-    """`segment_shares` plus the pattern name."""
-    if seg.is_empty():
-        return pl.DataFrame(schema={k: v for k, v in SCHEMA.items() if k not in ("layer", "source")} |
-                            {k: seg.schema[k] for k in by if k in seg.schema})
-    return segment_shares(seg, by, trans).with_columns(classify())
+def _group_max(g, values, n):
+    out = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(out, g, values)
+    return out
+
+
+def _group_min(g, values, n):
+    out = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(out, g, values)
+    return out
+
+
+def _int_sums(g, values, n):
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, g, values)
+    return out
+
+
+def _group_median(g, values, n) -> np.ndarray:
+    """Median per group (the mean of the two middle values of an even count), as a float."""
+    order = np.lexsort((values, g))
+    v = values[order].astype(np.float64)
+    counts = np.bincount(g, minlength=n)
+    start = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    lo, hi = start + (counts - 1) // 2, start + counts // 2
+    ok = counts > 0
+    out = np.full(n, np.nan)
+    out[ok] = (v[lo[ok]] + v[hi[ok]]) / 2
+    return out
+
+
+def _dominant(g, stride, n) -> tuple:
+    """Per group: (the most common stride, null-able as a masked float array -> object; how often it occurs)."""
+    out = np.full(n, None, dtype=object)
+    count = np.zeros(n, dtype=np.int64)
+    if not len(g):
+        return out, count
+    first, sg = groups(g, stride)
+    k = np.bincount(sg, minlength=len(first))
+    owner, value = g[first], stride[first]
+    best = np.lexsort((value, -k, owner))  # per group: most common first, then the smallest stride
+    lead = np.concatenate(([True], owner[best][1:] != owner[best][:-1]))
+    pick = best[lead]
+    out[owner[pick]] = value[pick].tolist()
+    count[owner[pick]] = k[pick]
+    return out, count
+
+
+def classify(v: dict) -> np.ndarray:
+    """The pattern name of each group (see the module's table) from numpy columns: consecutive_share,
+    forward_gap_share, backward_share, dominant_stride_share, `stride_known` (a dominant stride exists),
+    ranks and rank_overlap (NaN: unknown)."""
+    consec, back = v["consecutive_share"], v["backward_share"]
+    forward = consec + v["forward_gap_share"]
+    has_stride = (v["dominant_stride_share"] >= STRIDE_SHARE) & v["stride_known"]
+    with np.errstate(invalid="ignore"):
+        interleaved = (v["ranks"] > 1) & (v["rank_overlap"] >= INTERLEAVED_OVERLAP)
+    fwd = forward >= FORWARD_SHARE
+    # the ranks' blocks alternate: interleaved whether or not the blocks have one size (records of 1-4 KiB
+    # from 2 ranks have no dominant stride, yet are not "sequential")
+    return np.select([consec >= CONSECUTIVE_SHARE, fwd & interleaved, fwd & has_stride, fwd,
+                      has_stride & (back < BACKWARD_SHARE), back >= BACKWARD_SHARE],
+                     ["consecutive", "rank-interleaved", "strided", "sequential", "strided", "random"],
+                     "sequential").astype(object)
+
+
+def classify_segments(seg: Segments, by: tuple, trans: Transitions | None = None) -> dict:
+    """`segment_shares` plus the pattern name (`pattern`) of each group."""
+    v = segment_shares(seg, by, transitions(seg, by[1:]) if trans is None else trans)
+    v["pattern"] = classify(v)
+    return v
 
 
 def _from_counters(log) -> pl.DataFrame:
@@ -145,11 +210,14 @@ def _from_counters(log) -> pl.DataFrame:
         (pl.col("_k") / pl.max_horizontal(r - pl.col("_consec"), pl.lit(1))).clip(0, 1).alias("dominant_stride_share"),
         pl.col("dominant_stride_bytes").cast(pl.Int64),
     )
+    cols = {c: per[c].to_numpy() for c in ("consecutive_share", "forward_gap_share", "backward_share",
+                                            "dominant_stride_share")}
+    pattern = classify({**cols, "stride_known": per["dominant_stride_bytes"].is_not_null().to_numpy(),
+                        "ranks": per["ranks"].fill_null(0).to_numpy(), "rank_overlap": np.full(per.height, np.nan)})
     # summed over ranks, interleaving cannot be seen: never call it rank-interleaved from counters
-    per = per.with_columns(classify()).with_columns(
-        pl.when(pl.col("pattern") == "rank-interleaved").then(pl.lit("strided")).otherwise(pl.col("pattern"))
-        .alias("pattern"), pl.lit("posix").alias("layer"), pl.lit("counters").alias("source"),
-        pl.col("ranks").cast(pl.Int64))
+    pattern[pattern == "rank-interleaved"] = "strided"
+    per = per.with_columns(pl.Series("pattern", pattern.tolist(), dtype=pl.Utf8), pl.lit("posix").alias("layer"),
+                           pl.lit("counters").alias("source"), pl.col("ranks").cast(pl.Int64))
     return per.select(list(SCHEMA))
 
 
@@ -163,13 +231,21 @@ def file_patterns(log) -> pl.DataFrame:
     """
     parts = []
     traced = set()
-    if log.has_dxt:
-        seg = log.segments.filter(pl.col("module").is_in(["DXT_POSIX", "DXT_MPIIO"]))
-        if not seg.is_empty():
-            seg = seg.with_columns(pl.col("module").cast(pl.Utf8).replace_strict(LAYER_OF, default=None).alias("layer"))
-            dxt = classify_segments(seg, ("file_id", "layer")).with_columns(pl.lit("dxt").alias("source"))
-            parts.append(dxt.select([pl.col(k).cast(v) for k, v in SCHEMA.items()]))
-            traced = set(dxt.filter(pl.col("layer") == "posix")["file_id"].to_list())
+    seg = log_segments(log)
+    if not seg.empty:
+        layer = seg.module.astype(np.int64)  # DXT_POSIX, DXT_MPIIO: posix, mpiio
+        v = classify_segments(seg, (seg.file_id, layer))
+        names = np.array([LAYER_OF[m] for m in DXT_MODULES], dtype=object)
+        dxt = pl.DataFrame({"file_id": pl.Series(seg.file_id[v["first"]], dtype=pl.UInt64),
+                            "layer": pl.Series(names[layer[v["first"]]].tolist(), dtype=pl.Utf8),
+                            "pattern": pl.Series(v["pattern"].tolist(), dtype=pl.Utf8),
+                            **{k: v[k] for k in ("requests", "ranks", "consecutive_share", "forward_gap_share",
+                                                 "backward_share", "dominant_stride_share", "median_request_bytes",
+                                                 "rank_overlap")},
+                            "dominant_stride_bytes": pl.Series(v["dominant_stride_bytes"].tolist(), dtype=pl.Int64),
+                            "source": "dxt"})
+        parts.append(dxt.select([pl.col(k).cast(v) for k, v in SCHEMA.items()]))
+        traced = set(dxt.filter(pl.col("layer") == "posix")["file_id"].to_list())
     counters = _from_counters(log)
     if traced:
         counters = counters.filter(~pl.col("file_id").is_in(pl.Series(sorted(traced), dtype=pl.UInt64).implode()))

@@ -10,6 +10,7 @@ from ...model.log import reader_arrays
 from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
 from .. import measures
 from ..measures import recorded
+from ..segments import SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
 from ..summary import dxt_summary
 from .rules import common as rules_common
 from .thresholds import Thresholds
@@ -22,20 +23,6 @@ MAX_FILES = 10
 clip = recorded  # the checks' short name for a counter read with -1 as 0
 
 
-SEQUENTIAL_SUM = 128  # polars sums fewer floats than this one after the other, from 0.0
-
-
-def float_sum(values: np.ndarray) -> float:
-    """The sum polars gives for these floats (its own summation order, so the same bits as a query's .sum()).
-
-    Below SEQUENTIAL_SUM values that order is a left fold from 0.0, which numpy's cumulative sum is (its
-    `.sum()` is pairwise): no Series to build (tests/test_context_arrays.py checks it against polars)."""
-    if not len(values):
-        return 0.0
-    if len(values) < SEQUENTIAL_SUM:
-        with np.errstate(all="ignore"):  # inf - inf is nan there too, without a warning
-            return float(np.cumsum(values, dtype=np.float64)[-1]) + 0.0
-    return pl.Series(values, dtype=pl.Float64).sum()
 
 
 def _file_names(log) -> dict:
@@ -311,18 +298,31 @@ class Context:
     def seg_mpiio(self) -> pl.DataFrame:
         return self._seg_of("DXT_MPIIO")
 
+    # the trace as numpy columns (analysis.segments): what the per-log checks compute on
     @cached_property
-    def posix_transitions(self) -> pl.DataFrame:
+    def trace(self) -> Segments:
+        """Every traced operation, in the rows' order of `seg`."""
+        return log_segments(self.log)
+
+    @cached_property
+    def trace_posix(self) -> Segments:
+        return self.trace.of_module("DXT_POSIX")
+
+    @cached_property
+    def posix_transitions(self):
         """Every traced POSIX request after each rank's first on a file, per operation kind, with the previous
         one's offset and end (analysis.access.transitions): sorted once, shared by the request checks."""
         from ..access import transitions
-        return transitions(self.seg_posix, ("file_id",))
+        return transitions(self.trace_posix)
 
     @cached_property
-    def posix_patterns(self) -> pl.DataFrame:
-        """The access pattern of each file at POSIX, per operation kind (analysis.access)."""
+    def posix_patterns(self) -> dict:
+        """The access pattern of each file at POSIX, per operation kind (analysis.access): numpy columns
+        file_id, op (segments.WRITE/READ), pattern, and the shares behind it."""
         from ..access import classify_segments
-        return classify_segments(self.seg_posix, ("file_id", "op"), self.posix_transitions)
+        seg = self.trace_posix
+        v = classify_segments(seg, (seg.file_id, seg.op), self.posix_transitions)
+        return {**v, "file_id": seg.file_id[v["first"]], "op": seg.op[v["first"]]}
 
     @cached_property
     def seg_app(self) -> pl.DataFrame:

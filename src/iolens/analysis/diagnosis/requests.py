@@ -7,6 +7,7 @@ import polars as pl
 from ..access import STRIDE_SHARE
 from . import recommendations as rec
 from ..measures import small_bins
+from ..segments import OP_CODES, float_sum
 from .context import MAX_RANKS, SIZE_BINS
 from .costmodel import project
 from .rules import misaligned_io, one_row, random_access, small_io
@@ -53,7 +54,7 @@ def _small_per_file(ctx, source: str, limit: int) -> tuple:
 def check_small(ctx) -> list:
     th = ctx.th
     limit = int(th.small_request_bytes)
-    seg = ctx.seg_posix
+    traced = not ctx.trace_posix.empty
     # the rule decides (rules/small_io.py, shared with the fleet): which kinds are flagged, the stake, severity
     edges = [k for k in (small_io.bins_below(limit),) if k]
     features = {**common_features(ctx), **small_io.counts(ctx, edges)}
@@ -81,19 +82,19 @@ def check_small(ctx) -> list:
 
     # the trace: exact sizes, time share, ranks, window, access pattern
     ranks, window, partial, time_share, pattern, size_range = [], None, False, None, None, {}
-    if not seg.is_empty():
+    if traced:
         tr = small_io.trace_arrays(ctx)
         small = (tr["length"] <= limit) & np.logical_or.reduce([tr[op] for op in flagged])
         if small.any():
             partial = any(not ctx.trace_complete("DXT_POSIX", op) for op in flagged)
             # Series sums of the durations: the same floats as a query's, without its fixed cost
-            total_t = tr["duration"].sum() or 0.0
-            small_t = tr["duration"].filter(pl.Series(small)).sum() or 0.0
+            total_t = float_sum(tr["duration"])
+            small_t = float_sum(tr["duration"][small])
             time_share = small_t / total_t if total_t > 0 else None
             metrics["small_request_time_s"] = small_t
             if time_share is not None:
                 metrics["small_request_time_share"] = time_share
-            by_rank = random_access.most_first(tr["rank"].to_numpy()[small])
+            by_rank = random_access.most_first(tr["rank"][small])
             metrics["ranks_with_small_requests"] = len(by_rank)
             ranks = by_rank[:MAX_RANKS]
             window = (float(tr["start"][small].min()), float(tr["end"][small].max()))
@@ -104,9 +105,11 @@ def check_small(ctx) -> list:
                     size_range[op] = (lo, hi)
                     metrics[f"smallest_{op}_bytes"], metrics[f"largest_small_{op}_bytes"] = lo, hi
             pat = ctx.posix_patterns
-            on = np.isin(pat["file_id"].to_numpy(), np.unique(tr["file_id"][small]))
-            kinds = small_io.op_masks(pat["op"])
-            pattern = access_pattern(pat.filter(pl.Series(on & np.logical_or.reduce([kinds[op] for op in flagged]))))
+            on = np.isin(pat["file_id"], np.unique(tr["file_id"][small]))
+            kinds = np.isin(pat["op"], [OP_CODES[op] for op in flagged])
+            sel = on & kinds
+            pattern = access_pattern(pl.DataFrame({k: pat[k][sel].tolist() for k in PATTERN_COLUMNS},
+                                                  schema_overrides={"dominant_stride_bytes": pl.Int64}))
             if pattern:
                 metrics.update({k: v for k, v in pattern.items() if v is not None and k != "pattern"})
             if source == "counters":
@@ -190,6 +193,10 @@ PATTERN_SENTENCES = {
     "random": "The requests jump backwards and forwards with no dominant stride: random access, which defeats "
               "read-ahead and write-behind (see RANDOM_ACCESS).",
 }
+
+
+PATTERN_COLUMNS = ("pattern", "requests", "consecutive_share", "forward_gap_share", "backward_share",
+                   "dominant_stride_share", "dominant_stride_bytes")
 
 
 def access_pattern(per: pl.DataFrame):

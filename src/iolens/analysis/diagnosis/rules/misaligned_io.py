@@ -52,8 +52,7 @@ def measure(ctx) -> dict | None:
     keys, units = alignments(ctx)
     if not len(keys):
         return None
-    seg = ctx.seg_posix
-    if not seg.is_empty():
+    if not ctx.trace_posix.empty:
         # each traced request's alignment unit, in numpy (integers): counted without a join
         tr = trace_arrays(ctx)
         fid, offset, length = tr["file_id"], tr["offset"], tr["length"]
@@ -95,10 +94,9 @@ def cost(ctx, m: dict) -> None:
     m["ranks"], m["window"] = [], None
     if m["source"] == "dxt":
         misaligned, unit_of, tr = m["misaligned"], m["unit_of"], m["tr"]
-        keep = pl.Series(misaligned)
-        rank = tr["rank"].filter(keep)
-        m["stake"] = rank_stake(rank, tr["duration"].filter(keep))
-        m["ranks"] = most_first(rank.to_numpy())[:MAX_RANKS]
+        rank = tr["rank"][misaligned]
+        m["stake"] = rank_stake(rank, tr["duration"][misaligned])
+        m["ranks"] = most_first(rank)[:MAX_RANKS]
         if misaligned.any():
             m["window"] = (float(tr["start"][misaligned].min()), float(tr["end"][misaligned].max()))
         file_id, unit = tr["file_id"][misaligned], unit_of[misaligned]

@@ -16,7 +16,8 @@ import polars as pl
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
-from .small_io import bin_counts, op_masks, rank_stake, trace_arrays
+from ...segments import OP_CODES
+from .small_io import bin_counts, rank_stake, trace_arrays
 
 THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -52,7 +53,7 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
         # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
         # the backward ones are
         pat, trans = ctx.posix_patterns, transition_arrays(ctx)
-        random_files = pat["file_id"].to_numpy()[op_masks(pat["op"])[op] & (pat["pattern"].to_numpy() == "random")]
+        random_files = pat["file_id"][(pat["op"] == OP_CODES[op]) & (pat["pattern"] == "random")]
         back = trans[op] & (trans["offset"] < trans["prev_end"])
         small_here = mine & np.isin(tr["file_id"], random_files) & (tr["length"] < large)
         small_back_here = back & ~np.isin(trans["file_id"], random_files) & (trans["length"] < large)
@@ -69,12 +70,10 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
 
 
 def transition_arrays(ctx) -> dict:
-    """`Context.posix_transitions`' columns as numpy (ranks and durations as Series), once per log."""
+    """`Context.posix_transitions`' columns, as `small_io.trace_arrays` has the trace's, once per log."""
     def compute():
-        trans = ctx.posix_transitions
-        return {**op_masks(trans["op"]), "prev_end": trans["prev_end"].to_numpy(),
-                **{c: trans[c].to_numpy() for c in ("file_id", "offset", "length", "start", "end")},
-                "rank": trans["rank"], "duration": trans["end"] - trans["start"]}
+        trans, tr = ctx.posix_transitions, trace_arrays(ctx)
+        return {**{k: v[trans.rows] for k, v in tr.items()}, "prev_end": trans.prev_end}
     return ctx.memo("requests.posix_transition_arrays", compute)
 
 
@@ -87,11 +86,9 @@ def cost(ctx, m: dict, op: str) -> None:
     if m["source"] == "dxt":
         here, back = m["small_here"], m["small_back_here"]  # the traced requests, then the backward jumps
         tr, trans = m["tr"], m["trans"]
-        keep_here, keep_back = pl.Series(here), pl.Series(back)
-        rank = pl.concat([tr["rank"].filter(keep_here), trans["rank"].filter(keep_back)])
-        m["stake"] = rank_stake(rank, pl.concat([tr["duration"].filter(keep_here),
-                                                 trans["duration"].filter(keep_back)]))
-        m["ranks"] = most_first(rank.to_numpy())[:MAX_RANKS]
+        rank = np.concatenate([tr["rank"][here], trans["rank"][back]])
+        m["stake"] = rank_stake(rank, np.concatenate([tr["duration"][here], trans["duration"][back]]))
+        m["ranks"] = most_first(rank)[:MAX_RANKS]
         m["files"] = most_first(np.concatenate([tr["file_id"][here], trans["file_id"][back]]))
         if here.any() or back.any():
             starts = np.concatenate([tr["start"][here], trans["start"][back]])

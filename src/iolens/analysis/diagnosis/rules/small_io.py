@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from ....model.darshan import SIZE_BINS
+from ...segments import float_sum, group_sums, groups
 from ..units import fmt_bytes, fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, EDGES, RUN_TIME, edge_index, edge_suffix, judge, matters, stage
 
@@ -61,10 +62,10 @@ def counts(ctx, edges) -> dict:
                 running = np.cumsum(bin_counts(ctx, OP, top)[data].sum(axis=0)).tolist()
                 row.update({f"{P}small_{op}s_{edge_suffix(k)}": running[k - 1] for k in edges})
         return row
-    seg = ctx.seg_posix
+    empty = ctx.trace_posix.empty
     limit = int(ctx.th.small_request_bytes)
-    row[P + "from_trace"] = not seg.is_empty()
-    if seg.is_empty():
+    row[P + "from_trace"] = not empty
+    if empty:
         row.update({f"{P}{op}s": 0 for op, *_ in OPS})
         row.update({f"{P}trace_small_{op}s": 0 for op, *_ in OPS})
     else:
@@ -86,22 +87,14 @@ def bin_counts(ctx, OP: str, top: int) -> np.ndarray:
 
 
 def trace_arrays(ctx) -> dict:
-    """The POSIX trace's columns the request rules read, once per log: numpy masks and integers, and the
-    ranks and durations as Series (their float sums must stay polars' own)."""
+    """The POSIX trace's columns the request rules read, once per log: operation-kind masks ("write",
+    "read"), file_id, offset, length, start, end, rank and duration."""
     def compute():
-        seg = ctx.seg_posix
-        return {**op_masks(seg["op"]),
-                **{c: seg[c].to_numpy() for c in ("file_id", "offset", "length", "start", "end")},
-                "rank": seg["rank"], "duration": seg["end"] - seg["start"]}
+        seg = ctx.trace_posix
+        return {"write": seg.is_op("write"), "read": seg.is_op("read"), "file_id": seg.file_id,
+                "offset": seg.offset, "length": seg.length, "start": seg.start, "end": seg.end, "rank": seg.rank,
+                "duration": seg.duration}
     return ctx.memo("requests.posix_trace_arrays", compute)
-
-
-def op_masks(op: pl.Series) -> dict:
-    """{"write": mask, "read": mask} of a trace's operation kinds (an Enum: compared by code, no query)."""
-    if isinstance(op.dtype, pl.Enum):
-        codes, kinds = op.to_physical().to_numpy(), op.dtype.categories.to_list()
-        return {k: codes == kinds.index(k) if k in kinds else np.zeros(len(op), dtype=bool) for k in SETS["wr"]}
-    return {k: (op == k).fill_null(False).to_numpy() for k in SETS["wr"]}
 
 
 def stakes(ctx, edges, sets, limit: int) -> dict:
@@ -112,16 +105,16 @@ def stakes(ctx, edges, sets, limit: int) -> dict:
         row.update(counter_stakes_per_edge(ctx, edges, sets))
     else:
         row.update({f"{P}counter_stake_{s}_{edge_suffix(k)}": 0.0 for k in edges for s in sets})
-    seg = ctx.seg_posix
-    row[P + "trace_limit"] = None if seg.is_empty() else limit
+    empty = ctx.trace_posix.empty
+    row[P + "trace_limit"] = None if empty else limit
     for op, *_ in OPS:
         row[f"{P}trace_incomplete_{op}"] = not ctx.trace_complete("DXT_POSIX", op)
     for s in sets:
         row[f"{P}trace_time_share_{s}"], row[f"{P}trace_stake_{s}"] = None, None
-    if seg.is_empty():
+    if empty:
         return row
     tr = trace_arrays(ctx)
-    total_t = tr["duration"].sum() or 0.0
+    total_t = float_sum(tr["duration"])
     small = tr["length"] <= limit
     done = []  # (mask, share, stake) of the sets priced: a set of the same requests has the same values
     for s in sets:
@@ -130,10 +123,9 @@ def stakes(ctx, edges, sets, limit: int) -> dict:
             continue
         same = next((v for m, *v in done if np.array_equal(m, mask)), None)
         if same is None:
-            keep = pl.Series(mask)
-            duration = tr["duration"].filter(keep)  # the same floats and order as the filtered frame's
-            small_t = duration.sum() or 0.0
-            same = [small_t / total_t if total_t > 0 else None, rank_stake(tr["rank"].filter(keep), duration)]
+            duration = tr["duration"][mask]
+            small_t = float_sum(duration)
+            same = [small_t / total_t if total_t > 0 else None, rank_stake(tr["rank"][mask], duration)]
             done.append((mask, *same))
         row[f"{P}trace_time_share_{s}"], row[f"{P}trace_stake_{s}"] = same
     return row
@@ -188,12 +180,13 @@ def float_sums(values: np.ndarray) -> np.ndarray:
     return np.where(sums == 0, 0.0, sums)
 
 
-def rank_stake(rank: pl.Series, duration: pl.Series) -> float:
-    """`common.dxt_stake` of the requests with these ranks and durations (one group-by: its float sums)."""
-    if rank.is_empty():
+def rank_stake(rank: np.ndarray, duration: np.ndarray) -> float:
+    """`common.dxt_stake` of the requests with these ranks and durations: the largest per-rank sum (a polars
+    group-by's float sums, `segments.group_sums`)."""
+    if not len(rank):
         return 0.0
-    per_rank = pl.DataFrame({"rank": rank, "t": duration}).group_by("rank").agg(pl.col("t").sum())
-    return float(per_rank["t"].max() or 0.0)
+    first, inv = groups(rank)
+    return float(group_sums(inv, duration, len(first), keys=rank).max())
 
 
 def dtypes() -> dict:
