@@ -67,3 +67,20 @@ def test_group_sums_have_the_bits_of_a_polars_group_by(n):
                 assert got[g] == pytest.approx(v, rel=1e-12), (n, ngroups, g)
         assert np.all(got[np.bincount(inv, minlength=ngroups) == 0] == 0)
     assert LOOP_GROUP < POLARS_SMALL_GROUP_BY
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_context_trace_views_are_the_table_views(path):
+    """`Context.trace_mpiio`/`trace_app` hold the rows of `seg_mpiio`/`seg_app` in their order; `hosts`
+    counts the DXT records' hosts without their table."""
+    from iolens.analysis.diagnosis import Context, Thresholds
+
+    log = _read(path)
+    ctx = Context(log, Thresholds({}))
+    for arrays, table in ((ctx.trace_posix, ctx.seg_posix), (ctx.trace_mpiio, ctx.seg_mpiio),
+                          (ctx.trace_app, ctx.seg_app)):
+        assert len(arrays) == table.height
+        for name in ("file_id", "rank", "offset", "length", "start", "end"):
+            assert np.array_equal(getattr(arrays, name), table[name].to_numpy()), name
+    records = log.dxt_records
+    assert ctx.hosts == (0 if records.is_empty() else records["hostname"].n_unique())

@@ -10,7 +10,7 @@ from ...model.log import reader_arrays
 from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
 from .. import measures
 from ..measures import recorded
-from ..segments import SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
+from ..segments import MODULE_CODES, SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
 from ..summary import dxt_summary
 from .rules import common as rules_common
 from .thresholds import Thresholds
@@ -309,6 +309,29 @@ class Context:
         return self.trace.of_module("DXT_POSIX")
 
     @cached_property
+    def trace_mpiio(self) -> Segments:
+        return self.trace.of_module("DXT_MPIIO")
+
+    @cached_property
+    def trace_app(self) -> Segments:
+        """`seg_app` as numpy columns: MPI-IO operations for files traced at MPI-IO, POSIX for the rest (MPI-IO's
+        rows first, then POSIX's, each in trace order)."""
+        seg, mpi = self.trace, self.trace_mpiio
+        if seg.empty or mpi.empty:
+            return self.trace_posix
+        rows = np.concatenate([np.flatnonzero(seg.module == MODULE_CODES["DXT_MPIIO"]),
+                               np.flatnonzero((seg.module == MODULE_CODES["DXT_POSIX"])
+                                              & ~np.isin(seg.file_id, np.unique(mpi.file_id)))])
+        return seg.take(rows)
+
+    @staticmethod
+    def trace_window(seg: Segments):
+        """(first start, last end) of some traced operations, or None (`seg_window` of numpy columns)."""
+        if seg.empty:
+            return None
+        return (float(seg.start.min()), float(seg.end.max()))
+
+    @cached_property
     def posix_transitions(self):
         """Every traced POSIX request after each rank's first on a file, per operation kind, with the previous
         one's offset and end (analysis.access.transitions): sorted once, shared by the request checks."""
@@ -335,6 +358,9 @@ class Context:
 
     @cached_property
     def hosts(self) -> int:
+        raw = reader_arrays(self.log)
+        if raw is not None:  # the reader's host names: no table built
+            return len({h for recs in raw.dxt.values() if len(recs.ids) for h in recs.hostnames})
         recs = self.log.dxt_records
         if recs.is_empty():
             return 0
