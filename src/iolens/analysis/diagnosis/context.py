@@ -10,6 +10,7 @@ from ...model.log import reader_arrays
 from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
 from .. import measures
 from ..measures import recorded
+from ...reader.lustre import COMPONENT_FIELDS
 from ..segments import MODULE_CODES, SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
 from ..summary import dxt_summary
 from .rules import common as rules_common
@@ -158,6 +159,21 @@ class Context:
         """Does `module` have records? (`counters(module) is not None`, without building its table)"""
         c = self.records.get(module)
         return c is not None and len(c.ranks) > 0
+
+    def has_counter(self, module: str, name: str) -> bool:
+        """Has `module` records and its table a column `name`? (without building the table)"""
+        return self.has(module) and self.records[module].has_column(name)
+
+    @cached_property
+    def lustre_stripes(self) -> tuple:
+        """(file id, stripe size) of every Lustre layout component, in the table's order (`log.lustre`)."""
+        raw = reader_arrays(self.log)
+        if raw is not None:
+            recs = raw.lustre
+            return (np.asarray(recs.file_id, dtype=np.uint64),
+                    np.ascontiguousarray(recs.values[:, COMPONENT_FIELDS.index("stripe_size")]).astype(np.int64))
+        lus = self.log.lustre
+        return lus["file_id"].to_numpy().astype(np.uint64), lus["stripe_size"].to_numpy().astype(np.int64)
 
     def ranks_on_file(self, module: str) -> pl.DataFrame:
         """file_id -> how many ranks opened it in `module` (a shared record counts as every rank)."""

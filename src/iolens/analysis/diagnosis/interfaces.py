@@ -13,8 +13,7 @@ from .units import fmt_bytes, fmt_count, fmt_time
 
 def check_fsync(ctx) -> list:
     # the rule decides (rules/fsync_heavy.py, shared with the fleet)
-    p = ctx.counters("POSIX")
-    if p is None:  # nothing to judge
+    if not ctx.has("POSIX"):  # nothing to judge
         return []
     row = fsync_heavy.features(ctx)
     if row[fsync_heavy.P + "syncs"] < ctx.th.fsync_min_count:  # the rule's first test fails: no query
@@ -23,10 +22,10 @@ def check_fsync(ctx) -> list:
     if judged["severity"] is None:
         return []
     syncs, writes = judged["syncs"], judged["writes"]
-    per = p.group_by("file_id").agg((clip("POSIX_FSYNCS") + clip("POSIX_FDSYNCS")).sum().alias("syncs"))
+    per = ctx.counters("POSIX").group_by("file_id").agg((clip("POSIX_FSYNCS") + clip("POSIX_FDSYNCS")).sum().alias("syncs"))
     fids = per.filter(pl.col("syncs") > 0).sort(["syncs", "file_id"], descending=[True, False])["file_id"].to_list()
     mpi_syncs = 0
-    if ctx.counters("MPI-IO") is not None:
+    if ctx.has("MPI-IO"):
         mpi_syncs = ctx.total("MPI-IO", "MPIIO_SYNCS")
     metrics = {"fsyncs": syncs, "writes": writes, "fsyncs_per_write": syncs / max(writes, 1),
                "mpiio_syncs": mpi_syncs, "files": len(fids)}

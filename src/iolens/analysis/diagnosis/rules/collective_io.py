@@ -20,7 +20,7 @@ def mpi_file_ranks(ctx):
 def features(ctx, edges=None) -> dict:
     """Per kind: the collective requests and the number of MPI-IO files that have some."""
     keys = [f"{P}{k}_{op}" for op in PARTS for k in ("requests", "files")]
-    if ctx.counters("MPI-IO") is None:
+    if not ctx.has("MPI-IO"):
         return dict.fromkeys(keys)
     row = {}
     for op, OPS_ in OPS:

@@ -13,7 +13,7 @@ P = "fsync_heavy_"
 
 def features(ctx, edges=None) -> dict:
     """The job's fsync/fdatasync calls and POSIX writes (null without POSIX counters)."""
-    if ctx.counters("POSIX") is None:
+    if not ctx.has("POSIX"):
         return {P + "syncs": None, P + "writes": None}
     return {P + "syncs": ctx.total("POSIX", "POSIX_FSYNCS", "POSIX_FDSYNCS"),
             P + "writes": ctx.total("POSIX", "POSIX_WRITES")}

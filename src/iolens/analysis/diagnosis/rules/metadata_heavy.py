@@ -28,7 +28,7 @@ def times(ctx) -> tuple:
     meta = data = 0.0
     per_rank = np.zeros(ctx.nprocs)
     for module, p in (("POSIX", "POSIX"), ("STDIO", "STDIO")):
-        if ctx.counters(module) is None:
+        if not ctx.has(module):
             continue
         m = ctx.column(module, f"{p}_F_META_TIME")
         meta += float(float_sum(m))
@@ -47,7 +47,7 @@ def tiny_files(ctx) -> dict:
     `tiny_file_bytes` (nulls without POSIX counters)."""
     out = {P + "files": None, P + "files_with_data": None, P + "tiny_files": None,
            P + "tiny_limit": int(ctx.th.tiny_file_bytes)}
-    if ctx.counters("POSIX") is None:
+    if not ctx.has("POSIX"):
         return out
     ids, _ = ctx.file_groups("POSIX")
     extent = np.maximum(np.maximum(ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_WRITTEN"),

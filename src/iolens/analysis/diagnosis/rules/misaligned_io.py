@@ -28,13 +28,11 @@ def alignments(ctx) -> tuple:
     """(file ids, sorted; their alignment unit, > 1 byte): the Lustre stripe size when known, else Darshan's
     POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
     ids, units = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
-    df = ctx.counters("POSIX")
-    if df is not None and "POSIX_FILE_ALIGNMENT" in df.columns:
+    if ctx.has_counter("POSIX", "POSIX_FILE_ALIGNMENT"):
         ids, units = ctx.file_groups("POSIX")[0], ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT")
-    lus = ctx.log.lustre
-    if not lus.is_empty():  # each file's first positive stripe size, over the counters' unit
-        size = lus["stripe_size"].to_numpy()
-        striped, first = np.unique(lus["file_id"].to_numpy()[size > 0], return_index=True)
+    lus_ids, size = ctx.lustre_stripes
+    if len(lus_ids):  # each file's first positive stripe size, over the counters' unit
+        striped, first = np.unique(lus_ids[size > 0], return_index=True)
         keep = ~np.isin(ids, striped)
         ids = np.concatenate([ids[keep], striped.astype(ids.dtype)])
         units = np.concatenate([units[keep], size[size > 0][first].astype(np.int64)])
@@ -64,8 +62,7 @@ def measure(ctx) -> dict | None:
         return {"source": "dxt", "partial": ctx.trace_truncated("DXT_POSIX"), "total": int(known.sum()),
                 "count": count, "bytes": int(length[misaligned].sum()) if count else 0, "tr": tr,
                 "misaligned": misaligned, "unit_of": unit_of}
-    df = ctx.counters("POSIX")
-    if df is None or "POSIX_FILE_NOT_ALIGNED" not in df.columns:
+    if not ctx.has_counter("POSIX", "POSIX_FILE_NOT_ALIGNED"):
         return None
     # per file, in integers (exact): requests not aligned, less those that may be shorter than the unit
     ids, _ = ctx.file_groups("POSIX")
@@ -113,8 +110,7 @@ def cost(ctx, m: dict) -> None:
         order = np.argsort(-n, kind="stable")  # most first; ties by file id
         ids, n, align = ids[order], n[order], align[order]
     m["files"] = ids[n > 0].tolist()
-    lustre = ctx.log.lustre
-    on_lustre = set(lustre["file_id"].to_list()) if not lustre.is_empty() else set()
+    on_lustre = set(ctx.lustre_stripes[0].tolist())
     m["on_lustre"] = any(f in on_lustre for f in m["files"][:20])
     m["unit"] = int(align[n > 0][0]) if m["files"] else None
 

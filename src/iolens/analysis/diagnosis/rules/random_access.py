@@ -60,7 +60,7 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
         m.update(n_random=int(back.sum()), n_small=int(small_here.sum()) + int(small_back_here.sum()),
                  tr=tr, trans=trans, small_here=small_here, small_back_here=small_back_here)
         return m
-    if ctx.counters("POSIX") is None:
+    if not ctx.has("POSIX"):
         return None
     # per file, in integers: requests, and those Darshan did not count as sequential
     ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")

@@ -39,7 +39,7 @@ def records(ctx):
     """The POSIX records of single-stripe files moving at least 1 MiB and taking time, with their OST and
     seconds per GiB (`Records`); None when at most 3 such records exist (too few OSTs to compare)."""
     lay = layouts(ctx)
-    if lay is None or ctx.counters("POSIX") is None:
+    if lay is None or not ctx.has("POSIX"):
         return None
     # at least 4 OSTs each with a record of >= 1 MiB taking time: count such records first (same arithmetic)
     b = ctx.column("POSIX", "POSIX_BYTES_READ") + ctx.column("POSIX", "POSIX_BYTES_WRITTEN")

@@ -53,7 +53,7 @@ def counts(ctx, edges) -> dict:
     """Requests per kind, and those in the bins below each edge, over the data files (not stdin/out/err)."""
     row = {P + "from_trace": False, P + "trace_small_writes": None, P + "trace_small_reads": None}
     std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
-    if ctx.counters("POSIX") is not None:
+    if ctx.has("POSIX"):
         data = ~np.isin(ctx.column("POSIX", "file_id"), std_ids)
         top = max(edges, default=0)
         for op, OP, OPS_ in OPS:
@@ -101,7 +101,7 @@ def stakes(ctx, edges, sets, limit: int) -> dict:
     """The busiest rank's time in the small requests of each flagged set: from the counters per edge
     (time x small share of each record's requests), and from the trace at `limit`."""
     row = {}
-    if ctx.counters("POSIX") is not None and edges:
+    if ctx.has("POSIX") and edges:
         row.update(counter_stakes_per_edge(ctx, edges, sets))
     else:
         row.update({f"{P}counter_stake_{s}_{edge_suffix(k)}": 0.0 for k in edges for s in sets})

@@ -19,14 +19,14 @@ def measure(ctx) -> tuple:
     None) without."""
     from ..context import float_sum
 
-    if ctx.counters("STDIO") is None:
+    if not ctx.has("STDIO"):
         return {P + n: None for n in NAMES}, None, None
     n = ctx.nprocs
     sb = ctx.total("STDIO", "STDIO_BYTES_READ", "STDIO_BYTES_WRITTEN")
     t = ctx.column("STDIO", "STDIO_F_READ_TIME") + ctx.column("STDIO", "STDIO_F_WRITE_TIME") \
         + ctx.column("STDIO", "STDIO_F_META_TIME")
     pb = pt = 0.0
-    if ctx.counters("POSIX") is not None:
+    if ctx.has("POSIX"):
         pb = float(ctx.total("POSIX", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN"))
         pt = float(float_sum(ctx.column("POSIX", "POSIX_F_READ_TIME") + ctx.column("POSIX", "POSIX_F_WRITE_TIME")
                              + ctx.column("POSIX", "POSIX_F_META_TIME")) or 0)
