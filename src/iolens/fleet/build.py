@@ -19,7 +19,7 @@ import polars as pl
 
 from ..errors import LogError
 from . import store as fleet_store
-from .features import FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
+from .features import DIAGNOSIS_REGIONS, FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
 
 LOG_SUFFIX = ".darshan"
 LIST_SUFFIXES = (".txt", ".list", ".lst")
@@ -106,8 +106,8 @@ def _process(keys: list, diagnose: bool, files: bool, tick, thresholds=None) -> 
     from ..reader.log import read_raw
 
     timing = dict.fromkeys(TIMING, 0.0)
-    # the diagnosis reads the whole log; the features alone need only a few of its regions
-    regions = None if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS
+    # the diagnosis reads the whole log (but its heatmap); the features alone need only a few of its regions
+    regions = DIAGNOSIS_REGIONS if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS
     jobs, errors, file_table = [], [], []
     for n, (path, size, mtime) in enumerate(keys, 1):
         if tick is not None:

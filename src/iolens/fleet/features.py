@@ -16,6 +16,8 @@ from ..analysis.diagnosis import Thresholds
 from ..analysis.measures import RecordCounters, small_bins
 from ..model import Log
 from ..model.darshan import DXT_LAYERS, FILE_LAYERS, LAYER_BY_MODULE, LAYERS, SIZE_BIN_NAMES
+from ..reader.counters import LAYOUTS
+from ..reader.dxt import SEGMENT_LAYOUT
 from ..reader.lustre import COMPONENT_FIELDS
 
 # column prefix of each layer in the jobs table
@@ -27,6 +29,8 @@ SMALL_BINS = tuple(small_bins(Thresholds({}).small_request_bytes))
 # records, heatmaps or other modules, which a fleet build without the diagnosis need not inflate
 FEATURE_REGIONS = frozenset({*LAYER_PREFIX, "H5F", "PNETCDF_FILE", "LUSTRE", "DXT_POSIX", "DXT_MPIIO"})
 FILE_ROW_REGIONS = FEATURE_REGIONS | {"names"}  # file_rows names each file
+# the diagnosis reads every region iolens models but the heatmap (the report's, not a check's)
+DIAGNOSIS_REGIONS = frozenset({"names", *LAYOUTS, *SEGMENT_LAYOUT, "LUSTRE"})
 def app_name(exe: str) -> str:
     """The application: base name of the command's first word ('' when Darshan did not record it)."""
     first = (exe or "").strip().split(" ", 1)[0]

@@ -222,9 +222,9 @@ def _typed(rows: list) -> pl.DataFrame:
 
 def _read(path: str, diagnose: bool, files: bool):
     from ..reader.log import read_raw
-    from .features import FEATURE_REGIONS, FILE_ROW_REGIONS
+    from .features import DIAGNOSIS_REGIONS, FEATURE_REGIONS, FILE_ROW_REGIONS
 
-    return read_raw(path, regions=None if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS)
+    return read_raw(path, regions=DIAGNOSIS_REGIONS if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS)
 
 
 def _size(path: str) -> dict:

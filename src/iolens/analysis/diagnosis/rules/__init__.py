@@ -11,6 +11,7 @@ the features and evaluates the same rule over a batch; `fleet report -t` evaluat
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -88,6 +89,12 @@ def features(ctx, codes=None) -> dict:
 
 
 def feature_dtypes() -> dict:
+    """{column: polars dtype} of every rule feature a fleet row holds, in the store's column order."""
+    return dict(_feature_dtypes())
+
+
+@functools.cache
+def _feature_dtypes() -> dict:  # built once per process: a fleet build asks for it per log
     out = dict(COMMON_FEATURES)
     for r in RULES.values():
         out.update(r.dtypes())
@@ -193,7 +200,7 @@ def _stages(frame, code: str, exprs: dict):
 def _all_dtypes() -> dict:
     global _DTYPES
     if _DTYPES is None:
-        _DTYPES = feature_dtypes()
+        _DTYPES = dict(_feature_dtypes())
         for r in RULES.values():  # diagnose-only columns (the every-bin edge) share their kind's type
             _DTYPES.update({n.replace("_le1G", "_lemax"): t for n, t in r.dtypes().items() if n.endswith("_le1G")})
     return _DTYPES
