@@ -96,7 +96,8 @@ def main():
     src = sources()
     listing = make_corpus(args.corpus, args.logs, src)
     n = args.logs
-    print(f"corpus: {n:,} links to {len(src)} small shared logs under {args.corpus} ({os.cpu_count()} cores)")
+    print(f"corpus: {n:,} links to {len(src)} small shared logs under {args.corpus} ({os.cpu_count()} cores); "
+          f"load average {os.getloadavg()[0]:.1f}")
 
     js, _ = timed([sys.executable, "-m", "darshan", "job_stats", "--log_paths_file", str(listing), "--csv"])
     print(f"PyDarshan job_stats:              {js:7.1f} s  {n / js:7.0f} logs/s")
@@ -110,6 +111,7 @@ def main():
         stages = ", ".join(f"{k} {v:.2f}" for k, v in per_log.items())
         print(f"{label}: {s['wall']:7.1f} s  {rate:7.0f} logs/s  = {rate / (n / js):5.1f}x job_stats"
               f"  | per log (ms of worker time): {stages}; {s['parts']} parts, {s['errors']} errors")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"largest child process of the run (PyDarshan included) resident memory: {peak:.0f} MiB")
 
