@@ -235,12 +235,13 @@ def serial_alone(ctx) -> dict | None:
 
 
 def _serial_alone(ctx):
-    seg = ctx.trace
-    if ctx.nprocs < 2 or seg.empty:
+    if ctx.nprocs < 2 or ctx.trace.empty:
         return None
-    std = np.isin(seg.file_id, np.fromiter(ctx.std_ids, dtype=np.uint64))
-    if std.any():
-        seg = seg.take(~std)
+    seg = ctx.trace
+    if ctx.std_ids:  # (a log naming no standard stream needs no test)
+        std = np.isin(seg.file_id, np.fromiter(ctx.std_ids, dtype=np.uint64))
+        if std.any():
+            seg = seg.take(~std)
     if seg.empty:
         return None
     rank, start, end = group_runs(seg.rank, seg.start, seg.end, ctx.th.serialized_gap)
