@@ -114,3 +114,17 @@ def test_rank_loads_from_the_trace_are_the_group_by_ones(path):
         assert loads["end"][r] == row["end"]
     idle = np.setdiff1d(np.arange(n), per["rank"].to_numpy())
     assert np.isnan(loads["end"][idle]).all()
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_heaviest_rank_of_each_traced_file_is_the_group_by_one(path):
+    """An aggregator candidate's rank from the trace: per traced POSIX file, the rank moving the most bytes
+    (the lowest among equals), its bytes and time (a group-by's float sums), and how many ranks access it."""
+    ctx = _context(path)
+    seg = ctx.seg_posix
+    for fid in seg["file_id"].unique().sort().to_list():
+        per = (seg.filter(pl.col("file_id") == fid).group_by("rank")
+               .agg(pl.col("length").sum().alias("b"), (pl.col("end") - pl.col("start")).sum().alias("t"))
+               .sort(["b", "rank"], descending=[True, False]))
+        rank, nbytes, time, ranks = rank_imbalance._heaviest_rank(ctx.trace_posix.take(ctx.trace_posix.file_id == fid))
+        assert (rank, nbytes, time.hex(), ranks) == (per["rank"][0], per["b"][0], per["t"][0].hex(), per.height)
