@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
 import pytest
 
 import iolens
@@ -346,13 +347,19 @@ def test_rich_rendering(name):
 
 # --- the timeline algorithms on hand-made traces --------------------------------------------------
 class _FakeCtx:
-    """Just what check_straggler / busy_intervals need."""
+    """Just what check_straggler needs."""
 
     def __init__(self, seg, run_time=100.0):
         import polars as pl
 
-        self.seg_app = pl.DataFrame(seg, schema={"rank": pl.Int64, "file_id": pl.UInt64, "start": pl.Float64,
-                                                 "end": pl.Float64, "length": pl.Int64}, orient="row")
+        from iolens.analysis.segments import Segments
+
+        table = pl.DataFrame(seg, schema={"rank": pl.Int64, "file_id": pl.UInt64, "start": pl.Float64,
+                                          "end": pl.Float64, "length": pl.Int64}, orient="row")
+        zeros = np.zeros(table.height, dtype=np.int64)  # module, op, offset: not read by these checks
+        self.trace_app = Segments(zeros.astype(np.uint8), table["file_id"].to_numpy(), table["rank"].to_numpy(),
+                                  zeros.astype(np.uint8), zeros, table["length"].to_numpy(),
+                                  table["start"].to_numpy(), table["end"].to_numpy())
         self.th = Thresholds()
         self.run_time = run_time
 
@@ -365,8 +372,8 @@ class _FakeCtx:
     def matters(self, seconds):
         return seconds >= 0.25
 
-    def counters(self, module):
-        return None  # no counters: the straggler check then says nothing about MPI-IO metadata time
+    def has(self, module):
+        return False  # no counters: the straggler check then says nothing about MPI-IO metadata time
 
     nprocs = 8
 

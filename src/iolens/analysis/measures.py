@@ -231,15 +231,45 @@ def busy_added(by) -> pl.Expr:
 
 def busy_runs(seg: pl.DataFrame, by: str, gap: float = 0.0) -> pl.DataFrame:
     """Per group of column `by`: the union of its operations as runs (`covered_runs`, gaps up to `gap`
-    bridged): columns `by`, start, end."""
-    s = (seg.select(by, "start", "end").sort([by, "start"])
-         .with_columns(pl.col("end").cum_max().shift(1).over(by).alias("prev")))
-    # sorted by group then start, each run is a run of rows: it starts at a group's first operation or after
-    # a gap; its start is the run's first start, its end the run's largest end
-    start, end, prev = (s[c].to_numpy() for c in ("start", "end", "prev"))
-    runs = np.flatnonzero(np.isnan(prev) | (start > prev + gap))
-    return pl.DataFrame({by: s[by].to_numpy()[runs], "start": start[runs],
-                         "end": np.maximum.reduceat(end, runs) if len(runs) else end[:0]})
+    bridged): columns `by`, start, end (`group_runs` of the table's columns)."""
+    group, start, end = group_runs(seg[by].to_numpy(), seg["start"].to_numpy(), seg["end"].to_numpy(), gap)
+    return pl.DataFrame({by: group, "start": start, "end": end})
+
+
+def group_runs(group: np.ndarray, start: np.ndarray, end: np.ndarray, gap: float = 0.0) -> tuple:
+    """`busy_runs` over arrays (a rank per operation, say, and its start and end): (group, start, end) of
+    every run, by group then time."""
+    if not len(start):
+        return group[:0], start[:0], end[:0]
+    # by group, then start (each run is then a run of rows); a trace is mostly in time order per rank, so a
+    # stable sort by group often suffices
+    order = np.argsort(group, kind="stable")
+    g, s = group[order], start[order]
+    new_group = np.concatenate(([True], g[1:] != g[:-1]))
+    if (s[1:] < s[:-1])[~new_group[1:]].any():
+        order = np.lexsort((start, group))
+        g, s = group[order], start[order]
+    e = end[order]
+    cuts = np.flatnonzero(new_group)
+    reach = _group_running_max(e, cuts)
+    # a run starts at a group's first operation or after a gap longer than `gap`
+    runs = np.flatnonzero(new_group | np.concatenate(([True], s[1:] > reach[:-1] + gap)))
+    return g[runs], s[runs], np.maximum.reduceat(e, runs)
+
+
+def _group_running_max(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """The running max of `values` within each group of consecutive rows (`cuts`: each group's first row)."""
+    if len(cuts) * 32 < len(values):  # few groups: one running max each
+        return np.concatenate([np.maximum.accumulate(v) for v in np.split(values, cuts[1:])])
+    # many: one running max over (group, order of the value) pairs as integer keys, so that a group does not
+    # see the values of the groups before it (values compared, not added: exact)
+    by_value = np.argsort(values, kind="stable")
+    at = np.empty(len(values), dtype=np.int64)
+    at[by_value] = np.arange(len(values))
+    group = np.zeros(len(values), dtype=np.int64)
+    group[cuts[1:]] = 1
+    key = np.maximum.accumulate(np.cumsum(group) * len(values) + at)
+    return values[by_value[key % len(values)]]
 
 
 def counter_windows(c: Counters, module: str) -> tuple:

@@ -6,8 +6,9 @@ import polars as pl
 
 from ...model.darshan import COUNTER_PREFIX, DXT_MODULES
 from ..measures import busy_runs
+from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups
 from . import recommendations as rec
-from .context import MAX_RANKS, clip
+from .context import MAX_RANKS
 from .rules import one_row, rank_imbalance
 from .rules.common import RUN_TIME, common_features
 from .insight import Evidence, Insight
@@ -25,10 +26,9 @@ alone_time = rank_imbalance.alone_time
 def mpiio_meta_time_per_rank(ctx) -> float | None:
     """The mean MPI-IO metadata time (open, close, sync, set_view: where ranks wait for each other in
     collective file calls) per rank, from the counters."""
-    df = ctx.counters("MPI-IO")
-    if df is None or "MPIIO_F_META_TIME" not in df.columns:
+    if not ctx.has("MPI-IO") or not ctx.records["MPI-IO"].has("MPIIO_F_META_TIME"):
         return None
-    return float(df.select(clip("MPIIO_F_META_TIME").sum()).item() or 0.0) / ctx.nprocs
+    return float_sum(ctx.column("MPI-IO", "MPIIO_F_META_TIME")) / ctx.nprocs
 
 
 # --- RANK_IMBALANCE -------------------------------------------------------------------------------
@@ -97,8 +97,7 @@ def _spread(ctx, judged: dict, loads: dict, source: str, partial: bool) -> Insig
         if late > 0:
             summary += f" It finishes its I/O {fmt_time(late)} after the median rank."
     summary += _meanwhile(ctx, metrics)
-    if source == "counters" and any(ctx.counters(m) is not None and
-                                    (ctx.counters(m)["rank"] < 0).any() for m, _ in LAYERS):
+    if source == "counters" and any(ctx.has(m) and (ctx.column(m, "rank") < 0).any() for m, _ in LAYERS):
         summary += (" Files shared by all ranks only record their slowest and fastest rank: the other "
                     "ranks' shares are estimated as even.")
     if judged["spread"] == "info":
@@ -110,11 +109,10 @@ def _spread(ctx, judged: dict, loads: dict, source: str, partial: bool) -> Insig
                     f"imbalance is structural: at scale rank {heavy}'s share of the work stays {ratio:.1f}× the mean.")
     window = None
     files = []
-    if not ctx.seg_app.is_empty():
-        mine = ctx.seg_app.filter(pl.col("rank") == heavy)
-        window = ctx.seg_window(mine)
-        files = (mine.group_by("file_id").agg(pl.col("length").sum())
-                 .sort(["length", "file_id"], descending=[True, False])["file_id"].to_list())
+    if not ctx.trace_app.empty:
+        mine = ctx.trace_app.take(ctx.trace_app.rank == heavy)
+        window = ctx.trace_window(mine)
+        files = files_by_bytes(mine)
     recs = [rec.Recommendation(
         "Spread the I/O over all ranks",
         f"Give every rank a similar share of the data to write/read (rank {heavy} does "
@@ -144,7 +142,7 @@ def _bottleneck(ctx, c: dict) -> Insight:
     """The insight of a collectively accessed shared file whose file-system I/O all goes through (nearly)
     one rank (`rank_imbalance.aggregator_candidates`, one the rule finds)."""
     fid, nranks, top_rank, top_b, top_t = c["file_id"], c["ranks_on_file"], c["rank"], c["bytes"], c["time"]
-    fb, share, aggregators, nodes, p = c["file_bytes"], c["share"], c["aggregators"], c["nodes"], c["posix"]
+    fb, share, aggregators, nodes, rows = (c[k] for k in ("file_bytes", "share", "aggregators", "nodes", "posix_rows"))
     name = ctx.name(fid)
     metrics = {"aggregators": aggregators, "ranks_on_file": nranks, "heaviest_rank": top_rank,
                "heaviest_rank_bytes": top_b, "heaviest_rank_share": share, "heaviest_rank_time_s": top_t,
@@ -167,8 +165,9 @@ def _bottleneck(ctx, c: dict) -> Insight:
                     "aggregator per stripe by default.")
     recs = []
     if stripe_count is not None and stripe_count <= 4:
-        extent = p.select((pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max()
-                           + 1)).item() or 0
+        posix = ctx.records["POSIX"]  # the largest offset written or read, as recorded (-1: none)
+        extent = int(np.maximum(posix.raw("POSIX_MAX_BYTE_WRITTEN")[rows], posix.raw("POSIX_MAX_BYTE_READ")[rows])
+                     .max()) + 1
         count = rec.stripe_count_for(extent if extent > 0 else fb, nranks)  # same rule as LUSTRE_STRIPING
         recs.append(rec.lustre_setstripe(name, count, 1 << 20,
                                          f"A wider stripe lets ROMIO use {count} aggregators in parallel."))
@@ -189,8 +188,8 @@ def check_straggler(ctx) -> list:
     writes one record at the end is neither.
     """
     th = ctx.th
-    seg = ctx.seg_app
-    if seg.is_empty():
+    seg = ctx.trace_app
+    if seg.empty:
         return []
     rank_ids, first, last, nbytes = _rank_spans(seg)
     if len(rank_ids) < 4:
@@ -201,42 +200,54 @@ def check_straggler(ctx) -> list:
     median_first = float(pl.Series(first).median())
     need = max(th.straggler_min_delay, th.straggler_min_delay_share * window,
                min(th.min_runtime_share * ctx.run_time, th.min_stake_seconds) if ctx.run_time > 0 else 0.0)
-    n_late = int((last - median_end >= need).sum())
+    late = last - median_end >= need
+    n_late = int(late.sum())
     if n_late == 0 or n_late > 0.25 * len(rank_ids):
-        return []  # most logs: no query at all
-    per = pl.DataFrame({"rank": rank_ids, "first": first, "last": last, "bytes": nbytes})
-    late = per.filter(pl.col("last") - median_end >= need)
-    after = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
-             .group_by("rank").agg((pl.col("end") - pl.max_horizontal(pl.col("start"), pl.lit(median_end))).sum()
-                                   .alias("busy"), pl.col("length").sum().alias("bytes_after")))
-    late = (late.join(after, on="rank", how="left").with_columns(pl.col("busy", "bytes_after").fill_null(0))
-            .with_columns((pl.col("last") - median_end).alias("delay")))
-    slow = (pl.col("busy") >= th.straggler_min_delay) & (pl.col("busy") >= 0.5 * pl.col("delay"))
-    started_late = (pl.col("bytes") > 0) & (pl.col("bytes_after") >= 0.5 * pl.col("bytes"))
-    late = late.filter(slow | started_late).with_columns(slow.alias("slow")).sort("delay", descending=True)
-    if late.is_empty():
+        return []  # most logs: no more work
+    # per late rank: its time busy after the median rank's end, and its bytes then
+    after = np.isin(seg.rank, rank_ids[late]) & (seg.end > median_end)
+    ar = seg.rank[after]
+    at_first, at = groups(ar)
+    busy = np.zeros(len(rank_ids))
+    bytes_after = np.zeros(len(rank_ids), dtype=np.int64)
+    if len(ar):
+        into = np.searchsorted(rank_ids, ar[at_first])
+        busy[into] = group_sums(at, seg.end[after] - np.maximum(seg.start[after], median_end), len(at_first),
+                                keys=ar)
+        per_rank = np.zeros(len(at_first), dtype=np.int64)  # integers: exact in any order
+        np.add.at(per_rank, at, seg.length[after])
+        bytes_after[into] = per_rank
+    delay = last - median_end
+    slow = (busy >= th.straggler_min_delay) & (busy >= 0.5 * delay)
+    started_late = (nbytes > 0) & (bytes_after >= 0.5 * nbytes)
+    keep = np.flatnonzero(late & (slow | started_late))
+    if not len(keep):
         return []
-    ranks = late["rank"].head(MAX_RANKS).to_list()
-    worst = float(late["delay"][0])
-    waiting = per.height - late.height
+    keep = keep[np.argsort(-delay[keep], kind="stable")]  # the latest first (the lowest rank among equals)
+    ranks = rank_ids[keep][:MAX_RANKS].tolist()
+    worst = float(delay[keep[0]])
+    n_ranks, n_stragglers = len(rank_ids), len(keep)
+    waiting = n_ranks - n_stragglers
     partial = any(ctx.trace_truncated(m) for m in DXT_MODULES)
-    files = (seg.filter(pl.col("rank").is_in(late["rank"].implode()) & (pl.col("end") > median_end))
-             .group_by("file_id").agg(pl.col("length").sum()).sort(["length", "file_id"], descending=[True, False])["file_id"].to_list())
-    first_late = float(late["first"].min())
-    metrics = {"stragglers": late.height, "ranks_with_io": per.height, "max_delay_s": worst,
+    files = files_by_bytes(seg.take(np.isin(seg.rank, rank_ids[keep]) & (seg.end > median_end)))
+    first_late = float(first[keep].min())
+    last_late = float(last[keep].max())
+    most_busy = float(busy[keep].max())
+    all_slow = bool(slow[keep].all())
+    metrics = {"stragglers": n_stragglers, "ranks_with_io": n_ranks, "max_delay_s": worst,
                "median_end_s": median_end, "io_window_s": window, "max_delay_share": worst / window if window else 0,
                "straggler_start_delay_s": first_late - median_first,
-               "straggler_busy_s": float(late["busy"].max()), "idle_rank_time_s": worst * waiting}
+               "straggler_busy_s": most_busy, "idle_rank_time_s": worst * waiting}
     title = f"{fmt_ranks(ranks)} finish{'es' if len(ranks) == 1 else ''} I/O up to {fmt_time(worst)} after the others"
-    summary = (f"Half of the {per.height} ranks with I/O are done by {median_end:.2f} s, but {fmt_ranks(ranks)} "
-               f"keep{'s' if len(ranks) == 1 else ''} doing I/O until {float(late['last'].max()):.2f} s "
+    summary = (f"Half of the {n_ranks} ranks with I/O are done by {median_end:.2f} s, but {fmt_ranks(ranks)} "
+               f"keep{'s' if len(ranks) == 1 else ''} doing I/O until {last_late:.2f} s "
                f"({fmt_pct(worst / window)} of the I/O window later).")
-    if bool(late["slow"].all()):
-        summary += (" It is" if late.height == 1 else " They are") + \
+    if all_slow:
+        summary += (" It is" if n_stragglers == 1 else " They are") + \
             " busy with I/O for most of that time: slow, not just late."
     else:
-        one = late.height == 1
-        summary += (f" {'Its' if one else 'Their'} own I/O is short ({fmt_time(float(late['busy'].max()))} after the "
+        one = n_stragglers == 1
+        summary += (f" {'Its' if one else 'Their'} own I/O is short ({fmt_time(most_busy)} after the "
                     f"others finished): {'it starts' if one else 'they start'} it "
                     f"{fmt_time(max(first_late - median_first, 0.0))} after the median rank — late, not slow "
                     "(compute, a sleep or a wait before the I/O).")
@@ -246,27 +257,34 @@ def check_straggler(ctx) -> list:
     if partial:
         summary += " The trace is truncated: ranks whose trace stopped early are not judged."
     recs = [rec.Recommendation(
-        "Find out why these ranks are slow" if bool(late["slow"].all()) else "Find out why these ranks start late",
+        "Find out why these ranks are slow" if all_slow else "Find out why these ranks start late",
         "Check whether the late ranks have more data (see RANK_IMBALANCE), share a node or OST with other "
         "heavy I/O (node placement, OST_IMBALANCE), issue smaller requests than the rest, or do more work "
         "before their I/O. Collective I/O evens out the file-system load across ranks; overlapping the "
         "late rank's work with the others' I/O hides the wait.", "", "text")]
     return [Insight("STRAGGLER", "warning", title, summary,
-                    Evidence(ranks=ranks, files=ctx.names_of(files), time_window=(median_end, float(late["last"].max())),
+                    Evidence(ranks=ranks, files=ctx.names_of(files), time_window=(median_end, last_late),
                              metrics=metrics),
                     recs, source="dxt", partial=partial, score=worst / window if window else 0)]
 
 
-def _rank_spans(seg: pl.DataFrame) -> tuple:
+def _rank_spans(seg: Segments) -> tuple:
     """Per rank with traced I/O (ascending): its first start, last end and bytes, as numpy arrays."""
-    rank, start, end = (seg[c].to_numpy() for c in ("rank", "start", "end"))
-    ranks, at = np.unique(rank, return_inverse=True)
+    ranks, at = np.unique(seg.rank, return_inverse=True)
     first, last = np.full(len(ranks), np.inf), np.full(len(ranks), -np.inf)
-    np.minimum.at(first, at, start)
-    np.maximum.at(last, at, end)
+    np.minimum.at(first, at, seg.start)
+    np.maximum.at(last, at, seg.end)
     nbytes = np.zeros(len(ranks), dtype=np.int64)  # integers: summed exactly in any order
-    np.add.at(nbytes, at, seg["length"].to_numpy())
+    np.add.at(nbytes, at, seg.length)
     return ranks, first, last, nbytes
+
+
+def files_by_bytes(seg: Segments) -> list:
+    """The file ids of some traced operations, the most bytes first (the lowest id among equals)."""
+    first, inv = groups(seg.file_id)
+    nbytes = np.zeros(len(first), dtype=np.int64)  # integers: summed exactly in any order
+    np.add.at(nbytes, inv, seg.length)
+    return seg.file_id[first][np.lexsort((seg.file_id[first], -nbytes))].tolist()
 
 
 # --- SERIALIZED_IO --------------------------------------------------------------------------------
@@ -284,15 +302,18 @@ def check_serialized(ctx) -> list:
     share = secs / window
     if share < th.serialized_min_share or not ctx.matters(secs):
         return []
-    ranks_io = seg["rank"].n_unique()
-    later = (seg.filter(pl.col("rank") != rank).group_by("rank").agg(pl.col("start").min())
-             .filter(pl.col("start") >= first)).height
-    mine = seg.filter((pl.col("rank") == rank) & (pl.col("start") < last) & (pl.col("end") > first))
-    app = mine.filter(pl.col("module") == "DXT_MPIIO") if (mine["module"] == "DXT_MPIIO").any() else mine
-    nbytes = int(app["length"].sum() or 0)
-    files = app.group_by("file_id").agg(pl.col("length").sum()).sort(["length", "file_id"], descending=[True, False])["file_id"].to_list()
+    ranks, at = np.unique(seg.rank, return_inverse=True)
+    ranks_io = len(ranks)
+    starts = np.full(len(ranks), np.inf)
+    np.minimum.at(starts, at, seg.start)
+    later = int(((ranks != rank) & (starts >= first)).sum())  # the other ranks whose I/O starts after
+    mine = seg.take((seg.rank == rank) & (seg.start < last) & (seg.end > first))
+    mpiio = mine.module == MODULE_CODES["DXT_MPIIO"]
+    app = mine.take(mpiio) if mpiio.any() else mine  # the application's layer where it was traced
+    nbytes = int(app.length.sum())
+    files = files_by_bytes(app)
     kinds = ctx.kinds(files)
-    total_bytes = int(ctx.seg_app["length"].sum() or 0)
+    total_bytes = int(ctx.trace_app.length.sum())
     metrics = {"serial_share": share, "serial_time_s": secs, "io_window_s": window, "serial_rank": rank,
                "bytes_while_alone": nbytes, "bytes_share_while_alone": nbytes / total_bytes if total_bytes else 0,
                "ranks_with_io": ranks_io, "ranks_starting_after": later, "job_ranks": ctx.nprocs}

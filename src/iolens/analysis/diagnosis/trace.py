@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
+import numpy as np
 
 from ..layers import LAYER_BY_MODULE
 from . import recommendations as rec
-from .context import clip
 from .insight import Evidence, Insight, Recommendation
 from .units import fmt_bytes, fmt_count, fmt_pct
 
@@ -62,22 +61,23 @@ def _dxt_insight(ctx, module, d) -> Insight:
         title = f"The {module} trace is truncated (module flagged partial)"
     summary = ("; ".join(d["truncation_reasons"]) + ". Conclusions drawn from the trace (timing, ranks, offsets) "
                "are partial; totals come from the counters.")
-    counters = ctx.counters(layer)
     for op in missing_kind:
-        if counters is not None:
+        if ctx.has(layer):
             spec = LAYER_BY_MODULE[layer]
-            col = spec.bytes_read if op == "read" else spec.bytes_written
-            nbytes = int(counters.select(clip(col).sum()).item() or 0)
+            nbytes = ctx.total(layer, spec.bytes_read if op == "read" else spec.bytes_written)
             metrics[f"counted_{op}_bytes"] = nbytes
             summary += (f" The {layer} counters recorded {fmt_count(d['counter_' + op + 's'])} {op}s "
                         f"({fmt_bytes(nbytes)}) that the trace does not show: they happened, they were not traced.")
     window = None
-    seg = ctx.seg.filter(pl.col("module") == module)
-    if not seg.is_empty() and ctx.run_time > 0:
+    seg = ctx.trace.of_module(module)
+    if not seg.empty and ctx.run_time > 0:
         # from where the first rank stopped being traced to the end of the job
-        last = seg.group_by("rank").agg(pl.col("end").max())["end"].min()
-        if last is not None and last < ctx.run_time:
-            window = (float(last), float(ctx.run_time))
+        _, at = np.unique(seg.rank, return_inverse=True)
+        ends = np.full(at.max() + 1, -np.inf)
+        np.maximum.at(ends, at, seg.end)
+        last = float(ends.min())
+        if last < ctx.run_time:
+            window = (last, float(ctx.run_time))
     counted_total = (d["counter_writes"] or 0) + (d["counter_reads"] or 0)
     return Insight("TRUNCATED_TRACE", "critical" if critical else "warning", title, summary,
                    Evidence(ranks=[], files=[], time_window=window, metrics=metrics),

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ...measures import busy_runs
+from ...measures import TableCounters, group_runs
+from ...segments import Segments, group_sums, groups
 from ....model.darshan import COUNTER_PREFIX, DXT_MODULES
 from ..units import fmt_pct, fmt_ranks
 from .common import COMMON_THRESHOLDS, RUN_TIME, stage
@@ -55,19 +56,22 @@ def rank_loads(ctx):
 def _rank_loads(ctx):
     n = ctx.nprocs
     complete = all(ctx.trace_complete(m) for m in DXT_MODULES if m in ctx.dxt and ctx.dxt[m]["segments"])
-    seg = ctx.seg_app
+    seg = ctx.trace_app
     fsyncs = _fsyncs(ctx)
-    if not seg.is_empty() and complete:
-        per = seg.group_by("rank").agg((pl.col("end") - pl.col("start")).sum().alias("t"),
-                                       pl.col("length").sum().alias("b"), pl.len().alias("n"),
-                                       pl.col("end").max().alias("e"))
+    if not seg.empty and complete:
+        first, inv = groups(seg.rank)
+        r = seg.rank[first]
+        per_t = group_sums(inv, seg.duration, len(r), keys=seg.rank)  # a polars group-by's float sums
+        per_b = np.zeros(len(r), dtype=np.int64)  # integers: exact in any order
+        np.add.at(per_b, inv, seg.length)
+        per_e = np.full(len(r), -np.inf)
+        np.maximum.at(per_e, inv, seg.end)
         t, b, ops, end = np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, np.nan)
-        r = per["rank"].to_numpy()
         ok = (r >= 0) & (r < n)
-        t[r[ok]] += per["t"].to_numpy()[ok]
-        b[r[ok]] += per["b"].to_numpy()[ok]
-        ops[r[ok]] += per["n"].to_numpy()[ok]
-        end[r[ok]] = per["e"].to_numpy()[ok]
+        t[r[ok]] += per_t[ok]
+        b[r[ok]] += per_b[ok]
+        ops[r[ok]] += np.bincount(inv, minlength=len(r))[ok]
+        end[r[ok]] = per_e[ok]
         st, sb, so, _ = _counter_loads(ctx, ("STDIO",))
         loads = {"time": t + st, "bytes": b + sb, "operations": ops + so, "fsyncs": fsyncs, "end": end}
         return loads, "dxt", False
@@ -79,13 +83,12 @@ def _rank_loads(ctx):
 
 def _fsyncs(ctx):
     out = np.zeros(ctx.nprocs)
-    df = ctx.counters("POSIX")
-    if df is None or "POSIX_FSYNCS" not in df.columns:
+    if not ctx.has("POSIX") or not ctx.records["POSIX"].has("POSIX_FSYNCS"):
         return out
     own = ctx.own_records("POSIX")
     if own.any():
         syncs = ctx.column("POSIX", "POSIX_FSYNCS")
-        if "POSIX_FDSYNCS" in df.columns:
+        if ctx.records["POSIX"].has("POSIX_FDSYNCS"):
             syncs = syncs + ctx.column("POSIX", "POSIX_FDSYNCS")
         per = np.zeros(ctx.nprocs, dtype=np.int64)  # integer counts: summed exactly in any order
         np.add.at(per, ctx.column("POSIX", "rank")[own], syncs[own])
@@ -102,8 +105,7 @@ def _counter_loads(ctx, modules):
     for module, p in LAYERS:
         if module not in modules:
             continue
-        df = ctx.counters(module)
-        if df is None:
+        if not ctx.has(module):
             continue
         fid = ctx.column(module, "file_id")
         keep = np.ones(len(fid), dtype=bool)
@@ -120,7 +122,7 @@ def _counter_loads(ctx, modules):
         # element-wise, in the order polars' expressions added them: the same floats
         rt = col(module, f"{p}_F_READ_TIME") + col(module, f"{p}_F_WRITE_TIME") + col(module, f"{p}_F_META_TIME")
         rb = col(module, f"{p}_BYTES_READ") + col(module, f"{p}_BYTES_WRITTEN")
-        rn = sum(col(module, c) for c in count if c in df.columns)
+        rn = sum(col(module, c) for c in count if ctx.records[module].has(c))
         rank = col(module, "rank")
         own = keep & ctx.own_records(module)
         if own.any():
@@ -129,27 +131,31 @@ def _counter_loads(ctx, modules):
             np.add.at(ops, rank[own], rn[own])
         shared = np.flatnonzero(keep & (rank < 0))
         if len(shared):
-            raw = _raw_values(df, shared)
+            raw = _recorded(ctx, module, shared)
             for i, rt_, rb_, rn_ in zip(range(len(shared)), rt[shared], rb[shared], rn[shared]):
-                _spread(t, float(rt_), raw(f"{p}_SLOWEST_RANK", i), raw(f"{p}_F_SLOWEST_RANK_TIME", i),
-                        raw(f"{p}_FASTEST_RANK", i), raw(f"{p}_F_FASTEST_RANK_TIME", i))
-                _spread(b, int(rb_), raw(f"{p}_SLOWEST_RANK", i), raw(f"{p}_SLOWEST_RANK_BYTES", i),
-                        raw(f"{p}_FASTEST_RANK", i), raw(f"{p}_FASTEST_RANK_BYTES", i))
+                _spread(t, float(rt_), raw(f"{p}_SLOWEST_RANK")[i], raw(f"{p}_F_SLOWEST_RANK_TIME")[i],
+                        raw(f"{p}_FASTEST_RANK")[i], raw(f"{p}_F_FASTEST_RANK_TIME")[i])
+                _spread(b, int(rb_), raw(f"{p}_SLOWEST_RANK")[i], raw(f"{p}_SLOWEST_RANK_BYTES")[i],
+                        raw(f"{p}_FASTEST_RANK")[i], raw(f"{p}_FASTEST_RANK_BYTES")[i])
                 ops += int(rn_) / n
     return t, b, ops, any_rows
 
 
-def _raw_values(df: pl.DataFrame, rows: np.ndarray):
-    """(name, i) -> counter `name` of the i-th of `rows` as recorded (-1 kept, None when absent): the
-    slowest/fastest rank fields, read without a row-wise pass over every counter."""
-    cache = {}
+def _recorded(ctx, module: str, rows: np.ndarray):
+    """name -> counter `name` of `rows` of `module` as recorded, as Python values (-1 kept, None when absent):
+    the slowest/fastest rank fields, read without a row-wise pass over every counter."""
+    c, cache = ctx.records[module], {}
 
-    def value(name: str, i: int):
+    def values(name: str) -> list:
         if name not in cache:
-            vals = df.get_column(name).to_list() if name in df.columns else None
-            cache[name] = [vals[r] for r in rows] if vals is not None else [None] * len(rows)
-        return cache[name][i]
-    return value
+            if not c.has_column(name):
+                cache[name] = [None] * len(rows)
+            elif isinstance(c, TableCounters):  # a job's merged table may hold nulls: None, as polars reads them
+                cache[name] = c.df[name].gather(rows).to_list()
+            else:
+                cache[name] = c.raw(name)[rows].tolist()
+        return cache[name]
+    return values
 
 
 def _spread(arr, total, slow, slow_v, fast, fast_v):
@@ -196,8 +202,15 @@ ANGLE_FEATURES = {"ratio": pl.Float64, "excess": pl.Float64, "mean": pl.Float64,
 
 # --- SERIALIZED_IO's measure (its check and this rule's dedupe read it) ----------------------------
 def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
-    """Per rank: the time during which it is the only rank busy, plus the first/last moment of that."""
-    rank, start, end = (intervals[c].to_numpy() for c in ("rank", "start", "end"))
+    """Per rank: the time during which it is the only rank busy, plus the first/last moment of that (columns
+    rank, alone, first, last: `alone_spans` of the table's columns)."""
+    rank, alone, first, last = alone_spans(*(intervals[c].to_numpy() for c in ("rank", "start", "end")))
+    return pl.DataFrame({"rank": rank, "alone": alone, "first": first, "last": last})
+
+
+def alone_spans(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple:
+    """Over busy intervals (`measures.group_runs`): (ranks, in order; the time each is the only rank busy;
+    the first and last moment of that), for the ranks ever alone."""
     t = np.concatenate([start, end])
     d = np.concatenate([np.ones(len(start), dtype=np.int64), np.full(len(end), -1, dtype=np.int64)])
     r = np.concatenate([rank, -rank]).astype(np.int64)
@@ -205,90 +218,103 @@ def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
     t, active, who = t[order], np.cumsum(d[order]), np.cumsum(r[order])
     dt = np.append(t[1:] - t[:-1], 0.0)
     one = (active == 1) & (dt > 0)
-    # the per-rank float sums in polars, over the events in the same order: the same bits as a query's
-    return pl.DataFrame({"rank": who[one], "t": t[one], "dt": dt[one]}).group_by("rank").agg(
-        pl.col("dt").sum().alias("alone"), pl.col("t").min().alias("first"),
-        (pl.col("t") + pl.col("dt")).max().alias("last"))
+    who, t, dt = who[one], t[one], dt[one]
+    first, inv = groups(who)
+    alone = group_sums(inv, dt, len(first), keys=who)  # over the events in time order: a group-by's bits
+    lo, hi = np.full(len(first), np.inf), np.full(len(first), -np.inf)
+    np.minimum.at(lo, inv, t)
+    np.maximum.at(hi, inv, t + dt)
+    return who[first], alone, lo, hi
 
 
 def serial_alone(ctx) -> dict | None:
     """The rank doing I/O alone the longest (ranks' operations merged into busy intervals, gaps shorter
-    than `serialized_gap` bridged): {seg, rank, secs, first, last, window}; None without such a time."""
+    than `serialized_gap` bridged): {seg (the trace off the standard streams, `Segments`), rank, secs, first,
+    last, window}; None without such a time."""
     return ctx.memo(("serial_alone", ctx.th.serialized_gap), lambda: _serial_alone(ctx))
 
 
 def _serial_alone(ctx):
-    seg = ctx.seg
-    if ctx.nprocs < 2 or seg.is_empty():
+    if ctx.nprocs < 2 or ctx.trace.empty:
         return None
-    std = pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()
-    if seg["file_id"].is_in(std).any():  # a Series test first: most traces have no standard stream
-        seg = seg.filter(~pl.col("file_id").is_in(std))
-    if seg.is_empty():
+    seg = ctx.trace
+    if ctx.std_ids:  # (a log naming no standard stream needs no test)
+        std = np.isin(seg.file_id, np.fromiter(ctx.std_ids, dtype=np.uint64))
+        if std.any():
+            seg = seg.take(~std)
+    if seg.empty:
         return None
-    iv = busy_runs(seg, "rank", ctx.th.serialized_gap)
-    t0, t1 = float(iv["start"].min()), float(iv["end"].max())
-    window = t1 - t0
+    rank, start, end = group_runs(seg.rank, seg.start, seg.end, ctx.th.serialized_gap)
+    window = float(end.max()) - float(start.min())
     if window <= 0:
         return None
-    alone = alone_time(iv).sort("alone", descending=True)
-    if alone.is_empty():
+    ranks, alone, first, last = alone_spans(rank, start, end)
+    if not len(ranks):
         return None
-    rank, secs, first, last = alone.row(0)
-    return {"seg": seg, "rank": rank, "secs": secs, "first": first, "last": last, "window": window}
+    i = int(np.argmax(alone))  # the longest; among equal times the lowest rank
+    return {"seg": seg, "rank": int(ranks[i]), "secs": float(alone[i]), "first": float(first[i]),
+            "last": float(last[i]), "window": window}
 
 
 # --- aggregator bottlenecks -----------------------------------------------------------------------
 def aggregator_candidates(ctx) -> list:
     """Collectively accessed shared files whose file-system I/O goes through (nearly) one rank, before the
-    thresholds: one dict per file (file_id, rank, ranks_on_file, from_counters, time, bytes, file_bytes,
-    share, aggregators, nodes, posix: the file's POSIX records)."""
+    thresholds: one dict per file, by file id (file_id, rank, ranks_on_file, from_counters, time, bytes,
+    file_bytes, share, aggregators, nodes, posix_rows: the indices of the file's POSIX records)."""
     return ctx.memo("aggregator_candidates", lambda: _aggregator_candidates(ctx))
 
 
 def _aggregator_candidates(ctx) -> list:
-    from ..context import clip
-
-    mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
-    if ctx.nprocs < 2 or mpi is None or posix is None or not ctx.total("MPI-IO", "MPIIO_COLL_WRITES",
-                                                                       "MPIIO_COLL_READS"):
+    if ctx.nprocs < 2 or not ctx.has("MPI-IO") or not ctx.has("POSIX") or not ctx.total(
+            "MPI-IO", "MPIIO_COLL_WRITES", "MPIIO_COLL_READS"):
         return []  # no collective request at all (integer total): nothing below can match
-    coll = mpi.group_by("file_id").agg((clip("MPIIO_COLL_WRITES") + clip("MPIIO_COLL_READS")).sum().alias("coll"),
-                                       clip("MPIIO_COLL_OPENS").sum().alias("coll_opens"))
-    coll = coll.filter(pl.col("coll") > 0).join(ctx.ranks_on_file("MPI-IO"), on="file_id")
+    ids, _ = ctx.file_groups("MPI-IO")
+    coll = ctx.per_file_total("MPI-IO", "MPIIO_COLL_WRITES", "MPIIO_COLL_READS") > 0
+    nranks_of = ctx.file_ranks("MPI-IO")
+    posix_ids = ctx.column("POSIX", "file_id")
+    posix_bytes = ctx.column("POSIX", "POSIX_BYTES_READ") + ctx.column("POSIX", "POSIX_BYTES_WRITTEN")
+    seg = ctx.trace_posix
+    traced = (np.unique(seg.file_id) if not seg.empty and ctx.trace_complete("DXT_POSIX")
+              else np.zeros(0, np.uint64))
     out = []
-    seg = ctx.seg_posix
-    for row in coll.iter_rows(named=True):
-        fid, nranks = row["file_id"], row["nranks"]
-        p = posix.filter(pl.col("file_id") == fid)
-        if p.is_empty() or nranks < 2:
+    for fid, nranks in zip(ids[coll], nranks_of[coll].tolist()):  # fid a uint64: compared exactly
+        rows = np.flatnonzero(posix_ids == fid)
+        if not len(rows) or nranks < 2:
             continue
-        fb = (p.select((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).sum()).item() or 0)
+        fb = int(posix_bytes[rows].sum())
         if fb <= 0:
             continue
-        if not seg.is_empty() and ctx.trace_complete("DXT_POSIX") and fid in set(seg["file_id"].unique().to_list()):
-            per = (seg.filter(pl.col("file_id") == fid).group_by("rank")
-                   .agg(pl.col("length").sum().alias("b"), (pl.col("end") - pl.col("start")).sum().alias("t"))
-                   .sort(["b", "rank"], descending=[True, False]))
-            aggregators = per.height
+        if fid in traced:
+            top_rank, top_b, top_t, aggregators = _heaviest_rank(seg.take(seg.file_id == fid))
             nodes = ctx.hosts
             if not nodes or aggregators >= nodes:
                 continue
-            top_rank, top_b, top_t = per.row(0)
             counters = False
         else:
-            shared = p.filter(pl.col("rank") < 0)
-            if shared.is_empty():
+            shared = rows[ctx.column("POSIX", "rank")[rows] < 0]
+            if not len(shared):
                 continue
-            r = shared.row(0, named=True)
-            top_rank, top_b, top_t = r["POSIX_SLOWEST_RANK"], r["POSIX_SLOWEST_RANK_BYTES"], r["POSIX_F_SLOWEST_RANK_TIME"]
+            raw = _recorded(ctx, "POSIX", shared[:1])
+            top_rank, top_b = raw("POSIX_SLOWEST_RANK")[0], raw("POSIX_SLOWEST_RANK_BYTES")[0]
+            top_t = raw("POSIX_F_SLOWEST_RANK_TIME")[0]
             if top_rank is None or top_rank < 0 or top_b is None or top_b < (2 / 3) * fb:
                 continue
             aggregators, nodes, counters = 1, None, True
-        out.append({"file_id": fid, "rank": top_rank, "ranks_on_file": nranks, "from_counters": counters,
+        out.append({"file_id": int(fid), "rank": top_rank, "ranks_on_file": nranks, "from_counters": counters,
                     "time": top_t, "bytes": top_b, "file_bytes": fb, "share": top_b / fb,
-                    "aggregators": aggregators, "nodes": nodes, "posix": p})
+                    "aggregators": aggregators, "nodes": nodes, "posix_rows": rows})
     return out
+
+
+def _heaviest_rank(seg: Segments) -> tuple:
+    """(rank, bytes, time) of the rank moving the most bytes of a file's trace (the lowest among equals), and
+    how many ranks access it."""
+    first, inv = groups(seg.rank)
+    nbytes = np.zeros(len(first), dtype=np.int64)  # integers: exact in any order
+    np.add.at(nbytes, inv, seg.length)
+    top = int(np.lexsort((seg.rank[first], -nbytes))[0])
+    time = group_sums(inv, seg.duration, len(first), keys=seg.rank)[top]  # a polars group-by's float sums
+    return int(seg.rank[first][top]), int(nbytes[top]), float(time), len(first)
 
 
 # --- the rule -------------------------------------------------------------------------------------
@@ -304,7 +330,7 @@ def features(ctx, edges=None) -> dict:
     if serial is not None:
         row.update({P + "serial_rank": serial["rank"], P + "serial_time": serial["secs"],
                     P + "serial_share": serial["secs"] / serial["window"]})
-    if not ctx.seg.is_empty():
+    if not ctx.trace.empty:
         row[P + "serial_gap"] = float(ctx.th.serialized_gap)
     return row
 
