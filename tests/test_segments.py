@@ -10,8 +10,7 @@ import polars as pl
 import pytest
 
 from conftest import all_logs, log_id
-from iolens.analysis.segments import (LOOP_GROUP, POLARS_SMALL_GROUP_BY, from_table, group_sums, groups,
-                                      log_segments)
+from iolens.analysis.segments import POLARS_SMALL_GROUP_BY, from_table, group_sums, groups, log_segments
 from iolens.model import read
 
 SMALL = [p for p in all_logs() if p.stat().st_size < (2 << 20)]
@@ -66,7 +65,6 @@ def test_group_sums_have_the_bits_of_a_polars_group_by(n):
             else:  # polars' partitioned sums: not repeatable from one query to the next, bit for bit
                 assert got[g] == pytest.approx(v, rel=1e-12), (n, ngroups, g)
         assert np.all(got[np.bincount(inv, minlength=ngroups) == 0] == 0)
-    assert LOOP_GROUP < POLARS_SMALL_GROUP_BY
 
 
 @pytest.mark.parametrize("path", SMALL, ids=log_id)

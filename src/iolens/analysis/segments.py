@@ -156,7 +156,6 @@ def groups(*keys: np.ndarray) -> tuple:
 
 
 POLARS_SMALL_GROUP_BY = 1000  # below this many rows a polars group-by sums each group's floats with Kahan's
-LOOP_GROUP = 64  # groups up to this size are summed here, one step per value; longer ones by polars
 
 
 def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int, keys: np.ndarray | None = None) -> np.ndarray:
@@ -167,23 +166,17 @@ def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int, keys: np.ndarr
     values = np.asarray(values, dtype=np.float64)
     if not len(values):
         return np.zeros(ngroups)
-    order = np.argsort(inv, kind="stable")
-    g, v = inv[order], values[order]
-    start = np.searchsorted(g, np.arange(ngroups))
-    pos = np.arange(len(g)) - start[g]
-    if len(values) >= POLARS_SMALL_GROUP_BY or pos.max() >= LOOP_GROUP:
+    if len(values) >= POLARS_SMALL_GROUP_BY:
         per = (pl.DataFrame({"k": inv if keys is None else keys, "g": inv, "v": values}).group_by("k")
                .agg(pl.col("g").first(), pl.col("v").sum()))
         out = np.zeros(ngroups)
         out[per["g"].to_numpy()] = per["v"].to_numpy()
         return out
-    s, c = np.zeros(ngroups), np.zeros(ngroups)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for j in range(int(pos.max()) + 1):  # the j-th value of every group at once
-            at = pos == j
-            gj = g[at]
-            y = v[at] - c[gj]
-            t = s[gj] + y
-            c[gj] = (t - s[gj]) - y
-            s[gj] = t
-    return s
+    # a few hundred values: Python floats are IEEE doubles, and a plain loop beats any numpy set-up here
+    s, c = [0.0] * ngroups, [0.0] * ngroups
+    for g, v in zip(inv.tolist(), values.tolist()):
+        y = v - c[g]
+        t = s[g] + y
+        c[g] = (t - s[g]) - y
+        s[g] = t
+    return np.array(s)
