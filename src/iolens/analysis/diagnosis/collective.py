@@ -1,12 +1,15 @@
 """NO_COLLECTIVE_IO, COLLECTIVE_IO, DATA_SIEVING: how MPI-IO requests are turned into file-system requests."""
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from . import recommendations as rec
+from ..segments import float_sum
 from .context import MAX_RANKS, SIZE_BINS, clip
 from .insight import Evidence, Insight
 from .costmodel import project
+from .redundancy import heaviest_ranks
 from .rules import collective_io as collective_rule, data_sieving as sieving, one_row
 from .rules import no_collective_io as no_collective
 from .rules.common import common_features
@@ -181,27 +184,25 @@ def check_sieving(ctx) -> list:
     v = one_row({**common_features(ctx), **features}, sieving.rule(ctx.th), "DATA_SIEVING")
     if v["severity"] is None:
         return []
-    fids = j["file_id"].to_list()
+    fids = j["file_id"].tolist()
     extra, base, writes, written, asked = v["extra"], v["base"], v["writes"], v["written"], v["asked"]
     indep, coll = int(j["indep_writes"].sum()), int(j["coll_writes"].sum())
     if not writes:
         indep, coll = int(j["indep_reads"].sum()), int(j["coll_reads"].sum())
-    read_time, posix_time = float(j["extra_time"].sum()), float(j["posix_time"].sum())
+    read_time, posix_time = float_sum(j["extra_time"]), float_sum(j["posix_time"])
     metrics = {"unrequested_read_bytes": extra, "posix_bytes_written": written, "mpiio_bytes_read": asked,
                "extra_read_share": extra / base,
                "posix_read_time_s": read_time, "posix_read_time_share": read_time / posix_time if posix_time else 0,
                "independent_writes" if writes else "independent_reads": indep,
                "collective_writes" if writes else "collective_reads": coll}
     ranks, window, source, partial = [], None, "counters", False
-    seg = ctx.seg_posix
-    if not seg.is_empty():
-        s = seg.filter((pl.col("op") == "read") & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-        if not s.is_empty():
-            ranks = (s.group_by("rank").agg(pl.col("length").sum()).sort(["length", "rank"], descending=[True, False])["rank"]
-                     .head(MAX_RANKS).to_list())
-            window = ctx.seg_window(s)
-            source, partial = "dxt", not ctx.trace_complete("DXT_POSIX", "read")
-            metrics["posix_reads"] = s.height
+    seg = ctx.trace_posix
+    s = seg.take(seg.is_op("read") & np.isin(seg.file_id, j["file_id"]))
+    if not s.empty:
+        ranks = heaviest_ranks(s.rank, s.length)[:MAX_RANKS]
+        window = ctx.trace_window(s)
+        source, partial = "dxt", not ctx.trace_complete("DXT_POSIX", "read")
+        metrics["posix_reads"] = len(s)
     metrics["busiest_rank_unrequested_read_time_s"] = stake
     severity, strong = v["severity"], v["strong"]
     collective = coll >= indep

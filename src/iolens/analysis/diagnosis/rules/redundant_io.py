@@ -14,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ...segments import Segments
 from ..units import fmt_bytes
 from .common import COMMON_THRESHOLDS, judge
+from .small_io import rank_stake
 
 THRESHOLDS = ("redundant_ratio", "redundant_min_bytes") + COMMON_THRESHOLDS
 SIEVING = ("sieving_min_bytes", "sieving_min_share")  # DATA_SIEVING's, for REDUNDANT_READS's dedupe
@@ -23,24 +25,25 @@ OPS = {"write": ("REDUNDANT_WRITES", "WRITTEN", "redundant_writes_"), "read": ("
                                                                                 "redundant_reads_")}
 
 
-def dxt_coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> pl.DataFrame:
+def dxt_coverage(seg: Segments, rows: np.ndarray | None = None) -> pl.DataFrame:
     """file_id -> bytes moved and the size of the union of the byte ranges touched (exact overlap), over the
-    operations of `seg` (those where `rows` is true, if given: a mask costs less than a filtered copy)."""
+    traced operations `seg` (those where `rows` is true, if given: a mask costs less than a filtered copy)."""
     ids, moved, union = coverage(seg, rows)
     return pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved, "extent": union})
 
 
-def coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> tuple:
+def coverage(seg: Segments, rows: np.ndarray | None = None) -> tuple:
     """`dxt_coverage` as numpy arrays: (file ids, sorted; bytes moved; union of the ranges touched)."""
-    keep = (seg["offset"] >= 0) & (seg["length"] > 0)
-    keep = (keep & rows if rows is not None else keep).to_numpy()
+    keep = (seg.offset >= 0) & (seg.length > 0)
+    if rows is not None:
+        keep &= rows
     if not keep.any():
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    fid = seg["file_id"].to_numpy()[keep]
+    fid = seg.file_id[keep]
     files = np.unique(fid)  # sorted
     codes = np.searchsorted(files, fid)
-    a = seg["offset"].to_numpy()[keep]
-    b = a + seg["length"].to_numpy()[keep]
+    a = seg.offset[keep]
+    b = a + seg.length[keep]
     nfiles = len(files)
     span = int(b.max()) + 1
     out_bytes = np.bincount(codes, weights=(b - a).astype(np.float64), minlength=nfiles)
@@ -76,12 +79,12 @@ def files(ctx, op: str) -> dict:
     ratio), "max_ratio"}; None when neither a complete trace of `op` nor POSIX counters say anything."""
     _, B, _ = OPS[op]
     if ctx.trace_complete("DXT_POSIX", op):
-        rows = ctx.seg_posix["op"] == op
+        rows = ctx.trace_posix.is_op(op)
         if not rows.any():
             return None
-        ids, moved, extent = coverage(ctx.seg_posix, rows)
+        ids, moved, extent = coverage(ctx.trace_posix, rows)
         source = "dxt"
-    elif ctx.counters("POSIX") is not None:
+    elif ctx.has("POSIX"):
         # per file in integers: bytes moved, highest offset touched + 1
         ids, _ = ctx.file_groups("POSIX")
         moved = ctx.per_file_total("POSIX", f"POSIX_BYTES_{B}")
@@ -118,15 +121,12 @@ def stake(ctx, op: str, found: dict) -> float:
     ids = bad["file_id"].to_numpy()
     frac = bad["excess"].to_numpy() / bad["bytes"].to_numpy()
     if found["source"] == "dxt":
-        seg = ctx.seg_posix
-        fid = seg["file_id"].to_numpy()
-        rows = ((seg["op"] == op).to_numpy()) & _members(fid, ids)
+        seg = ctx.trace_posix
+        rows = seg.is_op(op) & _members(seg.file_id, ids)
         if not rows.any():
             return 0.0
-        times = (seg["end"].to_numpy()[rows] - seg["start"].to_numpy()[rows]) * _lookup(ids, frac, fid[rows])
-        # per-rank float sums stay a polars group-by: its summation gives the bits the fleet has stored
-        per_rank = pl.DataFrame({"rank": seg["rank"].to_numpy()[rows], "t": times})
-        return float(per_rank.group_by("rank").agg(pl.col("t").sum())["t"].max() or 0.0)
+        times = seg.duration[rows] * _lookup(ids, frac, seg.file_id[rows])
+        return rank_stake(seg.rank[rows], times)  # per-rank sums with a polars group-by's bits
     from .common import counter_stake
 
     fid = ctx.column("POSIX", "file_id")
