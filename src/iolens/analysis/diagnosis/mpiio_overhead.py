@@ -60,29 +60,32 @@ def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
     its group-bys (`group_sums`, over the rows in the query's order: by start, ties in trace order)."""
     if mpiio.empty:
         return None
-    m = mpiio.take(np.argsort(mpiio.start, kind="stable"))
-    first, inv = groups(m.rank)
-    ranks = m.rank[first]
-    mpiio_s = group_sums(inv, m.duration, len(ranks), keys=m.rank)
+    by_start = np.argsort(mpiio.start, kind="stable")
+    m_rank, m_fid, m_start, m_end = (c[by_start] for c in (mpiio.rank, mpiio.file_id, mpiio.start, mpiio.end))
+    first, inv = groups(m_rank)
+    ranks = m_rank[first]
+    mpiio_s = group_sums(inv, m_end - m_start, len(ranks), keys=m_rank)
     posix_s = np.zeros(len(ranks))
-    p = posix.take(np.argsort(posix.start, kind="stable"))
-    if not p.empty:
+    if not posix.empty:
         # the MPI-IO operation each POSIX operation started in: the last one of the same rank and file that
         # started before it (the last of those starting at the same time, as the as-of join takes it)
-        _, g = groups(np.r_[m.rank, p.rank], np.r_[m.file_id, p.file_id])
-        gm, gp = g[:len(m)], g[len(m):]
-        order = np.lexsort((np.r_[np.zeros(len(m)), np.ones(len(p))], np.r_[m.start, p.start], g))
-        is_m = order < len(m)
-        last = np.maximum.accumulate(np.where(is_m, np.arange(len(order)), -1))  # the last MPI-IO one met
-        at = np.full(len(p), -1, dtype=np.int64)
-        at[order[~is_m] - len(m)] = np.where(last[~is_m] >= 0, order[np.maximum(last[~is_m], 0)], -1)
-        hit = at >= 0
-        hit[hit] = gm[at[hit]] == gp[hit]
-        if hit.any():
-            t = np.maximum(np.minimum(p.end[hit], m.end[at[hit]]) - p.start[hit], 0)  # only the part inside
-            first_p, inv_p = groups(p.rank[hit])
-            posix_s[np.searchsorted(ranks, p.rank[hit][first_p])] = group_sums(inv_p, t, len(first_p),
-                                                                                keys=p.rank[hit])
+        p = np.argsort(posix.start, kind="stable")
+        p_rank, p_fid, p_start, p_end = (c[p] for c in (posix.rank, posix.file_id, posix.start, posix.end))
+        files = np.unique(m_fid)
+        code = np.minimum(np.searchsorted(files, p_fid), len(files) - 1)
+        m_key = m_rank * len(files) + np.searchsorted(files, m_fid)  # one number per (rank, file)
+        p_key = np.where(files[code] == p_fid, p_rank * len(files) + code, -1)
+        # (rank and file, start) as complex numbers, which numpy sorts by real part, then imaginary part: one
+        # search finds each POSIX operation's place among the MPI-IO ones of its rank and file
+        within = np.argsort(m_key, kind="stable")  # by rank and file, then start, then trace order
+        at = np.searchsorted((m_key + 1j * m_start)[within], p_key + 1j * p_start, "right") - 1
+        hit = np.flatnonzero((at >= 0) & (m_key[within[np.maximum(at, 0)]] == p_key))
+        if len(hit):
+            call = within[at[hit]]
+            t = np.maximum(np.minimum(p_end[hit], m_end[call]) - p_start[hit], 0)  # only the part inside
+            first_p, inv_p = groups(p_rank[hit])
+            posix_s[np.searchsorted(ranks, p_rank[hit][first_p])] = group_sums(inv_p, t, len(first_p),
+                                                                                keys=p_rank[hit])
     return _per_rank_table(ranks, mpiio_s, np.maximum(mpiio_s - posix_s, 0), posix_s)
 
 
@@ -138,10 +141,11 @@ def _table(ctx, files: list) -> tuple:
     seg_m, seg_p = ctx.trace_mpiio, ctx.trace_posix
     if not seg_m.empty and not seg_p.empty:
         ids = np.asarray(files, dtype=np.uint64)
-        traced = seg_m.take(np.isin(seg_m.file_id, ids) & np.isin(seg_m.file_id, seg_p.file_id))
-        if not traced.empty:
+        traced = np.isin(seg_m.file_id, ids) & np.isin(seg_m.file_id, seg_p.file_id)
+        if traced.any():
             partial = not (ctx.trace_complete("DXT_MPIIO") and ctx.trace_complete("DXT_POSIX"))
-            return trace_overhead_by_rank(traced, seg_p.take(np.isin(seg_p.file_id, ids))), "dxt", partial
+            # the POSIX operations on other files match no MPI-IO call of these: no need to leave them out
+            return trace_overhead_by_rank(seg_m if traced.all() else seg_m.take(traced), seg_p), "dxt", partial
     return _counter_table(ctx, files), "counters", False
 
 

@@ -36,13 +36,13 @@ def check(ctx) -> list:
             continue
         source, partial, bad = found["source"], False, found["table"]
         excess, moved, extent = judged["excess"], judged["moved"], judged["extent"]
-        fids = bad["file_id"].to_list()
+        fids = bad["file_id"].tolist()
         ratio, stake = judged["ratio"], judged["stake"]
         metrics = {f"bytes_{'written' if op == 'write' else 'read'}": moved, "extent_bytes": extent,
                    "excess_bytes": excess, "ratio": ratio, "files": len(fids)}
         ranks, window = [], None
         seg = ctx.trace_posix
-        s = seg.take(seg.is_op(op) & np.isin(seg.file_id, bad["file_id"].to_numpy()))
+        s = seg.take(seg.is_op(op) & np.isin(seg.file_id, bad["file_id"]))
         if not s.empty:
             window = ctx.trace_window(s)
             ranks = heaviest_ranks(s.rank, s.length)[:MAX_RANKS]

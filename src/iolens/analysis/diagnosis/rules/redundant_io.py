@@ -25,15 +25,9 @@ OPS = {"write": ("REDUNDANT_WRITES", "WRITTEN", "redundant_writes_"), "read": ("
                                                                                 "redundant_reads_")}
 
 
-def dxt_coverage(seg: Segments, rows: np.ndarray | None = None) -> pl.DataFrame:
-    """file_id -> bytes moved and the size of the union of the byte ranges touched (exact overlap), over the
-    traced operations `seg` (those where `rows` is true, if given: a mask costs less than a filtered copy)."""
-    ids, moved, union = coverage(seg, rows)
-    return pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved, "extent": union})
-
-
 def coverage(seg: Segments, rows: np.ndarray | None = None) -> tuple:
-    """`dxt_coverage` as numpy arrays: (file ids, sorted; bytes moved; union of the ranges touched)."""
+    """Per file of the traced operations `seg` (those where `rows` is true, if given: a mask costs less than a
+    filtered copy): (file ids, sorted; bytes moved; the size of the union of the byte ranges touched)."""
     keep = (seg.offset >= 0) & (seg.length > 0)
     if rows is not None:
         keep &= rows
@@ -51,7 +45,7 @@ def coverage(seg: Segments, rows: np.ndarray | None = None) -> tuple:
         # one pass over all files: shift each file into its own range so a running max never crosses files
         shift = codes.astype(np.int64) * span
         a2 = a + shift
-        order = np.argsort(a2)  # one int64 key (file, offset): several times faster than a two-key sort
+        order = np.argsort(a2, kind="stable")  # one int64 key (file, offset); a trace is mostly in runs of it
         a2, b2, c2 = a2[order], (b + shift)[order], codes[order]
         prev = np.maximum.accumulate(b2)
         starts = np.ones(len(a2), dtype=bool)
@@ -97,7 +91,8 @@ def files(ctx, op: str) -> dict:
 
 def _redundant_files(ctx, ids, moved, extent) -> dict:
     """{"max_ratio": the largest ratio of bytes moved over extent of a data file, or None; "table": the data
-    files at or above the build's ratio, the most excess first, or None} (numpy: most logs have none)."""
+    files at or above the build's ratio, the most excess first, as numpy columns (file_id, bytes, extent,
+    ratio, excess), or None} (numpy: most logs have none)."""
     std = ctx.std_ids  # a handful at most: a set lookup per file costs less than np.isin's set-up
     keep = (extent > 0) & ~np.array([i in std for i in ids.tolist()], dtype=bool)
     if not keep.any():
@@ -110,16 +105,16 @@ def _redundant_files(ctx, ids, moved, extent) -> dict:
         return {"table": None, "max_ratio": best}
     excess = moved - extent
     order = np.flatnonzero(bad)[np.argsort(-excess[bad], kind="stable")]
-    table = pl.DataFrame({"file_id": pl.Series(ids[order], dtype=pl.UInt64), "bytes": moved[order],
-                          "extent": extent[order], "ratio": ratio[order], "excess": excess[order]})
+    table = {"file_id": ids[order], "bytes": moved[order], "extent": extent[order], "ratio": ratio[order],
+             "excess": excess[order]}
     return {"table": table, "max_ratio": best}
 
 
 def stake(ctx, op: str, found: dict) -> float:
     """The busiest rank's time in the excess bytes: each file's op time in proportion to its excess."""
     bad = found["table"]
-    ids = bad["file_id"].to_numpy()
-    frac = bad["excess"].to_numpy() / bad["bytes"].to_numpy()
+    ids = bad["file_id"]
+    frac = bad["excess"] / bad["bytes"]
     if found["source"] == "dxt":
         seg = ctx.trace_posix
         rows = seg.is_op(op) & _members(seg.file_id, ids)
@@ -185,7 +180,7 @@ def measure(ctx, op: str) -> tuple:
     row.update({P + "moved": int(bad["bytes"].sum()), P + "extent": int(bad["extent"].sum()),
                 P + "excess": int(bad["excess"].sum()), P + "stake": found["stake"]})
     if op == "read":
-        row[P + "sieved"] = sieved(ctx, bad["file_id"].to_list())
+        row[P + "sieved"] = sieved(ctx, bad["file_id"].tolist())
     return row, found
 
 
