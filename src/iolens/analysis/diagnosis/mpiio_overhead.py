@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ...model.log import OP_NAMES
 from ..segments import Segments, float_sum, group_sums, groups
 from . import recommendations as rec
 from .context import MAX_RANKS
@@ -23,6 +24,7 @@ from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
 DATA_OPS = ("read", "write")
 MiB = 1 << 20
+POLARS_JOIN_ROWS = 10_000  # from this many traced operations polars' as-of join beats numpy's sorts and searches
 
 
 def overhead_by_rank(mpiio: pl.DataFrame, posix: pl.DataFrame) -> pl.DataFrame:
@@ -60,6 +62,9 @@ def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
     its group-bys (`group_sums`, over the rows in the query's order: by start, ties in trace order)."""
     if mpiio.empty:
         return None
+    if len(mpiio) + len(posix) >= POLARS_JOIN_ROWS:  # the query itself, on tables of the columns
+        t = overhead_by_rank(_frame(mpiio), _frame(posix))
+        return {c: t[c].to_numpy() for c in t.columns}
     by_start = np.argsort(mpiio.start, kind="stable")
     m_rank, m_fid, m_start, m_end = (c[by_start] for c in (mpiio.rank, mpiio.file_id, mpiio.start, mpiio.end))
     first, inv = groups(m_rank)
@@ -87,6 +92,12 @@ def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
             posix_s[np.searchsorted(ranks, p_rank[hit][first_p])] = group_sums(inv_p, t, len(first_p),
                                                                                 keys=p_rank[hit])
     return _per_rank_table(ranks, mpiio_s, np.maximum(mpiio_s - posix_s, 0), posix_s)
+
+
+def _frame(seg: Segments) -> pl.DataFrame:
+    return pl.DataFrame({"rank": seg.rank, "file_id": pl.Series(seg.file_id, dtype=pl.UInt64),
+                         "op": OP_NAMES.gather(pl.Series(seg.op, dtype=pl.UInt32)), "start": seg.start,
+                         "end": seg.end})
 
 
 def _per_rank_table(rank, mpiio_s, overhead_s, posix_s) -> dict:
