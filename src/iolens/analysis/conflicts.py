@@ -64,9 +64,11 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
     """`find_conflicts_bounded` on numpy columns of the operations (no table built: the per-log diagnosis of
     a Darshan log, whose trace is numpy columns already): (pairs, complete), pairs a dict of PAIR_SCHEMA's
     columns (kind as its index in KINDS) in the order the table's rows are made before its sort, or None when
-    there is none. `first`/`second` are positions in the columns; `hosts` as `_rank_hosts` gives them."""
+    there is none. `first`/`second` are positions in the columns; `hosts` as `_rank_hosts` gives them, or a
+    function that does (called only when the pre-check leaves it to the sweep)."""
     if _no_pairs_of(file_id, rank, is_write, offset, length, _precheck_limit(max_candidates)):
         return None, True
+    hosts = hosts() if callable(hosts) else hosts
     keep = np.flatnonzero((offset >= 0) & (length > 0))
     fid, rk, w = file_id[keep], rank[keep], is_write[keep]
     # files more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
@@ -75,11 +77,12 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
     written = np.bincount(inv, weights=w, minlength=len(files)) > 0
     ops = {"row": keep.astype(np.int64), "rank": rk, "is_write": w, "offset": offset[keep],
            "end_offset": offset[keep] + length[keep], "start": start[keep], "end": end[keep]}
+    order = np.lexsort((ops["offset"], inv))  # by file, then offset; ties in trace order, as the table's sort
+    bounds = np.searchsorted(inv[order], np.arange(len(files) + 1))
     budget = _budget(max_candidates)
     parts = []
     for k in np.flatnonzero(many & written).tolist():
-        mine = np.flatnonzero(inv == k)
-        mine = mine[np.argsort(ops["offset"][mine], kind="stable")]  # as the table's block.sort("offset")
+        mine = order[bounds[k]:bounds[k + 1]]
         parts.extend(_file_pairs(files[k], {c: v[mine] for c, v in ops.items()}, skew, hosts, budget))
     complete = not budget["stopped"]
     if not parts:

@@ -33,7 +33,7 @@ def check(ctx) -> list:
     if posix.empty:
         return []
     pairs, complete = sweep.sweep_arrays(posix.file_id, posix.rank, posix.op == WRITE, posix.offset, posix.length,
-                                         posix.start, posix.end, _posix_hosts(ctx),
+                                         posix.start, posix.end, lambda: _posix_hosts(ctx),
                                          max_candidates=sweep.MAX_CANDIDATES)
     if pairs is None:
         return []
