@@ -95,6 +95,7 @@ def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
 
 
 def _frame(seg: Segments) -> pl.DataFrame:
+    """The columns `overhead_by_rank` reads, as a table."""
     return pl.DataFrame({"rank": seg.rank, "file_id": pl.Series(seg.file_id, dtype=pl.UInt64),
                          "op": OP_NAMES.gather(pl.Series(seg.op, dtype=pl.UInt32)), "start": seg.start,
                          "end": seg.end})
