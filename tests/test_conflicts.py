@@ -6,7 +6,8 @@ import polars as pl
 import pytest
 
 import iolens
-from iolens.analysis.conflicts import conflict_ranges, find_conflicts
+from conftest import all_logs, log_id
+from iolens.analysis.conflicts import conflict_ranges, find_conflicts, find_conflicts_bounded
 from iolens.analysis.diagnosis import diagnose
 
 GiB = 1 << 30
@@ -93,20 +94,26 @@ def brute_force(seg: pl.DataFrame) -> set:
     return out
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_matches_brute_force_on_random_traces(seed):
+def random_trace(seed: int, n: int = 300, files: int = 3, hosts: bool = False) -> pl.DataFrame:
+    """Random operations; with `hosts`, on hosts a, b or unknown (""), so the cross-host skew applies."""
     rng = np.random.default_rng(seed)
-    n = 300
     start = rng.uniform(0, 10, n).round(2)  # coarse times: ties in start and touching intervals happen
     seg = pl.DataFrame({
-        "file_id": pl.Series(rng.integers(1, 4, n), dtype=pl.UInt64),
+        "file_id": pl.Series(rng.integers(1, files + 1, n), dtype=pl.UInt64),
         "rank": rng.integers(0, 6, n),
         "op": pl.Series(rng.choice(["write", "read"], n), dtype=pl.Enum(["write", "read"])),
         "offset": rng.integers(-1, 200, n) * 64 + 3 * GiB,
         "length": rng.integers(0, 6, n) * 64,
         "start": start, "end": start + rng.uniform(0, 1, n).round(2),
     })
-    seg = seg.with_columns(pl.when(pl.col("offset") < 3 * GiB).then(-1).otherwise("offset").alias("offset"))
+    if hosts:
+        seg = seg.with_columns(hostname=pl.Series(rng.choice(["a", "b", ""], n)))
+    return seg.with_columns(pl.when(pl.col("offset") < 3 * GiB).then(-1).otherwise("offset").alias("offset"))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_matches_brute_force_on_random_traces(seed):
+    seg = random_trace(seed)
     got = find_conflicts(seg)
     assert pair_set(got) == brute_force(seg)
     assert got.height == len(pair_set(got))  # no pair twice
@@ -114,6 +121,32 @@ def test_matches_brute_force_on_random_traces(seed):
     o, ln = seg["offset"].to_numpy(), seg["length"].to_numpy()
     for a, b, lo, hi in got.select("first", "second", "offset", "end_offset").iter_rows():
         assert max(o[a], o[b]) == lo and min(o[a] + ln[a], o[b] + ln[b]) == hi
+
+
+def numpy_sweep(seg: pl.DataFrame, **kw) -> tuple:
+    """`sweep_arrays` (the diagnosis' sweep of a Darshan log's trace columns) on a table's columns, as a table."""
+    from iolens.analysis.conflicts import PAIR_SCHEMA, kind_series, rank_hosts, sweep_arrays
+
+    col = {c: seg[c].to_numpy() for c in ("file_id", "rank", "offset", "length", "start", "end")}
+    pairs, complete = sweep_arrays(col["file_id"], col["rank"], (seg["op"] == "write").to_numpy(), col["offset"],
+                                   col["length"], col["start"], col["end"],
+                                   rank_hosts(col["rank"], seg["hostname"].to_list()), **kw)
+    if pairs is None:
+        return pl.DataFrame(schema=PAIR_SCHEMA), complete
+    return pl.DataFrame({**pairs, "kind": kind_series(pairs["kind"])}, schema=PAIR_SCHEMA), complete
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_numpy_sweep_finds_the_table_pairs(seed):
+    seg = random_trace(seed, hosts=True)
+    (table, done), (arrays, done_too) = find_conflicts_bounded(seg), numpy_sweep(seg)
+    assert done and done_too
+    assert sorted(arrays.rows()) == sorted(table.rows())  # every column, hosts' skew included
+    # with a budget on one file the sweep stops at the same pair
+    one = random_trace(seed, files=1, hosts=True)
+    (table, done), (arrays, done_too) = (find_conflicts_bounded(one, max_candidates=50),
+                                         numpy_sweep(one, max_candidates=50))
+    assert done == done_too and sorted(arrays.rows()) == sorted(table.rows())
 
 
 def test_ranges_merge_pairs_per_kind():
@@ -133,6 +166,22 @@ def read_log(logs_dir):
 
 def conflict_insights(log):
     return [i for i in diagnose(log, strict=True) if i.code == "CONFLICT"]
+
+
+SMALL = [p for p in all_logs() if p.stat().st_size < (2 << 20)]
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_diagnosis_on_the_trace_columns_says_what_the_table_says(path):
+    """A Darshan log's CONFLICT check runs on the trace's numpy columns: the same insights, word for word, as
+    the sweep over its segments table."""
+    from iolens.analysis.diagnosis import Context, Thresholds, conflicts
+
+    log = iolens.read(str(path))
+    if not log.has_dxt:
+        return
+    on_columns = [i.to_dict() for i in conflicts.check(Context(log, Thresholds({})))]
+    assert on_columns == [i.to_dict() for i in conflicts._check_table(Context(log, Thresholds({})))]
 
 
 def test_shared_header_conflict(read_log):

@@ -102,13 +102,13 @@ def test_conflict_precheck_agrees_with_the_sweep(path):
     ops = sweep._operations(posix)
     hosts = sweep._rank_hosts(posix)
     budget = {"left": sweep.MAX_CANDIDATES, "stopped": False}
-    pairs = [p for block in sweep._shared_files(ops)
-             for p in sweep._file_pairs(block, sweep.CROSS_HOST_SKEW, hosts, budget)]
-    found = any(p.height for p in pairs)
+    pairs = [p for file_id, block in sweep._shared_files(ops)
+             for p in sweep._file_pairs(file_id, sweep._columns(block), sweep.CROSS_HOST_SKEW, hosts, budget)]
+    found = sum(len(p["offset"]) for p in pairs)
     if sweep._no_pairs(posix, sweep.PRECHECK_PAIRS):
         assert not found and not budget["stopped"]
     got, complete = sweep.find_conflicts_bounded(posix)
-    assert got.height == sum(p.height for p in pairs) and complete == (not budget["stopped"])
+    assert got.height == found and complete == (not budget["stopped"])
 
 
 def test_conflict_precheck_sees_a_cross_rank_overlap():

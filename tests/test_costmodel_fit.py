@@ -13,10 +13,12 @@ import pytest
 import iolens
 from iolens.analysis.diagnosis import diagnose
 from iolens.analysis.diagnosis.costmodel import (Fit, FsProfile, counter_points, fit_counters, fit_points,
-                                                 fit_segments, segment_bins)
+                                                 fit_segments, median, segment_bins, trace_bins)
 from iolens.analysis.diagnosis.thresholds import Thresholds
+from iolens.analysis.segments import Segments, log_segments
+from iolens.model.log import OP
 
-from conftest import run_iolens
+from conftest import all_logs, log_id, run_iolens
 
 KiB, MiB = 1 << 10, 1 << 20
 LAT, BW = 20e-6, 1e9  # the machine the hand-built operations come from
@@ -156,3 +158,46 @@ def test_every_recommendation_says_what_it_should_save(logs_dir):
     assert {"name": "romio.romio_cb_write", "value": "enable"} in hints["knobs"]
     out = run_iolens("diagnose", path).stdout
     assert "expected saving here: ≈" in out
+
+
+# --- the diagnosis of a Darshan log fits on its trace's numpy columns -----------------------------------
+def _same_bins(got: dict, table: pl.DataFrame) -> bool:
+    """`trace_bins`' columns hold `segment_bins`' rows in its order, floats bit for bit."""
+    return (list(got) == table.columns and got["op"].tolist() == table["op"].cast(pl.String).to_list()
+            and all(got[c].tolist() == table[c].to_list() for c in ("b", "n"))
+            and all(got[c].tobytes() == table[c].to_numpy().tobytes() for c in ("s", "d")))
+
+
+def test_median_has_the_bits_of_polars():
+    rng = np.random.default_rng(3)
+    for n in list(range(1, 40)) + [999, 1000]:
+        values = rng.random(n) * 10.0 ** rng.uniform(-7, 3)
+        assert median(values).hex() == pl.Series(values).median().hex()
+        ints = rng.integers(0, 1 << 40, n)
+        assert median(ints) == pl.Series(ints).median()
+
+
+def test_trace_bins_are_the_tables_bins_on_random_traces():
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        n = int(rng.integers(1, 400))
+        start = rng.random(n)
+        seg = Segments(np.zeros(n, np.uint8), np.ones(n, np.uint64), np.zeros(n, np.int64),
+                       rng.integers(0, 2, n).astype(np.uint8), np.zeros(n, np.int64),
+                       (2 ** rng.uniform(0, 30, n)).astype(np.int64) * rng.integers(0, 2, n),  # some of no bytes
+                       start, start + rng.random(n) * 1e-3)
+        table = pl.DataFrame({"op": pl.Series(np.where(seg.op == 0, "write", "read"), dtype=OP),
+                              "length": seg.length, "start": seg.start, "end": seg.end})
+        assert _same_bins(trace_bins(seg), segment_bins(table))
+
+
+@pytest.mark.parametrize("path", [p for p in all_logs() if p.stat().st_size < (2 << 20)], ids=log_id)
+def test_trace_bins_are_the_tables_bins_on_real_logs(path):
+    log = iolens.read(str(path))
+    if not log.has_dxt:
+        return
+    trace, seg = log_segments(log), log.segments
+    for module in ("DXT_POSIX", "DXT_MPIIO"):
+        mine = trace.of_module(module)
+        if not mine.empty:
+            assert _same_bins(trace_bins(mine), segment_bins(seg.filter(pl.col("module") == module)))

@@ -13,7 +13,7 @@ import pytest
 import iolens
 from iolens.analysis.diagnosis import Thresholds, diagnose, parse_assignment
 
-from conftest import all_logs, run_iolens
+from conftest import all_logs, log_id, run_iolens
 from fleetrules import build_stores, jobs_of, t_args
 
 CODES = ("FSYNC_HEAVY", "STDIO_HEAVY", "METADATA_HEAVY", "LUSTRE_STRIPING", "OST_IMBALANCE", "SLOW_OST",
@@ -111,3 +111,25 @@ def test_raising_the_striping_limit_shows_the_imbalance_striping_explained(store
         insights = diagnose(iolens.read(row["path"]), loaded(setting))
     want = next(i.severity for i in insights if i.code == "OST_IMBALANCE")  # found: StopIteration otherwise
     assert after["insight_OST_IMBALANCE"] == want
+
+
+@pytest.mark.parametrize("path", [p for p in all_logs() if p.stat().st_size < (2 << 20)], ids=log_id)
+def test_trace_ost_lists_are_the_segments_tables(path):
+    """OST_IMBALANCE reads each traced POSIX operation's OSTs from the reader's arrays: the lists of the
+    segments table's `osts` column, in its order."""
+    from iolens.analysis.diagnosis import Context
+    from iolens.analysis.diagnosis.rules.ost_imbalance import _trace_osts
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = iolens.read(str(path))
+    if not log.has_dxt:
+        return
+    seg = log.segments.filter(pl.col("module") == "DXT_POSIX")
+    got = _trace_osts(Context(log, Thresholds({})))
+    if "osts" not in seg.columns or not seg["osts"].list.len().fill_null(0).sum():
+        assert got is None or not len(got[1])
+        return
+    count, flat = got
+    assert count.tolist() == seg["osts"].list.len().fill_null(0).to_list()
+    assert flat.tolist() == [o for lst in seg["osts"].to_list() if lst for o in lst]

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import polars as pl
 import pytest
 
 import iolens
 from iolens.analysis.diagnosis import diagnose
-from iolens.analysis.diagnosis.mpiio_overhead import collective_buffer, overhead_by_rank
+from iolens.analysis.diagnosis.mpiio_overhead import collective_buffer, overhead_by_rank, trace_overhead_by_rank
+from iolens.analysis.segments import POLARS_SMALL_GROUP_BY, WRITE, Segments, log_segments
 
-from conftest import run_iolens
+from conftest import all_logs, log_id, run_iolens
 
 MiB = 1 << 20
 
@@ -45,6 +47,55 @@ def test_open_close_and_sync_are_not_counted():
     posix = _seg([(0, 1, "write", 5.0, 6.0)])
     row = overhead_by_rank(mpiio, posix).row(0, named=True)
     assert (row["mpiio_s"], row["overhead_s"]) == pytest.approx((1.0, 0.0))
+
+
+def _as_table(seg) -> pl.DataFrame:
+    return pl.DataFrame({"rank": seg.rank, "file_id": pl.Series(seg.file_id, dtype=pl.UInt64),
+                         "op": np.where(seg.op == WRITE, "write", "read"), "start": seg.start, "end": seg.end})
+
+
+def _same_table(columns, table: pl.DataFrame) -> bool:
+    """The numpy columns hold the table's rows in its order, floats bit for bit."""
+    if columns is None:
+        return table.is_empty()
+    return list(columns) == table.columns and all(columns[c].tobytes() == table[c].to_numpy().tobytes()
+                                                  for c in table.columns)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_trace_columns_give_the_tables_per_rank_overhead(seed):
+    """`trace_overhead_by_rank` (the diagnosis of a Darshan log, on its trace's numpy columns) is
+    `overhead_by_rank`'s table, on random traces where MPI-IO calls start at the same time."""
+    rng = np.random.default_rng(seed)
+
+    def trace(n):
+        start = rng.uniform(0, 10, n).round(1)  # coarse times: calls starting together, POSIX at a call's start
+        return Segments(np.zeros(n, np.uint8), rng.integers(1, 4, n).astype(np.uint64), rng.integers(0, 6, n),
+                        rng.integers(0, 2, n).astype(np.uint8), rng.integers(0, 99, n), rng.integers(1, 99, n),
+                        start, start + rng.uniform(0, 2, n).round(1))
+
+    for _ in range(30):
+        mpiio, posix = trace(int(rng.integers(1, 150))), trace(int(rng.integers(0, 300)))
+        assert _same_table(trace_overhead_by_rank(mpiio, posix), overhead_by_rank(_as_table(mpiio), _as_table(posix)))
+
+
+@pytest.mark.parametrize("path", [p for p in all_logs() if p.stat().st_size < (2 << 20)], ids=log_id)
+def test_trace_columns_give_the_tables_per_rank_overhead_on_real_logs(path):
+    log = iolens.read(str(path))
+    if not log.has_dxt:
+        return
+    trace, seg = log_segments(log), log.segments
+    mpiio, posix = trace.of_module("DXT_MPIIO"), trace.of_module("DXT_POSIX")
+    got = trace_overhead_by_rank(mpiio, posix)
+    table = overhead_by_rank(seg.filter(pl.col("module") == "DXT_MPIIO"), seg.filter(pl.col("module") == "DXT_POSIX"))
+    if got is None or max(len(mpiio), len(posix)) < POLARS_SMALL_GROUP_BY:
+        assert _same_table(got, table)
+    else:  # polars' partitioned sums: not repeatable from one query to the next, bit for bit
+        want = {r["rank"]: r for r in table.iter_rows(named=True)}
+        assert sorted(got["rank"].tolist()) == sorted(want)
+        for k, rank in enumerate(got["rank"].tolist()):
+            assert [got[c][k] for c in table.columns[1:]] == pytest.approx(
+                [want[rank][c] for c in table.columns[1:]], rel=1e-9, abs=1e-12)
 
 
 def test_collective_buffer_holds_what_one_aggregator_gathers():

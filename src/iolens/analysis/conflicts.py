@@ -45,18 +45,57 @@ def find_conflicts_bounded(segments: pl.DataFrame, skew: float = CROSS_HOST_SKEW
     """(pairs, complete): `find_conflicts`, but looking at no more than about `max_candidates` overlapping
     pairs (same-rank ones included; a chunk more at most), so that thousands of operations rewriting the
     same bytes cannot take hours; `complete` is False when it stopped early."""
-    if _no_pairs(segments, PRECHECK_PAIRS if max_candidates is None else min(PRECHECK_PAIRS, max_candidates)):
+    if _no_pairs(segments, _precheck_limit(max_candidates)):
         return pl.DataFrame(schema=PAIR_SCHEMA), True
     ops = _operations(segments)
     hosts = _rank_hosts(segments)
-    budget = {"left": max_candidates if max_candidates is not None else float("inf"), "stopped": False}
+    budget = _budget(max_candidates)
     parts = []
-    for block in _shared_files(ops):
-        parts.extend(_file_pairs(block, skew, hosts, budget))
+    for file_id, block in _shared_files(ops):
+        parts.extend(_file_pairs(file_id, _columns(block), skew, hosts, budget))
     complete = not budget["stopped"]
     if not parts:
         return pl.DataFrame(schema=PAIR_SCHEMA), complete
-    return pl.concat(parts).sort("file_id", "offset", "first"), complete
+    return pl.concat([_pair_frame(p) for p in parts]).sort("file_id", "offset", "first"), complete
+
+
+def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, skew: float = CROSS_HOST_SKEW,
+                 max_candidates: int | None = MAX_CANDIDATES) -> tuple:
+    """`find_conflicts_bounded` on numpy columns of the operations (no table built: the per-log diagnosis of
+    a Darshan log, whose trace is numpy columns already): (pairs, complete), pairs a dict of PAIR_SCHEMA's
+    columns (kind as its index in KINDS) in the order the table's rows are made before its sort, or None when
+    there is none. `first`/`second` are positions in the columns; `hosts` as `_rank_hosts` gives them, or a
+    function that does (called only when the pre-check leaves it to the sweep)."""
+    if _no_pairs_of(file_id, rank, is_write, offset, length, _precheck_limit(max_candidates)):
+        return None, True
+    hosts = hosts() if callable(hosts) else hosts
+    keep = np.flatnonzero((offset >= 0) & (length > 0))
+    fid, rk, w = file_id[keep], rank[keep], is_write[keep]
+    # files more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
+    files, first, inv = np.unique(fid, return_index=True, return_inverse=True)
+    many = np.bincount(inv, weights=rk != rk[first][inv], minlength=len(files)) > 0
+    written = np.bincount(inv, weights=w, minlength=len(files)) > 0
+    ops = {"row": keep.astype(np.int64), "rank": rk, "is_write": w, "offset": offset[keep],
+           "end_offset": offset[keep] + length[keep], "start": start[keep], "end": end[keep]}
+    order = np.lexsort((ops["offset"], inv))  # by file, then offset; ties in trace order, as the table's sort
+    bounds = np.searchsorted(inv[order], np.arange(len(files) + 1))
+    budget = _budget(max_candidates)
+    parts = []
+    for k in np.flatnonzero(many & written).tolist():
+        mine = order[bounds[k]:bounds[k + 1]]
+        parts.extend(_file_pairs(files[k], {c: v[mine] for c, v in ops.items()}, skew, hosts, budget))
+    complete = not budget["stopped"]
+    if not parts:
+        return None, complete
+    return {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}, complete
+
+
+def _precheck_limit(max_candidates) -> int:
+    return PRECHECK_PAIRS if max_candidates is None else min(PRECHECK_PAIRS, max_candidates)
+
+
+def _budget(max_candidates) -> dict:
+    return {"left": max_candidates if max_candidates is not None else float("inf"), "stopped": False}
 
 
 def log_conflicts(log, segments: pl.DataFrame | None = None,
@@ -81,18 +120,24 @@ def log_conflicts(log, segments: pl.DataFrame | None = None,
 
 
 def _no_pairs(segments: pl.DataFrame, limit: int) -> bool:
-    """True when the sweep would find no pair, with every overlapping pair seen: the same searches as
-    `_file_pairs`, in numpy on the columns, over at most `limit` overlapping pairs (False past it, or on
-    null values: the sweep decides). Most traces have no conflict; this spares them the sweep's queries."""
+    """True when the sweep would find no pair, with every overlapping pair seen (`_no_pairs_of` on the
+    table's columns; False on null values: the sweep decides). Most traces have no conflict; this spares them
+    the sweep's queries."""
     cols = ("file_id", "rank", "op", "offset", "length")
     if segments.is_empty():
         return True
     if any(segments[c].null_count() for c in cols):
         return False
-    offset, length = segments["offset"].to_numpy(), segments["length"].to_numpy()
+    return _no_pairs_of(segments["file_id"].to_numpy(), segments["rank"].to_numpy(),
+                        (segments["op"] == "write").to_numpy(), segments["offset"].to_numpy(),
+                        segments["length"].to_numpy(), limit)
+
+
+def _no_pairs_of(file_id, rank, is_write, offset, length, limit: int) -> bool:
+    """True when the sweep would find no pair, with every overlapping pair seen: the same searches as
+    `_file_pairs`, in numpy on the columns, over at most `limit` overlapping pairs (False past it)."""
     keep = (offset >= 0) & (length > 0)
-    fid, rank = segments["file_id"].to_numpy()[keep], segments["rank"].to_numpy()[keep]
-    is_write = (segments["op"] == "write").to_numpy()[keep]
+    fid, rank, is_write = file_id[keep], rank[keep], is_write[keep]
     if not is_write.any() or (rank == rank[0]).all():
         return True
     start, end = offset[keep], offset[keep] + length[keep]
@@ -103,6 +148,8 @@ def _no_pairs(segments: pl.DataFrame, limit: int) -> bool:
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         r, w = rank[lo:hi], is_write[lo:hi]
         if not w.any() or (r == r[0]).all():  # one rank, or read only: no conflict on this file
+            continue
+        if (np.maximum.accumulate(end[lo:hi - 1]) <= start[lo + 1:hi]).all():  # no two overlap at all
             continue
         left = _overlaps_of_one_rank(start[lo:hi], end[lo:hi], r, w, left)
         if left < 0:
@@ -152,6 +199,14 @@ def _rank_hosts(segments: pl.DataFrame):
     return hosts["rank"].to_numpy(), hosts["hostname"].to_numpy()
 
 
+def rank_hosts(ranks: np.ndarray, hostnames: list):
+    """`_rank_hosts` from the (rank, host name) of the operations, or of their records in order: each rank on
+    the host of its first, an empty name an unknown host of its own."""
+    known, first = np.unique(np.asarray(ranks, dtype=np.int64), return_index=True)
+    names = [hostnames[i] or f"\0unknown host of rank {r}" for i, r in zip(first.tolist(), known.tolist())]
+    return known, np.unique(np.asarray(names, dtype=object), return_inverse=True)[1].astype(np.int64)
+
+
 def _shared_files(ops: pl.DataFrame):
     """Each file that more than one rank touched and someone wrote, as one block sorted by offset."""
     if ops.is_empty():
@@ -165,23 +220,23 @@ def _shared_files(ops: pl.DataFrame):
         yield block["file_id"][0], block.sort("offset")
 
 
-def _file_pairs(item, skew: float, hosts, budget: dict) -> list:
-    file_id, block = item
-    w = block.filter(pl.col("is_write"))
-    r = block.filter(~pl.col("is_write"))
-    aw, bw = w["offset"].to_numpy(), w["end_offset"].to_numpy()
-    ar, br = r["offset"].to_numpy(), r["end_offset"].to_numpy()
+def _file_pairs(file_id, block: dict, skew: float, hosts, budget: dict) -> list:
+    """The pairs of one file (`block`: its operations' columns sorted by offset), as dicts of columns."""
+    w, r = block["is_write"], ~block["is_write"]
+    W = {c: v[w] for c, v in block.items()}
+    R = {c: v[r] for c, v in block.items()}
+    aw, bw = W["offset"], W["end_offset"]
+    ar, br = R["offset"], R["end_offset"]
     out = []
     # each overlapping pair exactly once: found from the operation with the lower offset (ties: the write)
     searches = (
-        (w, w, np.arange(1, len(aw) + 1), np.searchsorted(aw, bw, "left")),           # write / write
-        (w, r, np.searchsorted(ar, aw, "left"), np.searchsorted(ar, bw, "left")),      # read starts in a write
-        (r, w, np.searchsorted(aw, ar, "right"), np.searchsorted(aw, br, "left")),     # write starts in a read
+        (W, W, np.arange(1, len(aw) + 1), np.searchsorted(aw, bw, "left")),           # write / write
+        (W, R, np.searchsorted(ar, aw, "left"), np.searchsorted(ar, bw, "left")),      # read starts in a write
+        (R, W, np.searchsorted(aw, ar, "right"), np.searchsorted(aw, br, "left")),     # write starts in a read
     )
-    for left, right, lo, hi in searches:
-        if left.is_empty() or right.is_empty():
+    for cols_l, cols_r, lo, hi in searches:
+        if not len(cols_l["row"]) or not len(cols_r["row"]):
             continue
-        cols_l, cols_r = _columns(left), _columns(right)
         for i, j in expand_runs(lo, hi, int(min(CHUNK_PAIRS, max(budget["left"], 1)))):
             if budget["left"] <= 0:
                 budget["stopped"] = True
@@ -223,7 +278,8 @@ def _host_of(hosts, ranks: np.ndarray) -> np.ndarray:
     return codes[np.clip(np.searchsorted(known, ranks), 0, len(known) - 1)]
 
 
-def _classify(file_id, L: dict, R: dict, i, j, skew: float, hosts) -> pl.DataFrame:
+def _classify(file_id, L: dict, R: dict, i, j, skew: float, hosts) -> dict:
+    """PAIR_SCHEMA's columns of the pairs (L[i], R[j]), kind as its index in KINDS."""
     ls, rs = L["start"][i], R["start"][j]
     le, re = L["end"][i], R["end"][j]
     l_first = (ls < rs) | ((ls == rs) & (le <= re))
@@ -233,16 +289,23 @@ def _classify(file_id, L: dict, R: dict, i, j, skew: float, hosts) -> pl.DataFra
     kind = np.where(w1 & w2, WAW, np.where(w1, RAW, WAR)).astype(np.uint8)
     tol = np.where(_host_of(hosts, L["rank"][i]) == _host_of(hosts, R["rank"][j]), 0.0, skew)
     concurrent = other("start") < pick("end") + tol
-    return pl.DataFrame({
-        "file_id": pl.Series(np.full(len(i), file_id, dtype=np.uint64)),
-        "kind": pl.Series(np.asarray(KINDS, dtype=object)[kind], dtype=pl.Enum(KINDS)),
-        "concurrent": concurrent,
+    return {
+        "file_id": np.full(len(i), file_id, dtype=np.uint64), "kind": kind, "concurrent": concurrent,
         "first": pick("row"), "second": other("row"),
         "first_rank": pick("rank"), "second_rank": other("rank"),
         "offset": np.maximum(L["offset"][i], R["offset"][j]),
         "end_offset": np.minimum(L["end_offset"][i], R["end_offset"][j]),
         "start": np.minimum(ls, rs), "end": np.maximum(le, re),
-    }, schema=PAIR_SCHEMA)
+    }
+
+
+def kind_series(kind: np.ndarray) -> pl.Series:
+    """KINDS indices as the `kind` Enum column."""
+    return pl.Series(KINDS, dtype=pl.Enum(KINDS)).gather(pl.Series(kind, dtype=pl.UInt32))
+
+
+def _pair_frame(pairs: dict) -> pl.DataFrame:
+    return pl.DataFrame({**pairs, "kind": kind_series(pairs["kind"])}, schema=PAIR_SCHEMA)
 
 
 RANGE_SCHEMA = {"file_id": pl.UInt64, "kind": pl.Enum(KINDS), "concurrent": pl.Boolean, "offset": pl.Int64,

@@ -1,34 +1,38 @@
 """NO_COLLECTIVE_IO, COLLECTIVE_IO, DATA_SIEVING: how MPI-IO requests are turned into file-system requests."""
 from __future__ import annotations
 
-import polars as pl
+import numpy as np
 
 from . import recommendations as rec
-from .context import MAX_RANKS, SIZE_BINS, clip
+from ..segments import float_sum
+from .context import MAX_RANKS, SIZE_BINS
 from .insight import Evidence, Insight
 from .costmodel import project
+from .redundancy import heaviest_ranks
 from .rules import collective_io as collective_rule, data_sieving as sieving, one_row
 from .rules import no_collective_io as no_collective
 from .rules.common import common_features
+from .rules.lustre_striping import lustre_records
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
 OPS = (("write", "WRITES", "WRITE", "WRITTEN"), ("read", "READS", "READ", "READ"))
 
 
 def _mpi_table(ctx):
-    """Per MPI-IO file: independent, collective and other requests, bytes, requests below the large size, and
-    the ranks on it. Shared by NO_COLLECTIVE_IO and COLLECTIVE_IO: computed once a log."""
+    """Per MPI-IO file (in id order), numpy columns: independent, collective and other requests, bytes,
+    requests below the large size, and the ranks on it. Shared by NO_COLLECTIVE_IO and COLLECTIVE_IO: computed
+    once a log."""
     return ctx.memo("mpi_table", lambda: _mpi_table_of(ctx))
 
 
 def _mpi_table_of(ctx):
-    if ctx.counters("MPI-IO") is None:
+    if not ctx.has("MPI-IO"):
         return None
     large = int(ctx.th.large_request_bytes)
     below = [b for b, lo, _ in SIZE_BINS if lo < large]
     total = ctx.per_file_total  # numpy per-file integer sums: a few records cost less than a group-by
     ids, _ = ctx.file_groups("MPI-IO")
-    cols = {"file_id": pl.Series(ids, dtype=pl.UInt64)}
+    cols = {"file_id": ids}
     for op, OPS_, OP, B in OPS:
         cols[f"indep_{op}s"] = total("MPI-IO", f"MPIIO_INDEP_{OPS_}")
         cols[f"coll_{op}s"] = total("MPI-IO", f"MPIIO_COLL_{OPS_}")
@@ -36,7 +40,17 @@ def _mpi_table_of(ctx):
         cols[f"bytes_{op}"] = total("MPI-IO", f"MPIIO_BYTES_{B}")
         cols[f"below_large_{op}s"] = total("MPI-IO", *(f"MPIIO_SIZE_{OP}_AGG_{b}" for b in below))
     cols["nranks"] = collective_rule.mpi_file_ranks(ctx)
-    return pl.DataFrame(cols)
+    return cols
+
+
+def _by(table: dict, rows: np.ndarray, column: str) -> np.ndarray:
+    """`rows` of the table, the largest `column` first (ties in file id order)."""
+    return rows[np.argsort(-table[column][rows], kind="stable")]
+
+
+def _traced(seg, op: str, fids) -> object:
+    """The traced operations of kind `op` on the files `fids`."""
+    return seg.take(seg.is_op(op) & np.isin(seg.file_id, np.asarray(fids, dtype=np.uint64)))
 
 
 # --- NO_COLLECTIVE_IO -------------------------------------------------------------------------------
@@ -54,25 +68,23 @@ def check_no_collective(ctx) -> list:
     for op, *_ in OPS:
         if not v[f"found_{op}"]:
             continue
-        shared = table.filter(pl.col("nranks") >= 2)
+        shared = table["nranks"] >= 2
         indep, allops = v[f"independent_{op}s"], v[f"all_{op}s"]
-        below = int(shared[f"below_large_{op}s"].sum() or 0)
-        mpi_ops = int((shared[f"indep_{op}s"] + shared[f"coll_{op}s"]).sum() or 0)
-        files = shared.filter(pl.col(f"indep_{op}s") > 0).sort(f"indep_{op}s", descending=True)
-        fids = files["file_id"].to_list()
-        nranks = int(files["nranks"].max())
+        below = int(table[f"below_large_{op}s"][shared].sum())
+        mpi_ops = int((table[f"indep_{op}s"] + table[f"coll_{op}s"])[shared].sum())
+        files = _by(table, np.flatnonzero(shared & (table[f"indep_{op}s"] > 0)), f"indep_{op}s")
+        fids = table["file_id"][files].tolist()
+        nranks = int(table["nranks"][files].max())
         metrics = {f"independent_{op}s": indep, f"mpiio_{op}s": allops, "independent_share": indep / allops,
                    "ranks_on_file": nranks, "shared_files": len(fids),
                    f"requests_below_{int(th.large_request_bytes)}_bytes_share": below / max(mpi_ops, 1)}
         ranks, window, source, partial = [], None, "counters", False
-        seg = ctx.seg_mpiio
-        if not seg.is_empty():
-            s = seg.filter((pl.col("op") == op) & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-            if not s.is_empty():
-                ranks = sorted(s["rank"].unique().to_list())[:MAX_RANKS]
-                window = ctx.seg_window(s)
-                source, partial = "dxt", not ctx.trace_complete("DXT_MPIIO", op)
-                metrics["median_request_bytes"] = float(s["length"].median())
+        s = _traced(ctx.trace_mpiio, op, fids)
+        if not s.empty:
+            ranks = np.unique(s.rank).tolist()[:MAX_RANKS]
+            window = ctx.trace_window(s)
+            source, partial = "dxt", not ctx.trace_complete("DXT_MPIIO", op)
+            metrics["median_request_bytes"] = float(np.median(s.length))
         if window is None:
             window = ctx.counter_window("MPI-IO", fids, ops=("WRITE",) if op == "write" else ("READ",))
         stake = features[f"no_collective_io_stake_{op}"]  # the busiest rank's time in independent calls
@@ -93,10 +105,9 @@ def check_no_collective(ctx) -> list:
             recs.append(rec.hdf5_collective_metadata())
         if "netcdf" in kinds or "pnetcdf" in kinds:
             recs.append(rec.netcdf_collective())
-        stripe = None
-        if not ctx.log.lustre.is_empty():
-            lus = ctx.log.lustre.filter(pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-            stripe = int(lus["stripe_count"].max()) if lus.height else None
+        lus_file, _, _, stripe_count, _ = lustre_records(ctx.log)  # every layout component, no table built
+        on = np.isin(lus_file, np.asarray(fids, dtype=np.uint64))
+        stripe = int(stripe_count[on].max()) if on.any() else None
         recs.extend(rec.collective_io(op, ctx.hosts or None, stripe))
         out.append(Insight("NO_COLLECTIVE_IO", severity, title, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
@@ -114,42 +125,40 @@ def check_collective(ctx) -> list:
     # the rule decides (rules/collective_io.py, shared with the fleet): which kinds
     v = one_row(collective_rule.features(ctx), collective_rule.rule(ctx.th), "COLLECTIVE_IO")
     out = []
-    posix = ctx.counters("POSIX")
     for op, OPS_, OP, B in OPS:
         if v[f"severity_{op}"] is None:
             continue
-        files = table.filter(pl.col(f"coll_{op}s") > 0).sort(f"bytes_{op}", descending=True)
-        fids = files["file_id"].to_list()
-        coll = int(files[f"coll_{op}s"].sum())
-        mpi_bytes = int(files[f"bytes_{op}"].sum())
-        nranks = int(files["nranks"].max())
+        files = _by(table, np.flatnonzero(table[f"coll_{op}s"] > 0), f"bytes_{op}")
+        fids = table["file_id"][files].tolist()
+        coll = int(table[f"coll_{op}s"][files].sum())
+        mpi_bytes = int(table[f"bytes_{op}"][files].sum())
+        nranks = int(table["nranks"][files].max())
         metrics = {f"collective_{op}s": coll, f"mpiio_bytes_{op}": mpi_bytes, "ranks_on_file": nranks}
         ranks, source, partial, window = [], "counters", False, None
         aggregators = None
-        seg = ctx.seg_posix
-        if not seg.is_empty() and ctx.trace_complete("DXT_POSIX", op):
-            s = seg.filter((pl.col("op") == op) & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-            if not s.is_empty():
-                per = s.group_by("rank").agg(pl.col("length").sum().alias("b")).sort("rank")
-                ranks = per["rank"].to_list()
+        if ctx.trace_complete("DXT_POSIX", op):
+            s = _traced(ctx.trace_posix, op, fids)
+            if not s.empty:
+                ranks = np.unique(s.rank).tolist()
                 aggregators = len(ranks)
-                metrics["posix_requests"] = s.height
-                metrics["posix_median_request_bytes"] = float(s["length"].median())
-                window = ctx.seg_window(s)
+                metrics["posix_requests"] = len(s)
+                metrics["posix_median_request_bytes"] = float(np.median(s.length))
+                window = ctx.trace_window(s)
                 source = "dxt"
-        if not ctx.seg_mpiio.is_empty():
-            m = ctx.seg_mpiio.filter((pl.col("op") == op) & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-            if not m.is_empty():
-                metrics["mpiio_ranks"] = m["rank"].n_unique()
-                metrics["mpiio_median_request_bytes"] = float(m["length"].median())
-                window = window or ctx.seg_window(m)
-        if aggregators is None and posix is not None:
+        m = _traced(ctx.trace_mpiio, op, fids)
+        if not m.empty:
+            metrics["mpiio_ranks"] = len(np.unique(m.rank))
+            metrics["mpiio_median_request_bytes"] = float(np.median(m.length))
+            window = window or ctx.trace_window(m)
+        if aggregators is None and ctx.has("POSIX"):
             # from the counters: the busiest rank's share of the POSIX bytes bounds the number of aggregators
-            p = posix.filter(pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()) & (pl.col("rank") < 0))
-            if p.height:
-                fb = int(p.select(clip(f"POSIX_BYTES_{B}").sum()).item() or 0)
-                tot = int(p.select((clip("POSIX_BYTES_READ") + clip("POSIX_BYTES_WRITTEN")).sum()).item() or 0)
-                top = int(p.select(clip("POSIX_SLOWEST_RANK_BYTES").max()).item() or 0)
+            p = np.isin(ctx.column("POSIX", "file_id"), np.asarray(fids, dtype=np.uint64))
+            p &= ctx.column("POSIX", "rank") < 0
+            if p.any():
+                col = ctx.column
+                fb = int(col("POSIX", f"POSIX_BYTES_{B}")[p].sum())
+                tot = int((col("POSIX", "POSIX_BYTES_READ") + col("POSIX", "POSIX_BYTES_WRITTEN"))[p].sum())
+                top = int(col("POSIX", "POSIX_SLOWEST_RANK_BYTES")[p].max())
                 if fb and top:
                     metrics["estimated_aggregators"] = max(1, round(tot / top))
         if aggregators is not None:
@@ -181,27 +190,25 @@ def check_sieving(ctx) -> list:
     v = one_row({**common_features(ctx), **features}, sieving.rule(ctx.th), "DATA_SIEVING")
     if v["severity"] is None:
         return []
-    fids = j["file_id"].to_list()
+    fids = j["file_id"].tolist()
     extra, base, writes, written, asked = v["extra"], v["base"], v["writes"], v["written"], v["asked"]
     indep, coll = int(j["indep_writes"].sum()), int(j["coll_writes"].sum())
     if not writes:
         indep, coll = int(j["indep_reads"].sum()), int(j["coll_reads"].sum())
-    read_time, posix_time = float(j["extra_time"].sum()), float(j["posix_time"].sum())
+    read_time, posix_time = float_sum(j["extra_time"]), float_sum(j["posix_time"])
     metrics = {"unrequested_read_bytes": extra, "posix_bytes_written": written, "mpiio_bytes_read": asked,
                "extra_read_share": extra / base,
                "posix_read_time_s": read_time, "posix_read_time_share": read_time / posix_time if posix_time else 0,
                "independent_writes" if writes else "independent_reads": indep,
                "collective_writes" if writes else "collective_reads": coll}
     ranks, window, source, partial = [], None, "counters", False
-    seg = ctx.seg_posix
-    if not seg.is_empty():
-        s = seg.filter((pl.col("op") == "read") & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-        if not s.is_empty():
-            ranks = (s.group_by("rank").agg(pl.col("length").sum()).sort(["length", "rank"], descending=[True, False])["rank"]
-                     .head(MAX_RANKS).to_list())
-            window = ctx.seg_window(s)
-            source, partial = "dxt", not ctx.trace_complete("DXT_POSIX", "read")
-            metrics["posix_reads"] = s.height
+    seg = ctx.trace_posix
+    s = seg.take(seg.is_op("read") & np.isin(seg.file_id, j["file_id"]))
+    if not s.empty:
+        ranks = heaviest_ranks(s.rank, s.length)[:MAX_RANKS]
+        window = ctx.trace_window(s)
+        source, partial = "dxt", not ctx.trace_complete("DXT_POSIX", "read")
+        metrics["posix_reads"] = len(s)
     metrics["busiest_rank_unrequested_read_time_s"] = stake
     severity, strong = v["severity"], v["strong"]
     collective = coll >= indep

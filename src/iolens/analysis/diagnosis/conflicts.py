@@ -7,10 +7,13 @@ since through a noncontiguous file view an MPI-IO request's [offset, offset + le
 """
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .. import conflicts as sweep
-from ..conflicts import conflict_ranges
+from ..conflicts import KINDS, conflict_ranges, kind_series
+from ..segments import WRITE
+from ...model.log import reader_arrays
 from .context import MAX_RANKS
 from .insight import Evidence, Insight, Recommendation
 from .units import fmt_bytes
@@ -24,6 +27,31 @@ BENIGN = ("Usual benign causes: ROMIO data sieving and collective buffering rewr
 
 
 def check(ctx) -> list:
+    if reader_arrays(ctx.log) is None:  # a job's merged logs, a Recorder trace: their segments table
+        return _check_table(ctx)
+    posix = ctx.trace_posix
+    if posix.empty:
+        return []
+    pairs, complete = sweep.sweep_arrays(posix.file_id, posix.rank, posix.op == WRITE, posix.offset, posix.length,
+                                         posix.start, posix.end, lambda: _posix_hosts(ctx),
+                                         max_candidates=sweep.MAX_CANDIDATES)
+    if pairs is None:
+        return []
+    partial = ctx.trace_truncated("DXT_POSIX") or not complete
+    ranges = TraceRanges(pairs)
+    out = []
+    for concurrent in (True, False):
+        part = np.flatnonzero(ranges.concurrent == concurrent)
+        if not len(part):
+            continue
+        for file_ids, chosen in ranges.file_groups(part):
+            f = ranges.facts(ctx, chosen, file_ids)
+            call = _trace_mpiio_call(posix, ctx.trace_mpiio, f["shown"][0])
+            out.append(_insight(ctx, f, call, file_ids, concurrent, partial))
+    return out
+
+
+def _check_table(ctx) -> list:
     seg = ctx.log.segments if ctx.log.has_dxt else None
     if seg is None or seg.is_empty():
         return []
@@ -42,7 +70,9 @@ def check(ctx) -> list:
         if part.is_empty():
             continue
         for file_ids, chosen in file_groups(part):
-            out.append(_insight(ctx, chosen, file_ids, concurrent, posix, mpiio, partial))
+            f = facts(ctx, chosen, file_ids)
+            out.append(_insight(ctx, f, _mpiio_call(posix, mpiio, f["shown"].row(0, named=True)), file_ids,
+                                concurrent, partial))
     return out
 
 
@@ -57,13 +87,12 @@ def file_groups(ranges: pl.DataFrame) -> list:
             for ids in groups]
 
 
-def _insight(ctx, ranges: pl.DataFrame, file_ids: list, concurrent: bool, posix, mpiio, partial) -> Insight:
-    """partial: the trace is truncated or the sweep stopped early: the counts are lower bounds."""
-    f = facts(ctx, ranges, file_ids)
+def _insight(ctx, f: dict, call: str, file_ids: list, concurrent: bool, partial) -> Insight:
+    """f: the `facts` of the ranges; call: `_mpiio_call`'s sentence of the first one shown. partial: the trace
+    is truncated or the sweep stopped early: the counts are lower bounds."""
     counts, kinds, ranks, t0, t1, where, window = (f[k] for k in ("counts", "kinds", "ranks", "t0", "t1",
                                                                   "where", "window"))
     spans, more = f["spans"](), f["more"]
-    call = _mpiio_call(posix, mpiio, f["shown"].row(0, named=True))
     if concurrent:
         verb = "write the same bytes" if "write-after-write" in counts else "read and write the same bytes"
         title = f"Ranks {verb} of {where} at the same time"
@@ -102,25 +131,29 @@ def synchronise(title: str) -> Recommendation:
 
 def facts(ctx, ranges: pl.DataFrame, file_ids: list) -> dict:
     """What every CONFLICT insight says of its ranges: pair counts per kind, ranks, time window, the files,
-    the largest ranges (`spans(note)`: each with `note(row)` appended), and the common metrics."""
+    the largest ranges (`shown`; `spans(note)`: each with `note(row)` appended), and the common metrics."""
     counts = {k: int(v) for k, v in ranges.group_by("kind").agg(pl.col("pairs").sum()).iter_rows()}
-    t0, t1 = float(ranges["start"].min()), float(ranges["end"].max())
     shown = ranges.sort(["pairs", "kind"], descending=[True, False]).head(MAX_RANGES_SHOWN)
+    return _facts(ctx, file_ids, counts, sorted({r for rs in ranges["ranks"].to_list() for r in rs}),
+                  float(ranges["start"].min()), float(ranges["end"].max()), shown, shown.rows(named=True),
+                  ranges.height, int(ranges["pairs"].sum()), int((ranges["end_offset"] - ranges["offset"]).sum()))
 
+
+def _facts(ctx, file_ids, counts: dict, ranks: list, t0: float, t1: float, shown, rows: list, nranges: int,
+           npairs: int, nbytes: int) -> dict:
     def spans(note=lambda row: "") -> str:
         return "; ".join(f"bytes {r['offset']:,}–{r['end_offset']:,} ({r['kind']}, ranks {_ranks(r['ranks'])}"
-                         f"{note(r)})" for r in shown.iter_rows(named=True))
+                         f"{note(r)})" for r in rows)
 
     return {
         "counts": counts,
         "kinds": ", ".join(f"{n:,} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])),
-        "ranks": sorted({r for rs in ranges["ranks"].to_list() for r in rs}),
+        "ranks": ranks,
         "t0": t0, "t1": t1, "window": f"{t0:.6g}–{t1:.6g} s",
         "where": _file_phrase(ctx, file_ids),
         "shown": shown, "spans": spans,
-        "more": f" and {ranges.height - shown.height} more ranges" if ranges.height > shown.height else "",
-        "metrics": {"pairs": int(ranges["pairs"].sum()), "ranges": ranges.height,
-                    "bytes": int((ranges["end_offset"] - ranges["offset"]).sum()),
+        "more": f" and {nranges - len(rows)} more ranges" if nranges > len(rows) else "",
+        "metrics": {"pairs": npairs, "ranges": nranges, "bytes": nbytes,
                     **{k.replace("-", "_"): n for k, n in counts.items()}},
     }
 
@@ -147,7 +180,126 @@ def _mpiio_call(posix: pl.DataFrame, mpiio: pl.DataFrame, example: dict) -> str:
                            & (pl.col("start") <= op["start"]) & (pl.col("end") >= op["end"]))
         if hit.is_empty():
             return ""
-        call = hit.row(0, named=True)
-        calls.append(f"rank {call['rank']}'s MPI-IO {call['op']} of {fmt_bytes(call['length'])} at offset "
-                     f"{call['offset']:,}")
-    return f" At bytes {example['offset']:,}–{example['end_offset']:,} they come from " + " and ".join(calls) + "."
+        calls.append(hit.row(0, named=True))
+    return _call_sentence(calls, example)
+
+
+def _call_sentence(calls: list, example: dict) -> str:
+    return f" At bytes {example['offset']:,}–{example['end_offset']:,} they come from " + " and ".join(
+        f"rank {c['rank']}'s MPI-IO {c['op']} of {fmt_bytes(c['length'])} at offset {c['offset']:,}"
+        for c in calls) + "."
+
+
+# --- the per-log diagnosis of a Darshan log: the trace's numpy columns, no table ----------------------
+def _posix_hosts(ctx):
+    """The sweep's hosts of the ranks (`sweep.rank_hosts`) from the reader's DXT_POSIX records that hold
+    operations, in the trace's order."""
+    recs = reader_arrays(ctx.log).dxt.get("DXT_POSIX")
+    rows = np.flatnonzero(recs.write_counts + recs.read_counts > 0)
+    return sweep.rank_hosts(np.asarray(recs.ranks)[rows], [recs.hostnames[i] for i in rows.tolist()])
+
+
+class TraceRanges:
+    """`conflict_ranges` of the sweep's pairs (`sweep.sweep_arrays`) as numpy columns, one entry per range in
+    the table's order, with the pairs sorted as it meets them (each range's pairs are pairs[lo:hi])."""
+
+    def __init__(self, pairs: dict):
+        order = _ranges_order(pairs)
+        p = {c: v[order] for c, v in pairs.items()}
+        n = len(p["offset"])
+        new_group = np.zeros(n, dtype=bool)
+        new_group[0] = True
+        for c in ("file_id", "kind", "concurrent"):
+            new_group[1:] |= p[c][1:] != p[c][:-1]
+        # a new range per group, or past the reach of the group's ranges so far (ends are at least 0)
+        new = new_group.copy()
+        bounds = np.r_[np.flatnonzero(new_group), n]
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            new[a + 1:b] |= p["offset"][a + 1:b] > np.maximum.accumulate(p["end_offset"][a:b - 1])
+        lo = np.flatnonzero(new)
+        self.pairs_sorted, self.lo, self.hi = p, lo, np.r_[lo[1:], n]
+        for c in ("file_id", "kind", "concurrent", "first", "second"):
+            setattr(self, c, p[c][lo])
+        self.offset = p["offset"][lo]  # sorted by offset within a range: its first is the lowest
+        self.end_offset = np.maximum.reduceat(p["end_offset"], lo)
+        self.start = np.minimum.reduceat(p["start"], lo)
+        self.end = np.maximum.reduceat(p["end"], lo)
+        self.pairs = self.hi - lo
+
+    def ranks(self, chosen) -> list:
+        """The ranks of the pairs of the ranges `chosen`, sorted."""
+        mine = np.zeros(len(self.lo), dtype=bool)
+        mine[chosen] = True
+        rows = mine[np.repeat(np.arange(len(self.lo)), self.pairs)]
+        p = self.pairs_sorted
+        return np.unique(np.concatenate([p["first_rank"][rows], p["second_rank"][rows]])).tolist()
+
+    def file_groups(self, part: np.ndarray) -> list:
+        """`file_groups` of the ranges `part` (indices, in order): (file ids, the indices of their ranges)."""
+        files, inv = np.unique(self.file_id[part], return_inverse=True)
+        per = np.bincount(inv, weights=self.pairs[part], minlength=len(files))
+        files = files[np.lexsort((files, per))[::-1]].tolist()  # most pairs first, then the larger id
+        groups = [[f] for f in files[:MAX_FILE_INSIGHTS]] + ([files[MAX_FILE_INSIGHTS:]]
+                                                              if len(files) > MAX_FILE_INSIGHTS else [])
+        return [(ids, part[np.isin(self.file_id[part], np.asarray(ids, dtype=np.uint64))]) for ids in groups]
+
+    def facts(self, ctx, chosen: np.ndarray, file_ids: list) -> dict:
+        """`facts` of the ranges `chosen` (indices, in order); `shown` their rows as dicts."""
+        pairs, kind = self.pairs[chosen], self.kind[chosen]
+        counts = {KINDS[k]: int(pairs[kind == k].sum()) for k in range(len(KINDS)) if (kind == k).any()}
+        shown = chosen[_shown_order(pairs, kind)[:MAX_RANGES_SHOWN]]
+        rows = [{"offset": int(self.offset[k]), "end_offset": int(self.end_offset[k]), "kind": KINDS[self.kind[k]],
+                 "ranks": self.ranks([k]), "first": int(self.first[k]), "second": int(self.second[k])}
+                for k in shown.tolist()]
+        return _facts(ctx, file_ids, counts, self.ranks(chosen), float(self.start[chosen].min()),
+                      float(self.end[chosen].max()), rows, rows, len(chosen), int(pairs.sum()),
+                      int((self.end_offset[chosen] - self.offset[chosen]).sum()))
+
+
+# polars sorts on several columns are not stable: where their keys tie, the order of the table's rows is its
+# own (repeatable for the same rows in the same order), so tied keys are sorted by polars on the same columns
+def _ranges_order(pairs: dict) -> np.ndarray:
+    """The order `conflict_ranges` meets the pairs: by file, kind, timing and offset, after the table's sort by
+    file, offset and first pair (`find_conflicts_bounded`)."""
+    order = np.lexsort((pairs["offset"], pairs["concurrent"], pairs["kind"], pairs["file_id"]))
+    if not _ties(order, pairs["file_id"], pairs["kind"], pairs["concurrent"], pairs["offset"]):
+        return order
+    frame = pl.DataFrame({"file_id": pl.Series(pairs["file_id"], dtype=pl.UInt64), "kind": kind_series(pairs["kind"]),
+                          "concurrent": pairs["concurrent"], "offset": pl.Series(pairs["offset"], dtype=pl.Int64),
+                          "first": pl.Series(pairs["first"], dtype=pl.Int64), "i": np.arange(len(order))})
+    return frame.sort("file_id", "offset", "first").sort("file_id", "kind", "concurrent", "offset")["i"].to_numpy()
+
+
+def _shown_order(pairs: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    """`facts`' order of the ranges shown: most pairs first, then by kind."""
+    order = np.lexsort((kind, -pairs.astype(np.int64)))
+    if not _ties(order, pairs, kind):
+        return order
+    frame = pl.DataFrame({"pairs": pl.Series(pairs, dtype=pl.UInt32), "kind": kind_series(kind),
+                          "i": np.arange(len(order))})
+    return frame.sort(["pairs", "kind"], descending=[True, False])["i"].to_numpy()
+
+
+def _ties(order: np.ndarray, *keys) -> bool:
+    """Do two entries have the same keys (`order` sorts them by the keys)?"""
+    same = np.ones(len(order) - 1, dtype=bool)
+    for k in keys:
+        ks = k[order]
+        same &= ks[1:] == ks[:-1]
+    return bool(same.any())
+
+
+def _trace_mpiio_call(posix, mpiio, example: dict) -> str:
+    """`_mpiio_call` on the trace's numpy columns (`Segments`): the first MPI-IO call in trace order."""
+    if mpiio.empty:
+        return ""
+    calls = []
+    for row in (example["first"], example["second"]):
+        hit = np.flatnonzero((mpiio.file_id == posix.file_id[row]) & (mpiio.rank == posix.rank[row])
+                             & (mpiio.start <= posix.start[row]) & (mpiio.end >= posix.end[row]))
+        if not len(hit):
+            return ""
+        k = hit[0]
+        calls.append({"rank": int(mpiio.rank[k]), "op": "write" if mpiio.op[k] == WRITE else "read",
+                      "length": int(mpiio.length[k]), "offset": int(mpiio.offset[k])})
+    return _call_sentence(calls, example)

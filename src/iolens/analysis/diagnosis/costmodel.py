@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from ..segments import Segments, groups
 from .units import fmt_bytes, fmt_count, fmt_time
 
 LAYERS = {"posix": ("DXT_POSIX", "POSIX"), "mpiio": ("DXT_MPIIO", "MPI-IO")}
@@ -115,13 +116,39 @@ def segment_bins(seg: pl.DataFrame) -> pl.DataFrame:
                  pl.len().alias("n")).sort("op", "b"))
 
 
-def fit_segments(bins: pl.DataFrame, layer: str, op: str | None, small_bytes: int) -> Fit | None:
-    """The fit of traced operations `op` ('read', 'write' or None for both) from their `segment_bins`."""
+def trace_bins(seg: Segments) -> dict:
+    """`segment_bins` of the trace's numpy columns, as numpy columns (op as "write"/"read"), with its bits: the
+    bin is polars' log(2), ln(x) / ln(2), floored; the medians polars' (`median`)."""
+    keep = seg.length > 0
+    length, op, duration = seg.length[keep], seg.op[keep], seg.duration[keep]
+    b = np.floor(np.log(length.astype(np.float64)) / np.log(2.0)).astype(np.int64)
+    first, inv = groups(op, b)  # sorted by op code (write first, as the Enum sorts), then bin
+    order = np.argsort(inv, kind="stable")
+    bounds = np.searchsorted(inv[order], np.arange(len(first) + 1))
+    runs = [order[a:z] for a, z in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+    return {"op": np.array(["write", "read"])[op[first]], "b": b[first],
+            "s": np.array([median(length[r]) for r in runs]), "d": np.array([median(duration[r]) for r in runs]),
+            "n": np.diff(bounds)}
+
+
+def median(values: np.ndarray) -> float:
+    """polars' median: the middle value, or of the two middle ones the lower plus half their difference (which
+    numpy's mean of the two is not always, to the last bit)."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    k = len(v) // 2
+    return float(v[k]) if len(v) % 2 else float(v[k - 1] + (v[k] - v[k - 1]) * 0.5)
+
+
+def fit_segments(bins, layer: str, op: str | None, small_bytes: int) -> Fit | None:
+    """The fit of traced operations `op` ('read', 'write' or None for both) from their `segment_bins` (or
+    `trace_bins`)."""
+    if isinstance(bins, pl.DataFrame):
+        bins = {c: bins[c].cast(pl.String).to_numpy() if c == "op" else bins[c].to_numpy() for c in bins.columns}
     if op is not None:
-        bins = bins.filter(pl.col("op") == op)
-    if bins.is_empty():
+        bins = {c: v[bins["op"] == op] for c, v in bins.items()}
+    if not len(bins["n"]):
         return None
-    lat, bw = fit_points(bins["s"].to_numpy(), bins["d"].to_numpy(), bins["n"].to_numpy(), small_bytes)
+    lat, bw = fit_points(bins["s"], bins["d"], bins["n"], small_bytes)
     if lat is None and bw is None:
         return None
     return Fit(lat, bw, int(bins["n"].sum()), "dxt", layer, op or "both")
@@ -139,14 +166,19 @@ COUNTERS = {  # layer -> op -> (request count columns, bytes column, time column
 
 def counter_points(df: pl.DataFrame, layer: str, op: str | None) -> tuple:
     """(mean request size, mean time per request, requests) of each file record: the counters' points."""
+    return _counter_points(lambda c: c in df.columns, lambda c: df[c].clip(lower_bound=0).to_numpy(), layer, op)
+
+
+def _counter_points(has, column, layer: str, op: str | None) -> tuple:
+    """`counter_points` of the counters `column(name)` (clipped at 0) where `has(name)`."""
     sizes, times, counts = [], [], []
     for o in ((op,) if op else ("read", "write")):
         ops_cols, bytes_col, time_col = COUNTERS[layer][o]
-        if not all(c in df.columns for c in ops_cols + (bytes_col, time_col)):
+        if not all(has(c) for c in ops_cols + (bytes_col, time_col)):
             continue
-        n = sum((df[c].clip(lower_bound=0).to_numpy().astype(float) for c in ops_cols), np.zeros(df.height))
-        b = df[bytes_col].clip(lower_bound=0).to_numpy().astype(float)
-        t = df[time_col].clip(lower_bound=0).to_numpy().astype(float)
+        n = sum(column(c).astype(float) for c in ops_cols)
+        b = column(bytes_col).astype(float)
+        t = column(time_col).astype(float)
         m = (n > 0) & (b > 0) & (t > 0)
         sizes.append(b[m] / n[m])
         times.append(t[m] / n[m])
@@ -159,7 +191,11 @@ def counter_points(df: pl.DataFrame, layer: str, op: str | None) -> tuple:
 def fit_counters(df, layer: str, op: str | None, small_bytes: int) -> Fit | None:
     if df is None or df.is_empty():
         return None
-    sizes, times, counts = counter_points(df, layer, op)
+    return _fit_points(counter_points(df, layer, op), layer, op, small_bytes)
+
+
+def _fit_points(points: tuple, layer: str, op: str | None, small_bytes: int) -> Fit | None:
+    sizes, times, counts = points
     lat, bw = fit_points(sizes, times, counts, small_bytes)
     if lat is None and bw is None:
         return None
@@ -175,12 +211,15 @@ def fit_of(ctx, layer: str = "posix", op: str | None = None) -> Fit | None:
 def _fit_of(ctx, layer, op):
     dxt_module, module = LAYERS[layer]
     small = int(ctx.th.small_request_bytes)
-    seg = ctx.seg_posix if layer == "posix" else ctx.seg_mpiio
-    if not seg.is_empty() and ctx.trace_complete(dxt_module, op):
-        fit = fit_segments(ctx.memo(("fs_bins", layer), lambda: segment_bins(seg)), layer, op, small)
+    seg = ctx.trace_posix if layer == "posix" else ctx.trace_mpiio
+    if not seg.empty and ctx.trace_complete(dxt_module, op):
+        fit = fit_segments(ctx.memo(("fs_bins", layer), lambda: trace_bins(seg)), layer, op, small)
         if fit is not None:
             return fit
-    return fit_counters(ctx.counters(module), layer, op, small)
+    if not ctx.has(module):
+        return None
+    records = ctx.records[module]  # the counters' numpy columns: no table built
+    return _fit_points(_counter_points(records.has, lambda c: ctx.column(module, c), layer, op), layer, op, small)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 """HDF5_METADATA: HDF5 spends its time (or its requests) on metadata rather than on data."""
 from __future__ import annotations
 
-import polars as pl
+import numpy as np
 
 from . import recommendations as rec
 from .context import MAX_RANKS
+from .redundancy import heaviest_ranks
+from .rules.lustre_striping import lustre_records
 from .insight import Evidence, Insight
 from .rules import hdf5_metadata, one_row
 from .rules.common import common_features, edge_index, edge_suffix
@@ -27,7 +29,7 @@ def check(ctx) -> list:
     # the rule decides (rules/hdf5_metadata.py, shared with the fleet)
     th = ctx.th
     fids = hdf5_metadata.hdf5_files(ctx)
-    if ctx.counters("H5F") is None and ctx.counters("H5D") is None and not fids:  # no HDF5: nothing to judge
+    if not ctx.has("H5F") and not ctx.has("H5D") and not fids:  # no HDF5: nothing to judge
         return []
     limit = int(th.hdf5_meta_request_bytes)
     row = {**hdf5_metadata.times(ctx), **hdf5_metadata.small_writes(ctx, fids, [k for k in (edge_index(limit),) if k])}
@@ -54,11 +56,10 @@ def check(ctx) -> list:
     ranks, window, source = [], None, "counters"
     small, total = judged["small_writes"], judged["writes"]
     if row[P + "from_trace"] and small:
-        sm = ctx.seg_posix.filter((pl.col("op") == "write") & (pl.col("length") <= limit)
-                                  & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-        ranks = (sm.group_by("rank").agg(pl.len().alias("n")).sort(["n", "rank"], descending=[True, False])["rank"]
-                 .head(MAX_RANKS).to_list())
-        window = ctx.seg_window(sm)
+        seg = ctx.trace_posix
+        sm = seg.take(seg.is_op("write") & (seg.length <= limit) & np.isin(seg.file_id, np.asarray(fids, np.uint64)))
+        ranks = heaviest_ranks(sm.rank, np.ones(len(sm), dtype=np.int64))[:MAX_RANKS]  # the most writes first
+        window = ctx.trace_window(sm)
         source = "dxt"
     if total:
         metrics.update({"small_metadata_writes": small, "posix_writes_to_hdf5": total})
@@ -71,15 +72,14 @@ def check(ctx) -> list:
     if flushes:
         summary += f" The application flushed {fmt_count(flushes)} times."
     recs = [rec.hdf5_collective_metadata(), *rec.hdf5_metadata_cache()]
-    lus = ctx.log.lustre
-    if not lus.is_empty():
-        s = lus.filter(pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-        if s.height:
-            recs.append(rec.hdf5_alignment(int(s["stripe_size"].max())))
-    h5f = ctx.counters("H5F")
+    lus_file, _, stripe_size, _, _ = lustre_records(ctx.log)  # every layout component, no table built
+    on = np.isin(lus_file, np.asarray(fids, dtype=np.uint64))
+    if on.any():
+        recs.append(rec.hdf5_alignment(int(stripe_size[on].max())))
+    h5f = ctx.has("H5F")
     if window is None:
-        window = ctx.counter_window("H5F", None, ops=("OPEN", "CLOSE")) if h5f is not None else None
-    h5files = fids or ([] if h5f is None else h5f["file_id"].unique().to_list())
+        window = ctx.counter_window("H5F", None, ops=("OPEN", "CLOSE")) if h5f else None
+    h5files = fids or (ctx.file_groups("H5F")[0].tolist() if h5f else [])
     return [Insight("HDF5_METADATA", judged["severity"], title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(h5files), time_window=window, metrics=metrics),
                     recs, source=source, partial=False, score=judged["score"])]

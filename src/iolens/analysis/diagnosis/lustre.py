@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from . import recommendations as rec
 from .insight import Evidence, Insight
@@ -43,7 +42,7 @@ def check_striping(ctx) -> list:
                                  f"at most 64 and at most the {writers} ranks)"
                                  + (f"; {stripe >> 20} MiB stripes match its {fmt_bytes(request)} requests."
                                     if request and stripe > (1 << 20) else "; 1 MiB stripes (the default)."))]
-    if ctx.counters("MPI-IO") is not None:
+    if ctx.has("MPI-IO"):
         recs.append(rec.mpi_hints_c({"striping_factor": str(count), "striping_unit": str(stripe)},
                                     "Or set the striping when MPI-IO creates the file",
                                     "ROMIO applies these hints only when it creates the file (delete the old "
@@ -55,16 +54,15 @@ def check_striping(ctx) -> list:
 
 
 def _dominant_request(ctx, fid):
-    seg = ctx.seg_posix
-    if not seg.is_empty():
-        s = seg.filter(pl.col("file_id") == fid)
-        if s.height:
-            return int(s["length"].median())
-    p = ctx.counters("POSIX")
-    if p is not None and "POSIX_ACCESS1_ACCESS" in p.columns:
-        r = p.filter(pl.col("file_id") == fid)
-        if r.height:
-            v = int(r["POSIX_ACCESS1_ACCESS"].max())
+    """The median traced POSIX request on file `fid`, else its most common request size from the counters."""
+    seg = ctx.trace_posix
+    mine = seg.file_id == fid
+    if mine.any():
+        return int(np.median(seg.length[mine]))
+    if ctx.has("POSIX") and ctx.records["POSIX"].has("POSIX_ACCESS1_ACCESS"):
+        on = ctx.column("POSIX", "file_id") == fid
+        if on.any():
+            v = int(ctx.column("POSIX", "POSIX_ACCESS1_ACCESS")[on].max())  # clipped at 0: -1 is none too
             return v if v > 0 else None
     return None
 

@@ -11,16 +11,20 @@ and NO_COLLECTIVE_IO describe, and the collective-buffering knobs do not move it
 """
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
+from ...model.log import OP_NAMES
+from ..segments import Segments, float_sum, group_sums, groups
 from . import recommendations as rec
-from .context import MAX_RANKS, clip
+from .context import MAX_RANKS
 from .insight import Evidence, Insight
 from .rules import mpiio_overhead as rule, one_row
 from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
 DATA_OPS = ("read", "write")
 MiB = 1 << 20
+POLARS_JOIN_ROWS = 10_000  # from this many traced operations polars' as-of join beats numpy's sorts and searches
 
 
 def overhead_by_rank(mpiio: pl.DataFrame, posix: pl.DataFrame) -> pl.DataFrame:
@@ -52,10 +56,63 @@ def overhead_by_rank(mpiio: pl.DataFrame, posix: pl.DataFrame) -> pl.DataFrame:
             .sort(["overhead_s", "rank"], descending=[True, False]))
 
 
+def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
+    """`overhead_by_rank` on the trace's numpy columns (every DXT operation is a read or a write): its columns
+    as numpy arrays, in its order, or None without MPI-IO operations. The per-rank time sums have the bits of
+    its group-bys (`group_sums`, over the rows in the query's order: by start, ties in trace order)."""
+    if mpiio.empty:
+        return None
+    if len(mpiio) + len(posix) >= POLARS_JOIN_ROWS:  # the query itself, on tables of the columns
+        t = overhead_by_rank(_frame(mpiio), _frame(posix))
+        return {c: t[c].to_numpy() for c in t.columns}
+    by_start = np.argsort(mpiio.start, kind="stable")
+    m_rank, m_fid, m_start, m_end = (c[by_start] for c in (mpiio.rank, mpiio.file_id, mpiio.start, mpiio.end))
+    first, inv = groups(m_rank)
+    ranks = m_rank[first]
+    mpiio_s = group_sums(inv, m_end - m_start, len(ranks), keys=m_rank)
+    posix_s = np.zeros(len(ranks))
+    if not posix.empty:
+        # the MPI-IO operation each POSIX operation started in: the last one of the same rank and file that
+        # started before it (the last of those starting at the same time, as the as-of join takes it)
+        p = np.argsort(posix.start, kind="stable")
+        p_rank, p_fid, p_start, p_end = (c[p] for c in (posix.rank, posix.file_id, posix.start, posix.end))
+        files = np.unique(m_fid)
+        code = np.minimum(np.searchsorted(files, p_fid), len(files) - 1)
+        m_key = m_rank * len(files) + np.searchsorted(files, m_fid)  # one number per (rank, file)
+        p_key = np.where(files[code] == p_fid, p_rank * len(files) + code, -1)
+        # (rank and file, start) as complex numbers, which numpy sorts by real part, then imaginary part: one
+        # search finds each POSIX operation's place among the MPI-IO ones of its rank and file
+        within = np.argsort(m_key, kind="stable")  # by rank and file, then start, then trace order
+        at = np.searchsorted((m_key + 1j * m_start)[within], p_key + 1j * p_start, "right") - 1
+        hit = np.flatnonzero((at >= 0) & (m_key[within[np.maximum(at, 0)]] == p_key))
+        if len(hit):
+            call = within[at[hit]]
+            t = np.maximum(np.minimum(p_end[hit], m_end[call]) - p_start[hit], 0)  # only the part inside
+            first_p, inv_p = groups(p_rank[hit])
+            posix_s[np.searchsorted(ranks, p_rank[hit][first_p])] = group_sums(inv_p, t, len(first_p),
+                                                                                keys=p_rank[hit])
+    return _per_rank_table(ranks, mpiio_s, np.maximum(mpiio_s - posix_s, 0), posix_s)
+
+
+def _frame(seg: Segments) -> pl.DataFrame:
+    """The columns `overhead_by_rank` reads, as a table."""
+    return pl.DataFrame({"rank": seg.rank, "file_id": pl.Series(seg.file_id, dtype=pl.UInt64),
+                         "op": OP_NAMES.gather(pl.Series(seg.op, dtype=pl.UInt32)), "start": seg.start,
+                         "end": seg.end})
+
+
+def _per_rank_table(rank, mpiio_s, overhead_s, posix_s) -> dict:
+    """The per-rank table's columns, the most time above the file system first (ties: the lower rank)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(mpiio_s > 0, overhead_s / mpiio_s, 0.0)
+    order = np.lexsort((rank, -overhead_s))
+    return {"rank": rank[order], "mpiio_s": mpiio_s[order], "posix_s": posix_s[order],
+            "overhead_s": overhead_s[order], "overhead_share": share[order]}
+
+
 def collective_files(ctx) -> list:
     """Files with MPI-IO and POSIX records whose MPI-IO reads and writes are mostly collective."""
-    mpi = ctx.counters("MPI-IO")
-    if mpi is None or not ctx.has("POSIX"):
+    if not ctx.has("MPI-IO") or not ctx.has("POSIX"):
         return []
     ids, _ = ctx.file_groups("MPI-IO")  # numpy per-file integer sums: a group-by costs more on a few records
     coll = ctx.per_file_total("MPI-IO", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES")
@@ -64,32 +121,43 @@ def collective_files(ctx) -> list:
     return sorted(set(ids[(coll > 0) & (coll >= indep)].tolist()) & ctx.ids_in("POSIX"))
 
 
-def _counter_table(ctx, files: list) -> pl.DataFrame | None:
+def _counter_table(ctx, files: list) -> dict:
     """The same table from the counters: per rank where records are per rank, one row (rank -1) for the
-    shared records, over `files`."""
-    mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
-    both = pl.Series(files, dtype=pl.UInt64).implode()
-    m = (mpi.filter(pl.col("file_id").is_in(both)).group_by("rank")
-         .agg((clip("MPIIO_F_READ_TIME") + clip("MPIIO_F_WRITE_TIME")).sum().alias("mpiio_s")))
-    p = (posix.filter(pl.col("file_id").is_in(both)).group_by("rank")
-         .agg((clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")).sum().alias("posix_s")))
-    t = m.join(p, on="rank", how="left").with_columns(pl.col("posix_s").fill_null(0.0))
-    t = t.with_columns(pl.min_horizontal("posix_s", "mpiio_s").alias("posix_s"))
-    return (t.with_columns((pl.col("mpiio_s") - pl.col("posix_s")).alias("overhead_s"))
-            .with_columns(pl.when(pl.col("mpiio_s") > 0).then(pl.col("overhead_s") / pl.col("mpiio_s"))
-                          .otherwise(0.0).alias("overhead_share"))
-            .filter(pl.col("mpiio_s") > 0).sort(["overhead_s", "rank"], descending=[True, False]))
+    shared records, over `files` (per-rank time sums with a polars group-by's bits, `group_sums`)."""
+    m_rank, m_t = _rank_times(ctx, "MPI-IO", "MPIIO", files)
+    first, inv = groups(m_rank)
+    rank = m_rank[first]
+    mpiio_s = group_sums(inv, m_t, len(rank), keys=m_rank)
+    posix_s = np.zeros(len(rank))
+    p_rank, p_t = _rank_times(ctx, "POSIX", "POSIX", files)
+    if len(p_rank):
+        first_p, inv_p = groups(p_rank)
+        sums = group_sums(inv_p, p_t, len(first_p), keys=p_rank)
+        at = np.minimum(np.searchsorted(p_rank[first_p], rank), len(first_p) - 1)
+        found = p_rank[first_p][at] == rank  # a left join on rank
+        posix_s[found] = sums[at[found]]
+    posix_s = np.minimum(posix_s, mpiio_s)
+    keep = mpiio_s > 0
+    return _per_rank_table(rank[keep], mpiio_s[keep], (mpiio_s - posix_s)[keep], posix_s[keep])
+
+
+def _rank_times(ctx, module: str, prefix: str, files: list) -> tuple:
+    """(rank, read + write time) of the records of `module` on `files`, in record order."""
+    mine = np.isin(ctx.column(module, "file_id"), np.asarray(files, dtype=np.uint64))
+    t = ctx.column(module, f"{prefix}_F_READ_TIME") + ctx.column(module, f"{prefix}_F_WRITE_TIME")
+    return ctx.column(module, "rank")[mine], t[mine]
 
 
 def _table(ctx, files: list) -> tuple:
-    """(per-rank table over `files`, source, partial)."""
-    seg_m, seg_p = ctx.seg_mpiio, ctx.seg_posix
-    if not seg_m.is_empty() and not seg_p.is_empty():
-        ids = pl.Series(files, dtype=pl.UInt64).implode()
-        traced = seg_m.filter(pl.col("file_id").is_in(ids) & pl.col("file_id").is_in(seg_p["file_id"].unique().implode()))
-        if not traced.is_empty():
+    """(per-rank table over `files` as numpy columns, source, partial)."""
+    seg_m, seg_p = ctx.trace_mpiio, ctx.trace_posix
+    if not seg_m.empty and not seg_p.empty:
+        ids = np.asarray(files, dtype=np.uint64)
+        traced = np.isin(seg_m.file_id, ids) & np.isin(seg_m.file_id, seg_p.file_id)
+        if traced.any():
             partial = not (ctx.trace_complete("DXT_MPIIO") and ctx.trace_complete("DXT_POSIX"))
-            return overhead_by_rank(traced, seg_p.filter(pl.col("file_id").is_in(ids))), "dxt", partial
+            # the POSIX operations on other files match no MPI-IO call of these: no need to leave them out
+            return trace_overhead_by_rank(seg_m if traced.all() else seg_m.take(traced), seg_p), "dxt", partial
     return _counter_table(ctx, files), "counters", False
 
 
@@ -99,18 +167,19 @@ def measure(ctx):
 
 
 def _measure(ctx):
-    if ctx.counters("MPI-IO") is None or not ctx.total("MPI-IO", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES"):
+    if not ctx.has("MPI-IO") or not ctx.total("MPI-IO", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES"):
         return None  # no collective call at all (most logs): nothing to look at
     files = collective_files(ctx)
     if not files:
         return None
     table, source, partial = _table(ctx, files)
-    if table is None or table.is_empty():
+    if table is None or not len(table["rank"]):
         return None
-    total_mpiio = float(table["mpiio_s"].sum())
-    total_posix = float(table["posix_s"].sum())
+    total_mpiio = float_sum(table["mpiio_s"])  # the table's column sums: a Series' bits
+    total_posix = float_sum(table["posix_s"])
     share = (total_mpiio - total_posix) / total_mpiio if total_mpiio > 0 else 0.0
-    slowest = table.sort(["mpiio_s", "rank"], descending=[True, False]).row(0, named=True)
+    top = np.lexsort((table["rank"], -table["mpiio_s"]))[0]  # the most MPI-IO time (ties: the lower rank)
+    slowest = {k: v[top].item() for k, v in table.items()}
     per_rank = source == "dxt" or bool((table["rank"] >= 0).all())
     if per_rank:
         slow_mpiio, slow_over = slowest["mpiio_s"], slowest["overhead_s"]
@@ -135,7 +204,7 @@ def check(ctx) -> list:
     total_mpiio, total_posix, share, slowest = m["total_mpiio"], m["total_posix"], m["share"], m["slowest"]
     per_rank, slow_mpiio, slow_over = m["per_rank"], m["slow_mpiio"], m["slow_over"]
     writers = int((table["posix_s"] > 0).sum()) if per_rank else None
-    nranks = table.height if per_rank else ctx.nprocs
+    nranks = len(table["rank"]) if per_rank else ctx.nprocs
     facts = _facts(ctx, source)
     # the best a knob can do here: every rank's share of the POSIX work done directly, nothing above it
     floor = total_posix / max(nranks, 1)
@@ -150,11 +219,11 @@ def check(ctx) -> list:
         metrics["max_rank_overhead_share"] = float(table["overhead_share"].max())
         metrics["min_rank_overhead_share"] = float(table["overhead_share"].min())
         metrics["ranks_with_posix_io"] = writers
-    ranks = [int(r) for r in table["rank"].to_list() if r >= 0][:MAX_RANKS]
+    ranks = [r for r in table["rank"].tolist() if r >= 0][:MAX_RANKS]
     title = rule.title(v, th)
     summary = _summary(metrics, table if per_rank else None)
     recs = _recs(ctx, metrics, saving, slow_mpiio, floor)
-    window = ctx.seg_window(ctx.seg_mpiio) if source == "dxt" else ctx.counter_window("MPI-IO")
+    window = ctx.trace_window(ctx.trace_mpiio) if source == "dxt" else ctx.counter_window("MPI-IO")
     return [Insight("MPIIO_OVERHEAD", severity, title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(_files(ctx, files)), time_window=window,
                              metrics=metrics),
@@ -177,26 +246,27 @@ def _summary(m: dict, table) -> str:
     text += (f"; per rank the share ranges from {fmt_pct(m['min_rank_overhead_share'])} to "
              f"{fmt_pct(m['max_rank_overhead_share'])}.")
     if writers and writers < nranks:
-        text += f" Aggregators: {fmt_ranks(table.filter(pl.col('posix_s') > 0)['rank'].sort().to_list())}."
+        text += f" Aggregators: {fmt_ranks(sorted(table['rank'][table['posix_s'] > 0].tolist()))}."
     return text
 
 
 def _files(ctx, files: list) -> list:
     """`files`, the most MPI-IO time first."""
-    mpi = ctx.counters("MPI-IO").filter(pl.col("file_id").is_in(pl.Series(files, dtype=pl.UInt64).implode()))
-    t = (mpi.group_by("file_id").agg((clip("MPIIO_F_READ_TIME") + clip("MPIIO_F_WRITE_TIME")).sum().alias("t"))
-         .filter(pl.col("t") > 0).sort("t", descending=True))
-    return t["file_id"].to_list()
+    mine = np.isin(ctx.column("MPI-IO", "file_id"), np.asarray(files, dtype=np.uint64))
+    fid = ctx.column("MPI-IO", "file_id")[mine]
+    t = (ctx.column("MPI-IO", "MPIIO_F_READ_TIME") + ctx.column("MPI-IO", "MPIIO_F_WRITE_TIME"))[mine]
+    first, inv = groups(fid)
+    per_file = group_sums(inv, t, len(first), keys=fid)
+    used = np.flatnonzero(per_file > 0)
+    return fid[first][used[np.argsort(-per_file[used], kind="stable")]].tolist()
 
 
 def _facts(ctx, source) -> dict:
     """Collective and independent calls, the median MPI-IO request and the hosts: what the knobs depend on."""
     out = {"collective_ops": ctx.total("MPI-IO", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES"),
            "independent_ops": ctx.total("MPI-IO", "MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES")}
-    if source == "dxt":
-        m = ctx.seg_mpiio.filter(pl.col("op").is_in(DATA_OPS))
-        if not m.is_empty():
-            out["mpiio_median_request_bytes"] = float(m["length"].median())
+    if source == "dxt" and not ctx.trace_mpiio.empty:  # every traced operation is a read or a write
+        out["mpiio_median_request_bytes"] = float(np.median(ctx.trace_mpiio.length))
     if ctx.hosts:
         out["hosts"] = ctx.hosts
     return out

@@ -1,7 +1,7 @@
 """REDUNDANT_READS / REDUNDANT_WRITES: bytes moved far exceed the extent of the files (re-reads, rewrites)."""
 from __future__ import annotations
 
-import polars as pl
+import numpy as np
 
 from . import recommendations as rec
 from .context import MAX_RANKS
@@ -12,6 +12,14 @@ from .rules.common import common_features
 from .units import fmt_bytes, fmt_pct, fmt_time
 
 RULE_OF = {"write": redundant_io.writes_rule, "read": redundant_io.reads_rule}
+
+
+def heaviest_ranks(rank: np.ndarray, length: np.ndarray) -> list:
+    """The ranks of some traced operations, the most bytes first (ties: the lower rank)."""
+    ranks, inv = np.unique(rank, return_inverse=True)
+    nbytes = np.zeros(len(ranks), dtype=np.int64)
+    np.add.at(nbytes, inv, length)
+    return ranks[np.lexsort((ranks, -nbytes))].tolist()
 
 
 def check(ctx) -> list:
@@ -28,18 +36,17 @@ def check(ctx) -> list:
             continue
         source, partial, bad = found["source"], False, found["table"]
         excess, moved, extent = judged["excess"], judged["moved"], judged["extent"]
-        fids = bad["file_id"].to_list()
+        fids = bad["file_id"].tolist()
         ratio, stake = judged["ratio"], judged["stake"]
         metrics = {f"bytes_{'written' if op == 'write' else 'read'}": moved, "extent_bytes": extent,
                    "excess_bytes": excess, "ratio": ratio, "files": len(fids)}
         ranks, window = [], None
-        if not ctx.seg_posix.is_empty():
-            s = ctx.seg_posix.filter((pl.col("op") == op) & pl.col("file_id").is_in(pl.Series(fids, dtype=pl.UInt64).implode()))
-            if not s.is_empty():
-                window = ctx.seg_window(s)
-                ranks = (s.group_by("rank").agg(pl.col("length").sum()).sort(["length", "rank"], descending=[True, False])["rank"]
-                         .head(MAX_RANKS).to_list())
-                partial = source == "dxt" and not ctx.trace_complete("DXT_POSIX", op)
+        seg = ctx.trace_posix
+        s = seg.take(seg.is_op(op) & np.isin(seg.file_id, bad["file_id"]))
+        if not s.empty:
+            window = ctx.trace_window(s)
+            ranks = heaviest_ranks(s.rank, s.length)[:MAX_RANKS]
+            partial = source == "dxt" and not ctx.trace_complete("DXT_POSIX", op)
         if window is None:
             window = ctx.counter_window("POSIX", fids, ops=("WRITE",) if op == "write" else ("READ",))
         verb = "written" if op == "write" else "read"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ...segments import group_sums
 from ..units import fmt_bytes
 from .common import COMMON_THRESHOLDS, counter_stake, judge
 
@@ -22,7 +23,7 @@ P = "data_sieving_"
 def largest_extra(ctx):
     """The most bytes one MPI-IO file (written or read) reads at POSIX beyond what MPI-IO asked for, or None
     (no such file). Most logs have none worth a look: this spares them the per-file tables."""
-    if ctx.counters("MPI-IO") is None or ctx.counters("POSIX") is None:
+    if not ctx.has("MPI-IO") or not ctx.has("POSIX"):
         return None
     mpi_ids, _ = ctx.file_groups("MPI-IO")
     posix_ids, _ = ctx.file_groups("POSIX")
@@ -36,47 +37,54 @@ def largest_extra(ctx):
 
 
 def files(ctx):
-    """The per-file table of the files found at the log's thresholds (largest unrequested reads first), or None."""
-    from ..context import clip
-
+    """The files found at the log's thresholds, largest unrequested reads first, as numpy columns (file_id,
+    mpi_read, mpi_written, indep/coll_writes/reads, posix_read, posix_reads, posix_written, posix_time,
+    posix_read_time, extra, written, base, extra_time), or None: per-file integer sums, and the per-file time
+    sums with a polars group-by's bits (`group_sums`)."""
     th = ctx.th
-    mpi, posix = ctx.counters("MPI-IO"), ctx.counters("POSIX")
-    m = mpi.group_by("file_id").agg(clip("MPIIO_BYTES_READ").sum().alias("mpi_read"),
-                                    clip("MPIIO_BYTES_WRITTEN").sum().alias("mpi_written"),
-                                    clip("MPIIO_INDEP_WRITES").sum().alias("indep_writes"),
-                                    clip("MPIIO_COLL_WRITES").sum().alias("coll_writes"),
-                                    clip("MPIIO_INDEP_READS").sum().alias("indep_reads"),
-                                    clip("MPIIO_COLL_READS").sum().alias("coll_reads"))
-    p = posix.group_by("file_id").agg(clip("POSIX_BYTES_READ").sum().alias("posix_read"),
-                                      clip("POSIX_READS").sum().alias("posix_reads"),
-                                      clip("POSIX_BYTES_WRITTEN").sum().alias("posix_written"),
-                                      (clip("POSIX_F_READ_TIME") + clip("POSIX_F_WRITE_TIME")).sum().alias("posix_time"),
-                                      clip("POSIX_F_READ_TIME").sum().alias("posix_read_time"))
+    mpi_ids, _ = ctx.file_groups("MPI-IO")
+    posix_ids, inv = ctx.file_groups("POSIX")
+    both, in_mpi, in_posix = np.intersect1d(mpi_ids, posix_ids, assume_unique=True, return_indices=True)
+    mpi = {k: ctx.per_file_total("MPI-IO", c)[in_mpi] for k, c in (
+        ("mpi_read", "MPIIO_BYTES_READ"), ("mpi_written", "MPIIO_BYTES_WRITTEN"),
+        ("indep_writes", "MPIIO_INDEP_WRITES"), ("coll_writes", "MPIIO_COLL_WRITES"),
+        ("indep_reads", "MPIIO_INDEP_READS"), ("coll_reads", "MPIIO_COLL_READS"))}
+    posix = {k: ctx.per_file_total("POSIX", c)[in_posix] for k, c in (
+        ("posix_read", "POSIX_BYTES_READ"), ("posix_reads", "POSIX_READS"), ("posix_written", "POSIX_BYTES_WRITTEN"))}
+    read_t, write_t = ctx.column("POSIX", "POSIX_F_READ_TIME"), ctx.column("POSIX", "POSIX_F_WRITE_TIME")
+    keys = ctx.column("POSIX", "file_id")
+    posix["posix_time"] = group_sums(inv, read_t + write_t, len(posix_ids), keys=keys)[in_posix]
+    posix["posix_read_time"] = group_sums(inv, read_t, len(posix_ids), keys=keys)[in_posix]
+    j = {"file_id": both, **mpi, **posix}
     # written files: read-modify-write, measured against the bytes written; read-only files: sieved reads,
     # measured against the bytes the application asked for
-    j = (m.join(p, on="file_id").filter((pl.col("mpi_written") > 0) | (pl.col("mpi_read") > 0))
-         .with_columns((pl.col("posix_read") - pl.col("mpi_read")).clip(lower_bound=0).alias("extra"),
-                       (pl.col("mpi_written") > 0).alias("written"))
-         .with_columns(pl.when(pl.col("written")).then(pl.col("posix_written")).otherwise(pl.col("mpi_read"))
-                       .alias("base")))
+    j = _take(j, (j["mpi_written"] > 0) | (j["mpi_read"] > 0))
+    j["extra"] = np.maximum(j["posix_read"] - j["mpi_read"], 0)
+    j["written"] = j["mpi_written"] > 0
+    j["base"] = np.where(j["written"], j["posix_written"], j["mpi_read"])
     # time of the unrequested reads: the POSIX read time, in proportion when the application also reads
-    j = j.with_columns((pl.col("posix_read_time") * pl.col("extra") / pl.max_horizontal(pl.col("posix_read"), pl.lit(1)))
-                       .alias("extra_time"))
-    j = j.filter((pl.col("extra") >= th.sieving_min_bytes) &
-                 ((pl.col("extra") >= th.sieving_min_share * pl.col("base")) |
-                  (pl.col("extra_time") >= th.sieving_min_share * pl.col("posix_time"))))
-    return None if j.is_empty() else j.sort("extra", descending=True)
+    j["extra_time"] = j["posix_read_time"] * j["extra"] / np.maximum(j["posix_read"], 1)
+    found = (j["extra"] >= th.sieving_min_bytes) & ((j["extra"] >= th.sieving_min_share * j["base"])
+                                                    | (j["extra_time"] >= th.sieving_min_share * j["posix_time"]))
+    if not found.any():
+        return None
+    rows = np.flatnonzero(found)
+    return _take(j, rows[np.argsort(-j["extra"][rows], kind="stable")])
+
+
+def _take(columns: dict, rows) -> dict:
+    return {k: v[rows] for k, v in columns.items()}
 
 
 def stake(ctx, j) -> float:
     """The busiest rank's POSIX read time on the found files, in proportion to their unrequested bytes."""
-    from ..context import clip
-
-    frac = j.select("file_id", (pl.col("extra") / pl.max_horizontal(pl.col("posix_read"), pl.lit(1))).alias("frac"))
-    recs = ctx.counters("POSIX").join(frac, on="file_id")
-    values = recs.select((clip("POSIX_F_READ_TIME") * pl.col("frac")).fill_nan(0.0).fill_null(0.0)
-                         .cast(pl.Float64)).to_series().to_numpy()
-    return counter_stake(ctx, recs["rank"].to_numpy(), values)
+    fid = ctx.column("POSIX", "file_id")
+    recs = np.isin(fid, j["file_id"])  # the found files' records, in record order
+    by_id = np.argsort(j["file_id"])
+    frac = (j["extra"] / np.maximum(j["posix_read"], 1))[by_id]
+    values = ctx.column("POSIX", "POSIX_F_READ_TIME")[recs] * frac[np.searchsorted(j["file_id"][by_id], fid[recs])]
+    values[np.isnan(values)] = 0.0
+    return counter_stake(ctx, ctx.column("POSIX", "rank")[recs], values)
 
 
 def measure(ctx) -> tuple:
@@ -97,7 +105,7 @@ def _measure(ctx) -> tuple:
     if j is None:
         return row, None, None
     s = stake(ctx, j)
-    writes = bool(j.filter(pl.col("written"))["extra"].sum() >= j.filter(~pl.col("written"))["extra"].sum())
+    writes = bool(j["extra"][j["written"]].sum() >= j["extra"][~j["written"]].sum())
     row.update({P + "extra": int(j["extra"].sum()), P + "base": max(int(j["base"].sum()), 1), P + "stake": s,
                 P + "writes": writes, P + "written": int(j["posix_written"].sum()),
                 P + "asked": int(j["mpi_read"].sum())})

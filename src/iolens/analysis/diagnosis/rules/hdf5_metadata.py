@@ -15,7 +15,8 @@ import polars as pl
 
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
-from .common import (COMMON_THRESHOLDS, EDGE_NAMES, counter_stake, dxt_stake, edge_index, edge_suffix, matters)
+from .common import COMMON_THRESHOLDS, EDGE_NAMES, counter_stake, edge_index, edge_suffix, matters
+from .small_io import rank_stake
 
 THRESHOLDS = ("hdf5_meta_min_share", "hdf5_meta_request_bytes", "small_min_ops") + COMMON_THRESHOLDS
 P = "hdf5_metadata_"
@@ -39,10 +40,10 @@ def times(ctx) -> dict:
 
     meta_t = data_t = 0.0
     flushes = 0
-    if ctx.counters("H5F") is not None:
+    if ctx.has("H5F"):
         meta_t += float(float_sum(ctx.column("H5F", "H5F_F_META_TIME")) or 0)
         flushes += ctx.total("H5F", "H5F_FLUSHES")
-    if ctx.counters("H5D") is not None:
+    if ctx.has("H5D"):
         meta_t += float(float_sum(ctx.column("H5D", "H5D_F_META_TIME")) or 0)
         data_t += float(float_sum(ctx.column("H5D", "H5D_F_READ_TIME") + ctx.column("H5D", "H5D_F_WRITE_TIME")) or 0)
         flushes += ctx.total("H5D", "H5D_FLUSHES")
@@ -59,21 +60,21 @@ def small_writes(ctx, fids, edges) -> dict:
     row.update({f"{P}counter_stake_{edge_suffix(k)}": None for k in edges})
     if not fids:  # no HDF5 file: the trace is not even looked at
         return row
-    if not ctx.seg_posix.is_empty() and ctx.trace_complete("DXT_POSIX", "write"):
+    if not ctx.trace_posix.empty and ctx.trace_complete("DXT_POSIX", "write"):
         row.update(_traced_writes(ctx, fids))
-    elif ctx.counters("POSIX") is not None:
+    elif ctx.has("POSIX"):
         row.update(_counted_writes(ctx, fids, edges))
     return row
 
 
 def _traced_writes(ctx, fids) -> dict:
     limit = int(ctx.th.hdf5_meta_request_bytes)
-    seg = ctx.seg_posix
-    writes = (seg["op"] == "write").to_numpy() & np.isin(seg["file_id"].to_numpy(), np.asarray(fids, dtype=np.uint64))
-    small = np.flatnonzero(writes & (seg["length"].to_numpy() <= limit))
+    seg = ctx.trace_posix
+    writes = seg.is_op("write") & np.isin(seg.file_id, np.asarray(fids, dtype=np.uint64))
+    small = np.flatnonzero(writes & (seg.length <= limit))
     return {P + "writes": int(writes.sum()), P + "from_trace": True, P + "trace_limit": limit,
             P + "trace_small_writes": len(small),
-            P + "trace_stake": dxt_stake(seg.select("rank", "start", "end")[small]) if len(small) else 0.0}
+            P + "trace_stake": rank_stake(seg.rank[small], seg.duration[small]) if len(small) else 0.0}
 
 
 def _counted_writes(ctx, fids, edges) -> dict:

@@ -47,10 +47,10 @@ class Candidates:
 
 def layouts(ctx):
     """The log's `Layouts`; None without a usable Lustre layout (a log without Lustre costs nothing)."""
-    return ctx.memo("lustre_layouts", lambda: _layouts_of(*_lustre_records(ctx.log)))
+    return ctx.memo("lustre_layouts", lambda: _layouts_of(*lustre_records(ctx.log)))
 
 
-def _lustre_records(log) -> tuple:
+def lustre_records(log) -> tuple:
     """(file_id, component, stripe_size, stripe_count, OST lists) per layout component: the reader's arrays
     of a Darshan log (no table built), else the log's `lustre` table (Recorder, a job's `JobLog`)."""
     recs = getattr(getattr(log, "raw", None), "lustre", None)
@@ -87,7 +87,7 @@ def file_sizes(ctx):
 
 
 def _file_sizes_of(ctx):
-    if ctx.counters("POSIX") is None:
+    if not ctx.has("POSIX"):
         return None
     ids, _ = ctx.file_groups("POSIX")
     extent = np.maximum(np.maximum(ctx.per_file_max("POSIX", "POSIX_MAX_BYTE_WRITTEN"),
@@ -136,9 +136,9 @@ def _candidates_of(ctx):
     on = np.flatnonzero(ids[at] == lay.file_id)  # layouts of POSIX files (inner join)
     fid, at = lay.file_id[on], at[on]
     ranks = nranks[at]
-    if ctx.counters("MPI-IO") is not None:
+    if ctx.has("MPI-IO"):
         ranks = np.maximum(ranks, _ranks_of(fid, *ranks_per_file(ctx, "MPI-IO")))
-    if not ctx.seg.is_empty():
+    if not ctx.trace.empty:
         ranks = np.maximum(ranks, _ranks_of(fid, *_trace_ranks(ctx)))
     c = Candidates(fid, extent[at], nbytes[at], ranks, lay.stripe_size[on], lay.stripe_count[on])
     c = c.take(np.flatnonzero((c.nranks >= 2) & (c.stripe_count <= 1)))
@@ -147,8 +147,8 @@ def _candidates_of(ctx):
 
 def _trace_ranks(ctx) -> tuple:
     """(file ids sorted, how many ranks the trace shows on each)."""
-    ids, inv = np.unique(ctx.seg["file_id"].to_numpy(), return_inverse=True)
-    return ids, _distinct_per_group(inv, ctx.seg["rank"].to_numpy(), len(ids))
+    ids, inv = np.unique(ctx.trace.file_id, return_inverse=True)
+    return ids, _distinct_per_group(inv, ctx.trace.rank, len(ids))
 
 
 def features(ctx, edges=None) -> dict:

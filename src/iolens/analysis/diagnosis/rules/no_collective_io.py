@@ -40,7 +40,7 @@ def features(ctx, edges=None) -> dict:
     keys = [f"{P}{k}_{op}s" for op in PARTS for k in ("independent", "mpi", "all", "ranks", "files")]
     keys += [f"{P}stake_{op}" for op in PARTS]
     keys += [f"{P}below_{op}s_{k}" for op in PARTS for k in range(1, len(SIZE_BINS) + 1)]
-    if ctx.counters("MPI-IO") is None:
+    if not ctx.has("MPI-IO"):
         return dict.fromkeys(keys)
     shared = mpi_file_ranks(ctx) >= 2
     row = {}

@@ -12,6 +12,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ....model.log import reader_arrays
+from ....model.osts import layouts as osts_layouts, segment_osts
+from ...segments import group_sums, groups
 from ..units import fmt_bytes
 from .common import COMMON_THRESHOLDS
 from .lustre_striping import candidates, file_sizes, layouts
@@ -25,16 +28,51 @@ LISTED = 10  # how many files an insight's evidence names (`context.MAX_FILES`)
 def bytes_per_ost(ctx) -> tuple:
     """({ost: bytes} in the order the OSTs are met, (OST, file id, bytes) of every file's share of an OST as
     numpy arrays, "dxt" or "counters")."""
-    seg = ctx.seg_posix
-    if not seg.is_empty() and "osts" in seg.columns and ctx.trace_complete("DXT_POSIX"):
-        s = seg.filter(pl.col("osts").is_not_null() & (pl.col("osts").list.len() > 0))
-        if s.height:
-            e = (s.select("file_id", "osts", (pl.col("length") / pl.col("osts").list.len()).alias("b"))
-                 .explode("osts").group_by(["osts", "file_id"]).agg(pl.col("b").sum()))
-            shares = (e["osts"].to_numpy().astype(np.int64), e["file_id"].to_numpy(), e["b"].to_numpy())
+    if ctx.trace_complete("DXT_POSIX"):
+        shares = _traced_shares(ctx)
+        if shares is not None:
             return _sum_per_ost(*shares), shares, "dxt"
     shares = _spread_by_layout(ctx)
     return _sum_per_ost(*shares), shares, "counters"
+
+
+def _traced_shares(ctx):
+    """(OST, file id, bytes) per OST and file from the traced POSIX operations on Lustre files (each operation's
+    bytes split evenly over the OSTs it touches; per-group sums with a polars group-by's bits), or None when
+    none touches an OST."""
+    osts = _trace_osts(ctx)
+    if osts is None:
+        return None
+    count, flat = osts
+    if not len(flat):
+        return None
+    seg = ctx.trace_posix
+    on = count > 0
+    fid = np.repeat(seg.file_id[on], count[on])
+    share = np.repeat(seg.length[on] / count[on], count[on])
+    first, inv = groups(flat, fid)
+    return flat[first], fid[first], group_sums(inv, share, len(first))
+
+
+def _trace_osts(ctx):
+    """(how many OSTs each traced POSIX operation touches, their ids one after the other), or None without
+    OSTs: a Darshan log's from the reader's arrays (`model.osts`, as the segments table lists them), else the
+    table's `osts` column."""
+    raw = reader_arrays(ctx.log)
+    if raw is None:
+        seg = ctx.seg_posix
+        if "osts" not in seg.columns:
+            return None
+        lists = seg["osts"]
+    else:
+        lay, recs = osts_layouts(raw.lustre), raw.dxt.get("DXT_POSIX")
+        if lay is None or recs is None or not len(recs.ids):
+            return None
+        lists = segment_osts(lay, lay.file_index(recs.ids), recs.write_counts + recs.read_counts,
+                             recs.column("offset"), recs.column("length"))
+        if lists is None:
+            return None
+    return lists.list.len().fill_null(0).to_numpy().astype(np.int64), lists.explode().drop_nulls().to_numpy()
 
 
 def _sum_per_ost(ost, fid, share) -> dict:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ...segments import Segments
 from ..units import fmt_bytes
 from .common import COMMON_THRESHOLDS, judge
+from .small_io import rank_stake
 
 THRESHOLDS = ("redundant_ratio", "redundant_min_bytes") + COMMON_THRESHOLDS
 SIEVING = ("sieving_min_bytes", "sieving_min_share")  # DATA_SIEVING's, for REDUNDANT_READS's dedupe
@@ -23,24 +25,19 @@ OPS = {"write": ("REDUNDANT_WRITES", "WRITTEN", "redundant_writes_"), "read": ("
                                                                                 "redundant_reads_")}
 
 
-def dxt_coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> pl.DataFrame:
-    """file_id -> bytes moved and the size of the union of the byte ranges touched (exact overlap), over the
-    operations of `seg` (those where `rows` is true, if given: a mask costs less than a filtered copy)."""
-    ids, moved, union = coverage(seg, rows)
-    return pl.DataFrame({"file_id": pl.Series(ids, dtype=pl.UInt64), "bytes": moved, "extent": union})
-
-
-def coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> tuple:
-    """`dxt_coverage` as numpy arrays: (file ids, sorted; bytes moved; union of the ranges touched)."""
-    keep = (seg["offset"] >= 0) & (seg["length"] > 0)
-    keep = (keep & rows if rows is not None else keep).to_numpy()
+def coverage(seg: Segments, rows: np.ndarray | None = None) -> tuple:
+    """Per file of the traced operations `seg` (those where `rows` is true, if given: a mask costs less than a
+    filtered copy): (file ids, sorted; bytes moved; the size of the union of the byte ranges touched)."""
+    keep = (seg.offset >= 0) & (seg.length > 0)
+    if rows is not None:
+        keep &= rows
     if not keep.any():
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    fid = seg["file_id"].to_numpy()[keep]
+    fid = seg.file_id[keep]
     files = np.unique(fid)  # sorted
     codes = np.searchsorted(files, fid)
-    a = seg["offset"].to_numpy()[keep]
-    b = a + seg["length"].to_numpy()[keep]
+    a = seg.offset[keep]
+    b = a + seg.length[keep]
     nfiles = len(files)
     span = int(b.max()) + 1
     out_bytes = np.bincount(codes, weights=(b - a).astype(np.float64), minlength=nfiles)
@@ -48,7 +45,7 @@ def coverage(seg: pl.DataFrame, rows: pl.Series | None = None) -> tuple:
         # one pass over all files: shift each file into its own range so a running max never crosses files
         shift = codes.astype(np.int64) * span
         a2 = a + shift
-        order = np.argsort(a2)  # one int64 key (file, offset): several times faster than a two-key sort
+        order = np.argsort(a2, kind="stable")  # one int64 key (file, offset); a trace is mostly in runs of it
         a2, b2, c2 = a2[order], (b + shift)[order], codes[order]
         prev = np.maximum.accumulate(b2)
         starts = np.ones(len(a2), dtype=bool)
@@ -76,12 +73,12 @@ def files(ctx, op: str) -> dict:
     ratio), "max_ratio"}; None when neither a complete trace of `op` nor POSIX counters say anything."""
     _, B, _ = OPS[op]
     if ctx.trace_complete("DXT_POSIX", op):
-        rows = ctx.seg_posix["op"] == op
+        rows = ctx.trace_posix.is_op(op)
         if not rows.any():
             return None
-        ids, moved, extent = coverage(ctx.seg_posix, rows)
+        ids, moved, extent = coverage(ctx.trace_posix, rows)
         source = "dxt"
-    elif ctx.counters("POSIX") is not None:
+    elif ctx.has("POSIX"):
         # per file in integers: bytes moved, highest offset touched + 1
         ids, _ = ctx.file_groups("POSIX")
         moved = ctx.per_file_total("POSIX", f"POSIX_BYTES_{B}")
@@ -94,7 +91,8 @@ def files(ctx, op: str) -> dict:
 
 def _redundant_files(ctx, ids, moved, extent) -> dict:
     """{"max_ratio": the largest ratio of bytes moved over extent of a data file, or None; "table": the data
-    files at or above the build's ratio, the most excess first, or None} (numpy: most logs have none)."""
+    files at or above the build's ratio, the most excess first, as numpy columns (file_id, bytes, extent,
+    ratio, excess), or None} (numpy: most logs have none)."""
     std = ctx.std_ids  # a handful at most: a set lookup per file costs less than np.isin's set-up
     keep = (extent > 0) & ~np.array([i in std for i in ids.tolist()], dtype=bool)
     if not keep.any():
@@ -107,26 +105,23 @@ def _redundant_files(ctx, ids, moved, extent) -> dict:
         return {"table": None, "max_ratio": best}
     excess = moved - extent
     order = np.flatnonzero(bad)[np.argsort(-excess[bad], kind="stable")]
-    table = pl.DataFrame({"file_id": pl.Series(ids[order], dtype=pl.UInt64), "bytes": moved[order],
-                          "extent": extent[order], "ratio": ratio[order], "excess": excess[order]})
+    table = {"file_id": ids[order], "bytes": moved[order], "extent": extent[order], "ratio": ratio[order],
+             "excess": excess[order]}
     return {"table": table, "max_ratio": best}
 
 
 def stake(ctx, op: str, found: dict) -> float:
     """The busiest rank's time in the excess bytes: each file's op time in proportion to its excess."""
     bad = found["table"]
-    ids = bad["file_id"].to_numpy()
-    frac = bad["excess"].to_numpy() / bad["bytes"].to_numpy()
+    ids = bad["file_id"]
+    frac = bad["excess"] / bad["bytes"]
     if found["source"] == "dxt":
-        seg = ctx.seg_posix
-        fid = seg["file_id"].to_numpy()
-        rows = ((seg["op"] == op).to_numpy()) & _members(fid, ids)
+        seg = ctx.trace_posix
+        rows = seg.is_op(op) & _members(seg.file_id, ids)
         if not rows.any():
             return 0.0
-        times = (seg["end"].to_numpy()[rows] - seg["start"].to_numpy()[rows]) * _lookup(ids, frac, fid[rows])
-        # per-rank float sums stay a polars group-by: its summation gives the bits the fleet has stored
-        per_rank = pl.DataFrame({"rank": seg["rank"].to_numpy()[rows], "t": times})
-        return float(per_rank.group_by("rank").agg(pl.col("t").sum())["t"].max() or 0.0)
+        times = seg.duration[rows] * _lookup(ids, frac, seg.file_id[rows])
+        return rank_stake(seg.rank[rows], times)  # per-rank sums with a polars group-by's bits
     from .common import counter_stake
 
     fid = ctx.column("POSIX", "file_id")
@@ -185,7 +180,7 @@ def measure(ctx, op: str) -> tuple:
     row.update({P + "moved": int(bad["bytes"].sum()), P + "extent": int(bad["extent"].sum()),
                 P + "excess": int(bad["excess"].sum()), P + "stake": found["stake"]})
     if op == "read":
-        row[P + "sieved"] = sieved(ctx, bad["file_id"].to_list())
+        row[P + "sieved"] = sieved(ctx, bad["file_id"].tolist())
     return row, found
 
 
