@@ -48,9 +48,24 @@ def local_cluster(workers: int):
     """A LocalCluster of WORKERS single-threaded worker processes that die with this process."""
     import logging
 
+    import dask
     from distributed import LocalCluster
 
     # silence_logs: Dask's own notes (shutdown, a missed heartbeat on a loaded machine, logged with its
     # traceback) are not the user's business on a terminal; a failed task still fails the build
-    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                        preload=[__name__], silence_logs=logging.CRITICAL)
+    with dask.config.set(worker_config()):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                            preload=[__name__], silence_logs=logging.CRITICAL)
+
+
+def worker_config() -> dict:
+    """Dask settings of the local workers, for a build of many small logs (measured in BENCHMARKS.md):
+    - no MALLOC_TRIM_THRESHOLD_: Dask sets it to return memory eagerly, which also turns off glibc's
+      adaptive mmap threshold, so every array over 128 KiB is mapped and unmapped anew: 5x the page faults
+      and a fifth of a build's time in the kernel. A worker's memory is bounded by its batch either way;
+    - no statistical profiler: it samples the task's stack every 10 ms for a dashboard a build never shows."""
+    import dask
+
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
+    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    return {"distributed.nanny.pre-spawn-environ": environ, "distributed.worker.profile.enabled": False}
