@@ -263,3 +263,21 @@ def test_readme_queries_read_the_store(tmp_path, monkeypatch, logs_dir):
     scope: dict = {}
     exec(compile(recipe.replace('== "ior"', f'== "{jobs["app"][0]}"'), "README", "exec"), scope)
     assert scope["jobs"].collect().sort("path").equals(jobs.sort("path"))
+
+
+def _worker_settings():
+    import dask
+
+    return os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get("distributed.worker.profile.enabled")
+
+
+def test_local_workers_keep_glibcs_adaptive_malloc_and_no_profiler():
+    """Dask's default MALLOC_TRIM_THRESHOLD_ turns off glibc's adaptive mmap threshold (5x the page faults of a
+    build, BENCHMARKS.md) and its profiler samples every task's stack: the build's own workers have neither."""
+    from distributed import Client
+
+    from iolens.fleet.workers import local_cluster
+
+    with local_cluster(1) as cluster, Client(cluster) as client:
+        settings = list(client.run(_worker_settings).values())
+    assert settings == [(None, False)]
