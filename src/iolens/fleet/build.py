@@ -186,11 +186,14 @@ def typed_frame(rows: list) -> pl.DataFrame:
 
 
 # --- the whole build --------------------------------------------------------------------------------
-def plan(paths, store) -> dict:
+def plan(paths, store, on_new=None) -> dict:
     """What a build does: `todo` keys to read (with whether the store holds an older row of the path),
-    `skipped` logs already in the store as they are now, `gone` stored logs no longer on disk."""
+    `skipped` logs already in the store as they are now, `gone` stored logs no longer on disk. `on_new()` is
+    called as soon as some log is known to be new, before every log is stat'ed."""
     found = find_logs(paths)
     known = fleet_store.known_keys(store)
+    if on_new is not None and any(p not in known for p in found):
+        on_new()
     todo, skipped = [], 0
     for path in found:
         key = log_key(path)
@@ -227,13 +230,13 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
     check_grouping(store, False)
     began = time.perf_counter()
     totals = {"added": 0, "errors": 0, "batches": 0, "timing": dict.fromkeys(TIMING, 0.0)}
-    with fleet_store.Writer(store) as writer:
-        todo = plan(paths, store)
+    with fleet_store.Writer(store) as writer, _Cluster(scheduler, workers) as cluster:
+        todo = plan(paths, store, on_new=cluster.start)
         if prune and todo["gone"]:
             writer.prune(todo["gone"])
         keys = todo["todo"]
         if keys:
-            with _scheduler(scheduler, workers) as (client, n_workers):
+            with cluster.ready() as (client, n_workers):
                 size = batch or batch_size(len(keys), n_workers)
                 batches = [keys[i:i + size] for i in range(0, len(keys), size)]
                 for result, replace in _run(batches, client, scheduler, n_workers, (diagnose, files, thresholds),
@@ -285,6 +288,48 @@ def _scheduler(scheduler, workers):
             yield client, _threads(client)
         return
     yield scheduler, _threads(scheduler)  # a distributed.Client of the caller's
+
+
+class _Cluster:
+    """The build's scheduler, with a local cluster's start (about a second: its worker processes) overlapped
+    with planning: `start()`, called once some log is surely new, begins making the local cluster on a thread;
+    `ready()` waits for it (or makes any scheduler then) and connects the build's client."""
+
+    def __init__(self, scheduler, workers):
+        self.scheduler, self.workers = scheduler, workers
+        self.local = scheduler is None or scheduler == "processes"
+        self.future, self.pool = None, None
+
+    def start(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .workers import local_cluster
+
+        if self.local and self.future is None:
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="iolens-cluster")
+            self.future = self.pool.submit(local_cluster, self.workers or cores())
+
+    @contextmanager
+    def ready(self):
+        if not self.local:
+            with _scheduler(self.scheduler, self.workers) as value:
+                yield value
+            return
+        from distributed import Client
+
+        self.start()
+        cluster, self.future = self.future.result(), None  # closed here, not again by __exit__
+        with cluster, Client(cluster) as client:  # the client in this thread: its context is this one's
+            yield client, self.workers or cores()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.future is not None:  # started but never used (nothing to read after all)
+            self.future.result().close()
+        if self.pool is not None:
+            self.pool.shutdown()
 
 
 def _threads(client) -> int:
