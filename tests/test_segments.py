@@ -82,3 +82,64 @@ def test_context_trace_views_are_the_table_views(path):
             assert np.array_equal(getattr(arrays, name), table[name].to_numpy()), name
     records = log.dxt_records
     assert ctx.hosts == (0 if records.is_empty() else records["hostname"].n_unique())
+
+
+# --- groups and sorts from the trace's runs -------------------------------------------------------------
+def _runs_of(rng, n, nruns):
+    """Run lengths: `nruns` runs (at least one row each) over `n` rows."""
+    return rng.multinomial(n - nruns, np.ones(nruns) / nruns) + 1
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_groups_and_sort_order_from_runs_are_the_sorts(seed):
+    """`groups` and `sort_order` (from runs of equal keys, or by counting small key ranges) give what the
+    sorts they replace give: np.lexsort's order, ties in row order, on traces in runs or in no order at all."""
+    from iolens.analysis.segments import RUN_ROWS, _sorted_groups, sort_order
+
+    rng = np.random.default_rng(seed)
+    for trial in range(60):
+        n = int(rng.choice([1, 5, RUN_ROWS - 1, RUN_ROWS, 3000, 10000]))
+        nruns = int(rng.integers(1, max(2, n // int(rng.choice([1, 3, 50, 500])))))
+        lengths = _runs_of(rng, n, nruns)
+        keys = tuple(np.repeat(rng.integers(0, int(rng.choice([2, 5, 300])), nruns), lengths).astype(dt)
+                     for dt in rng.choice([np.int64, np.uint64, np.uint8], int(rng.integers(1, 4))))
+        if trial % 5 == 0:  # a few rows out of their run
+            keys[0][rng.integers(0, n, max(1, n // 50))] = 1
+        if trial % 7 == 0:  # huge file ids, or negative ranks
+            keys = (keys[0].astype(np.uint64) + np.uint64(1 << 63),) if trial % 2 else (keys[0].astype(np.int64) - 3,)
+        last = [rng.random(n),
+                np.concatenate([np.sort(np.round(rng.random(k), 2)) for k in lengths]),  # in order within runs, ties
+                np.concatenate([np.sort(rng.integers(-5, 1 << 40, k)) for k in lengths]),
+                rng.integers(0, 10, n).astype(np.uint64)][trial % 4]
+        if trial % 4 == 1 and trial % 3 == 0:
+            last[rng.integers(0, n, 3)] = [np.nan, -0.0, np.inf]
+        first, inv = groups(*keys)
+        want_first, want_inv = _sorted_groups(keys)
+        assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv), trial
+        assert np.array_equal(sort_order(keys, last), np.lexsort((last, *keys[::-1]))), trial
+
+
+def test_time_order_is_a_stable_argsort():
+    from iolens.analysis.segments import time_order
+
+    rng = np.random.default_rng(0)
+    for values in (np.round(rng.random(5000), 3), np.round(rng.random(5000), 3) - 0.5, np.zeros(3000),
+                   np.array([0.0, -0.0, 1.0, np.nan, np.inf, 2.0] * 500), rng.random(7)):
+        assert np.array_equal(time_order(values), np.argsort(values, kind="stable"))
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_groups_and_sorts_of_a_trace_are_the_sorts(path):
+    """On every small shared log: the trace's keys grouped and sorted as the sorts they replace do."""
+    from iolens.analysis.segments import _sorted_groups, sort_order, time_order
+
+    seg = log_segments(_read(path))
+    if seg.empty:
+        return
+    for keys in ((seg.rank,), (seg.file_id,), (seg.file_id, seg.rank, seg.op), (seg.module, seg.file_id, seg.rank)):
+        first, inv = groups(*keys)
+        want_first, want_inv = _sorted_groups(keys)
+        assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv)
+        for last in (seg.start, seg.offset):
+            assert np.array_equal(sort_order(keys, last), np.lexsort((last, *keys[::-1])))
+    assert np.array_equal(time_order(seg.start), np.argsort(seg.start, kind="stable"))

@@ -32,7 +32,7 @@ import polars as pl
 
 from .layers import recorded
 from ..model.darshan import DXT_MODULES
-from .segments import Segments, groups, log_segments
+from .segments import Segments, groups, log_segments, sort_order
 
 PATTERNS = ("consecutive", "sequential", "strided", "rank-interleaved", "random")
 CONSECUTIVE_SHARE = 0.8
@@ -62,7 +62,7 @@ def transitions(seg: Segments, by=()) -> Transitions:
     a key), then rank and operation kind; requests without an offset left out."""
     valid = np.flatnonzero(seg.offset >= 0)
     keys = [k[valid] for k in (seg.file_id, *by, seg.rank, seg.op)]
-    order = valid[np.lexsort((seg.start[valid], *keys[::-1]))]  # by the keys in turn, then start; ties stable
+    order = valid[sort_order(tuple(keys), seg.start[valid])]  # by the keys in turn, then start; ties stable
     same = np.ones(max(len(order) - 1, 0), dtype=bool)
     for k in (seg.file_id, *by, seg.rank, seg.op):
         ks = k[order]
@@ -130,8 +130,7 @@ def _int_sums(g, values, n):
 
 def _group_median(g, values, n) -> np.ndarray:
     """Median per group (the mean of the two middle values of an even count), as a float."""
-    order = np.lexsort((values, g))
-    v = values[order].astype(np.float64)
+    v = _sorted_in_groups(g, values, n).astype(np.float64)
     counts = np.bincount(g, minlength=n)
     start = np.concatenate(([0], np.cumsum(counts)[:-1]))
     lo, hi = start + (counts - 1) // 2, start + counts // 2
@@ -139,6 +138,17 @@ def _group_median(g, values, n) -> np.ndarray:
     out = np.full(n, np.nan)
     out[ok] = (v[lo[ok]] + v[hi[ok]]) / 2
     return out
+
+
+def _sorted_in_groups(g, values, n) -> np.ndarray:
+    """The integer `values` sorted by group (0 .. n-1), then value: one sort of a single int64 key when
+    the groups' value ranges fit in one (only the values are read: no stable order needed)."""
+    if not len(values):
+        return values
+    lo, span = int(values.min()), int(values.max()) - int(values.min()) + 1
+    if n * span >= (1 << 63):
+        return values[np.lexsort((values, g))]
+    return np.sort(g * span + (values - lo)) % span + lo
 
 
 def _dominant(g, stride, n) -> tuple:

@@ -15,6 +15,7 @@ import polars as pl
 from ..model.darshan import COUNTER_PREFIX, FILE_LAYERS, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
 from ..model.log import reader_arrays
 from ..reader.counter_names import COUNTER_NAMES
+from .segments import sort_order
 
 
 @lru_cache(maxsize=4096)
@@ -247,7 +248,7 @@ def group_runs(group: np.ndarray, start: np.ndarray, end: np.ndarray, gap: float
     g, s = group[order], start[order]
     new_group = np.concatenate(([True], g[1:] != g[:-1]))
     if (s[1:] < s[:-1])[~new_group[1:]].any():
-        order = np.lexsort((start, group))
+        order = sort_order((group,), start)  # from the trace's runs: np.lexsort((start, group))
         g, s = group[order], start[order]
     e = end[order]
     cuts = np.flatnonzero(new_group)
