@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from .segments import groups, sort_order
+
 KINDS = ("write-after-write", "read-after-write", "write-after-read")
 WAW, RAW, WAR = range(3)
 # Two operations on different hosts whose times are within this of each other cannot be ordered from the
@@ -72,12 +74,13 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
     keep = np.flatnonzero((offset >= 0) & (length > 0))
     fid, rk, w = file_id[keep], rank[keep], is_write[keep]
     # files more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
-    files, first, inv = np.unique(fid, return_index=True, return_inverse=True)
+    first, inv = groups(fid)  # np.unique(fid, return_index=True, return_inverse=True), from the trace's runs
+    files = fid[first]
     many = np.bincount(inv, weights=rk != rk[first][inv], minlength=len(files)) > 0
     written = np.bincount(inv, weights=w, minlength=len(files)) > 0
     ops = {"row": keep.astype(np.int64), "rank": rk, "is_write": w, "offset": offset[keep],
            "end_offset": offset[keep] + length[keep], "start": start[keep], "end": end[keep]}
-    order = np.lexsort((ops["offset"], inv))  # by file, then offset; ties in trace order, as the table's sort
+    order = sort_order((inv,), ops["offset"])  # by file, then offset; ties in trace order, as the table's sort
     bounds = np.searchsorted(inv[order], np.arange(len(files) + 1))
     budget = _budget(max_candidates)
     parts = []
@@ -141,7 +144,7 @@ def _no_pairs_of(file_id, rank, is_write, offset, length, limit: int) -> bool:
     if not is_write.any() or (rank == rank[0]).all():
         return True
     start, end = offset[keep], offset[keep] + length[keep]
-    order = np.lexsort((start, fid))  # by file, then offset
+    order = sort_order((fid,), start)  # by file, then offset
     fid, rank, is_write, start, end = fid[order], rank[order], is_write[order], start[order], end[order]
     bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True])
     left = limit
@@ -151,10 +154,25 @@ def _no_pairs_of(file_id, rank, is_write, offset, length, limit: int) -> bool:
             continue
         if (np.maximum.accumulate(end[lo:hi - 1]) <= start[lo + 1:hi]).all():  # no two overlap at all
             continue
+        bound = _pairs_within_one_rank(start[lo:hi], end[lo:hi], r)
+        if bound is not None and bound <= left:  # only one rank's operations overlap: no pair, and few enough
+            left -= bound
+            continue
         left = _overlaps_of_one_rank(start[lo:hi], end[lo:hi], r, w, left)
         if left < 0:
             return False
     return True
+
+
+def _pairs_within_one_rank(start, end, rank) -> int | None:
+    """When every overlapping pair of one file's operations (sorted by offset) is of one rank: at least as many
+    pairs as overlap (those of the clusters of overlapping operations); else None. In a few passes, where
+    `_overlaps_of_one_rank` searches every operation's partners."""
+    apart = start[1:] >= np.maximum.accumulate(end[:-1])  # the next cluster starts here: nothing before reaches it
+    if not (apart | (rank[1:] == rank[:-1])).all():
+        return None
+    size = np.diff(np.flatnonzero(np.concatenate(([True], apart, [True]))))
+    return int((size * (size - 1) // 2).sum())
 
 
 def _overlaps_of_one_rank(start, end, rank, is_write, left: int) -> int:
