@@ -131,7 +131,7 @@ def test_time_order_is_a_stable_argsort():
 @pytest.mark.parametrize("path", SMALL, ids=log_id)
 def test_groups_and_sorts_of_a_trace_are_the_sorts(path):
     """On every small shared log: the trace's keys grouped and sorted as the sorts they replace do."""
-    from iolens.analysis.segments import _sorted_groups, sort_order, time_order
+    from iolens.analysis.segments import _sorted_groups, distinct, is_in, sort_order, time_order
 
     seg = log_segments(_read(path))
     if seg.empty:
@@ -143,3 +143,7 @@ def test_groups_and_sorts_of_a_trace_are_the_sorts(path):
         for last in (seg.start, seg.offset):
             assert np.array_equal(sort_order(keys, last), np.lexsort((last, *keys[::-1])))
     assert np.array_equal(time_order(seg.start), np.argsort(seg.start, kind="stable"))
+    for values in (seg.file_id, seg.rank):
+        assert np.array_equal(distinct(values), np.unique(values))
+        some = np.unique(values)[::2]
+        assert np.array_equal(is_in(values, some), np.isin(values, some))

@@ -221,6 +221,20 @@ def _run_starts(keys: tuple) -> np.ndarray:
     return new
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` of an integer column (file ids, ranks), from its runs."""
+    heads = _run_heads((values,))
+    return np.unique(values if heads is None else values[heads])
+
+
+def is_in(values: np.ndarray, ids) -> np.ndarray:
+    """`np.isin(values, ids)` of an integer column, tested once per run."""
+    heads = _run_heads((values,))
+    if heads is None:
+        return np.isin(values, ids)
+    return np.repeat(np.isin(values[heads], ids), np.diff(np.append(heads, len(values))))
+
+
 def sort_order(keys: tuple, last: np.ndarray) -> np.ndarray:
     """`np.lexsort((last, *keys[::-1]))`: the rows by the integer `keys` in turn, then by `last` (ties in row
     order), found from the trace's runs: when each key tuple is one run already in order of `last`, the runs

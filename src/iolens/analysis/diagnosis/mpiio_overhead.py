@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..segments import Segments, float_sum, group_sums, groups, time_order
+from ..segments import Segments, distinct, float_sum, group_sums, groups, is_in, time_order
 from . import recommendations as rec
 from .context import MAX_RANKS
 from .insight import Evidence, Insight
@@ -168,7 +168,7 @@ def _table(ctx, files: list) -> tuple:
     seg_m, seg_p = ctx.trace_mpiio, ctx.trace_posix
     if not seg_m.empty and not seg_p.empty:
         ids = np.asarray(files, dtype=np.uint64)
-        traced = np.isin(seg_m.file_id, ids) & np.isin(seg_m.file_id, seg_p.file_id)
+        traced = is_in(seg_m.file_id, ids) & is_in(seg_m.file_id, distinct(seg_p.file_id))
         if traced.any():
             partial = not (ctx.trace_complete("DXT_MPIIO") and ctx.trace_complete("DXT_POSIX"))
             # the POSIX operations on other files match no MPI-IO call of these: no need to leave them out
