@@ -147,3 +147,25 @@ def test_groups_and_sorts_of_a_trace_are_the_sorts(path):
         assert np.array_equal(distinct(values), np.unique(values))
         some = np.unique(values)[::2]
         assert np.array_equal(is_in(values, some), np.isin(values, some))
+
+
+def test_take_of_a_block_is_the_take_of_its_rows():
+    """`Segments.take` of consecutive rows (views of the columns) holds what the copy of those rows holds."""
+    from dataclasses import fields
+
+    from iolens.analysis.segments import Segments, _block
+
+    rng = np.random.default_rng(3)
+    n = 50
+    seg = Segments(np.zeros(n, np.uint8), rng.integers(1, 4, n).astype(np.uint64), rng.integers(0, 5, n),
+                   rng.integers(0, 2, n).astype(np.uint8), rng.integers(0, 99, n), rng.integers(1, 99, n),
+                   rng.random(n), rng.random(n) + 1)
+    blocks = [np.arange(10, 20), np.arange(0, n), np.arange(0), np.array([7]), np.arange(20, 10, -1),
+              np.array([1, 2, 4]), np.arange(n) < 0, np.arange(n) >= 30, (np.arange(n) % 7) == 0,
+              (np.arange(n) > 5) & (np.arange(n) < 9)]
+    for index in blocks:
+        got = seg.take(index)
+        for f in fields(Segments):
+            assert np.array_equal(getattr(got, f.name), getattr(seg, f.name)[index]), f.name
+            assert getattr(got, f.name).dtype == getattr(seg, f.name).dtype
+    assert _block(np.arange(10, 20)) == slice(10, 20) and _block(np.array([1, 2, 4])) is None

@@ -42,8 +42,10 @@ class Segments:
         return not len(self.offset)
 
     def take(self, index) -> "Segments":
-        """The operations a boolean mask or an index array selects, in that order."""
-        return Segments(*(getattr(self, f.name)[index] for f in fields(self)))
+        """The operations a boolean mask or an index array selects, in that order (views of these columns
+        when they are one block of consecutive rows: a module's part of the trace is)."""
+        block = _block(index)
+        return Segments(*(getattr(self, f.name)[index if block is None else block] for f in fields(self)))
 
     def of_module(self, module: str) -> "Segments":
         """The operations of one DXT module; the same object when the trace is all or none of it."""
@@ -64,6 +66,21 @@ class Segments:
         i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
         return Segments(np.zeros(0, np.uint8), np.zeros(0, np.uint64), i64, np.zeros(0, np.uint8), i64, i64, f64,
                         f64)
+
+
+def _block(index) -> slice | None:
+    """The slice of rows a boolean mask or an index array selects when they are consecutive, in order."""
+    index = np.asarray(index)
+    if index.dtype == bool:
+        count = int(np.count_nonzero(index))
+        first = int(np.argmax(index)) if count else 0
+        return slice(first, first + count) if index[first:first + count].all() else None
+    if not len(index):
+        return slice(0, 0)
+    first = int(index[0])
+    if int(index[-1]) - first + 1 != len(index) or (len(index) > 1 and not (np.diff(index) == 1).all()):
+        return None
+    return slice(first, first + len(index))
 
 
 def log_segments(log) -> Segments:
@@ -97,14 +114,28 @@ def _codes(s: pl.Series, names) -> np.ndarray:
     return np.fromiter((lookup[v] for v in s.cast(pl.String).to_list()), dtype=np.int64, count=len(s))
 
 
+SEGMENT_COLUMNS = (("offset", np.int64), ("length", np.int64), ("start", np.float64), ("end", np.float64))
+
+
 def _from_records(raw) -> Segments:
-    parts = [_module_columns(module, recs) for module, recs in raw.dxt.items() if module in MODULE_CODES]
-    parts = [p for p in parts if len(p[4])]
-    if not parts:
+    mods = [(module, recs) for module, recs in raw.dxt.items() if module in MODULE_CODES and recs.total]
+    if not mods:
         return Segments.none()
-    if len(parts) == 1:
-        return Segments(*parts[0])
-    return Segments(*(np.concatenate(cols) for cols in zip(*parts)))
+    if len(mods) == 1:
+        return Segments(*_module_columns(*mods[0]))
+    counts = [recs.write_counts + recs.read_counts for _, recs in mods]
+    if any(int(c.sum()) != recs.total for c, (_, recs) in zip(counts, mods)):  # pragma: no cover - as the reader
+        return Segments(*(np.concatenate(cols) for cols in zip(*(_module_columns(*m) for m in mods))))
+    # every module's columns written once into the trace's (not each module's, then the trace's)
+    runs = np.concatenate([np.column_stack([recs.write_counts, recs.read_counts]).ravel() for _, recs in mods])
+    per_record = np.concatenate(counts)
+    codes = np.array([MODULE_CODES[m] for m, _ in mods], dtype=np.uint8)
+    return Segments(np.repeat(codes, [int(c.sum()) for c in counts]),
+                    np.repeat(np.concatenate([np.asarray(recs.ids, dtype=np.uint64) for _, recs in mods]), per_record),
+                    np.repeat(np.concatenate([np.asarray(recs.ranks, dtype=np.int64) for _, recs in mods]), per_record),
+                    np.repeat(np.tile(np.array([WRITE, READ], dtype=np.uint8), len(per_record)), runs),
+                    *(np.concatenate([c[name] for _, recs in mods for c in recs.chunks], dtype=dt, casting="unsafe")
+                      for name, dt in SEGMENT_COLUMNS))
 
 
 def _module_columns(module: str, recs) -> tuple:
@@ -116,8 +147,7 @@ def _module_columns(module: str, recs) -> tuple:
             np.repeat(np.asarray(recs.ids, dtype=np.uint64), counts),
             np.repeat(np.asarray(recs.ranks, dtype=np.int64), counts),
             np.repeat(np.tile(np.array([WRITE, READ], dtype=np.uint8), len(counts)), runs),
-            *(np.asarray(recs.column(c), dtype=dt) for c, dt in (("offset", np.int64), ("length", np.int64),
-                                                                 ("start", np.float64), ("end", np.float64))))
+            *(np.asarray(recs.column(c), dtype=dt) for c, dt in SEGMENT_COLUMNS))
 
 
 # --- sums with polars' bits ---------------------------------------------------------------------
