@@ -231,6 +231,12 @@ def _counted_groups(keys: tuple) -> tuple | None:
     return first, inv
 
 
+def run_heads(*keys: np.ndarray) -> np.ndarray | None:
+    """The first row of each run of rows with equal integer keys, when there are few enough runs to work on
+    them (`_run_heads`); else None."""
+    return _run_heads(keys)
+
+
 def _run_heads(keys: tuple) -> np.ndarray | None:
     """The first row of each run of rows with equal integer keys, or None when runs would not pay (few rows,
     many runs, a key that is not an integer: a float key's NaNs sort as equals, yet differ)."""
@@ -269,15 +275,43 @@ def sort_order(keys: tuple, last: np.ndarray) -> np.ndarray:
     """`np.lexsort((last, *keys[::-1]))`: the rows by the integer `keys` in turn, then by `last` (ties in row
     order), found from the trace's runs: when each key tuple is one run already in order of `last`, the runs
     in key order; else by group, then `last`, in one stable sort of a single key."""
+    return _sort(keys, last)[0]
+
+
+def sort_groups(keys: tuple, last: np.ndarray) -> tuple:
+    """(`sort_order(keys, last)`, whether each row in that order is the first of its key tuple)."""
+    order, new = _sort(keys, last, starts=True)
+    return order, new
+
+
+def _sort(keys: tuple, last: np.ndarray, starts: bool = False) -> tuple:
     n = len(last)
     heads = _run_heads(keys) if n else None
     if heads is None:
-        return np.lexsort((last, *keys[::-1]))
+        order = np.lexsort((last, *keys[::-1]))
+        return order, (_starts_in(tuple(k[order] for k in keys)) if starts else None)
     first, inv = _sorted_groups(tuple(k[heads] for k in keys))
     lengths = np.diff(np.append(heads, n))
     if len(first) == len(heads) and _ascending_in_runs(last, heads):
-        return _concat_runs(heads[first], lengths[first])  # `first`: each group's (only) run, in key order
-    return _by_group_then(np.repeat(inv, lengths), last)
+        ordered = lengths[first]  # `first`: each group's (only) run, in key order
+        new = None
+        if starts:
+            new = np.zeros(n, dtype=bool)
+            new[np.cumsum(ordered) - ordered] = True
+        return _concat_runs(heads[first], ordered), new
+    g = np.repeat(inv, lengths)
+    order = _by_group_then(g, last)
+    return order, (_starts_in((g[order],)) if starts else None)
+
+
+def _starts_in(sorted_keys: tuple) -> np.ndarray:
+    """Whether each row of sorted key columns starts a new key tuple."""
+    new = np.zeros(len(sorted_keys[0]), dtype=bool)
+    if len(new):
+        new[0] = True
+        for ks in sorted_keys:
+            new[1:] |= ks[1:] != ks[:-1]
+    return new
 
 
 FINITE_BITS = 0x7FF0000000000000  # the bits of +inf: a non-negative float below it is finite
