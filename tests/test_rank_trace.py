@@ -148,5 +148,6 @@ def test_heaviest_rank_of_each_traced_file_is_the_group_by_one(path):
         per = (seg.filter(pl.col("file_id") == fid).group_by("rank")
                .agg(pl.col("length").sum().alias("b"), (pl.col("end") - pl.col("start")).sum().alias("t"))
                .sort(["b", "rank"], descending=[True, False]))
-        rank, nbytes, time, ranks = rank_imbalance._heaviest_rank(ctx.trace_posix.take(ctx.trace_posix.file_id == fid))
+        mine = ctx.trace_posix.take(ctx.trace_posix.file_id == fid)
+        rank, nbytes, time, ranks = rank_imbalance._heaviest_rank(mine.rank, mine.length, mine.duration)
         assert (rank, nbytes, time.hex(), ranks) == (per["rank"][0], per["b"][0], per["t"][0].hex(), per.height)

@@ -32,7 +32,7 @@ import polars as pl
 
 from .layers import recorded
 from ..model.darshan import DXT_MODULES
-from .segments import Segments, groups, log_segments, run_heads, sort_groups
+from .segments import Segments, groups, log_segments, per_group_at, run_heads, sort_groups
 
 PATTERNS = ("consecutive", "sequential", "strided", "rank-interleaved", "random")
 CONSECUTIVE_SHARE = 0.8
@@ -122,23 +122,14 @@ def segment_shares(seg: Segments, by: tuple, trans: Transitions) -> dict:
 
 def _group_max(g, values, n):
     out = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-    _per_group(np.maximum, out, g, values)
+    per_group_at(np.maximum, out, g, values)
     return out
 
 
 def _group_min(g, values, n):
     out = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    _per_group(np.minimum, out, g, values)
+    per_group_at(np.minimum, out, g, values)
     return out
-
-
-def _per_group(ufunc, out, g, values) -> None:
-    """`ufunc.at(out, g, values)`, once per run of rows of one group where the runs are few (a trace's)."""
-    heads = run_heads(g)
-    if heads is None:
-        ufunc.at(out, g, values)
-    else:
-        ufunc.at(out, g[heads], ufunc.reduceat(values, heads))
 
 
 def _int_sums(g, values, n):

@@ -11,6 +11,7 @@ columns reports the same numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -57,8 +58,9 @@ class Segments:
     def is_op(self, op: str) -> np.ndarray:
         return self.op == OP_CODES[op]
 
-    @property
+    @cached_property
     def duration(self) -> np.ndarray:
+        """end - start of each operation (computed once: several checks read it)."""
         return self.end - self.start
 
     @staticmethod
@@ -255,6 +257,16 @@ def _run_starts(keys: tuple) -> np.ndarray:
     for k in keys[1:]:
         new[1:] |= k[1:] != k[:-1]
     return new
+
+
+def per_group_at(ufunc, out: np.ndarray, g: np.ndarray, values: np.ndarray) -> None:
+    """`ufunc.at(out, g, values)`, once per run of rows of one group where a trace has few (a reduction
+    exact in any order: max, min, integer sums; not float sums, whose bits depend on it)."""
+    heads = _run_heads((g,))
+    if heads is None:
+        ufunc.at(out, g, values)
+    else:
+        ufunc.at(out, g[heads], ufunc.reduceat(values, heads))
 
 
 def distinct(values: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ...segments import Segments
+from ...segments import Segments, groups
 from ..units import fmt_bytes
 from .common import COMMON_THRESHOLDS, judge
 from .small_io import rank_stake
@@ -34,8 +34,8 @@ def coverage(seg: Segments, rows: np.ndarray | None = None) -> tuple:
     if not keep.any():
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     fid = seg.file_id[keep]
-    files = np.unique(fid)  # sorted
-    codes = np.searchsorted(files, fid)
+    first, codes = groups(fid)  # the files, sorted, and each operation's: from the trace's runs
+    files = fid[first]
     a = seg.offset[keep]
     b = a + seg.length[keep]
     nfiles = len(files)
