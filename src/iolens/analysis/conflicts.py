@@ -68,19 +68,23 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
     columns (kind as its index in KINDS) in the order the table's rows are made before its sort, or None when
     there is none. `first`/`second` are positions in the columns; `hosts` as `_rank_hosts` gives them, or a
     function that does (called only when the pre-check leaves it to the sweep)."""
-    if _no_pairs_of(file_id, rank, is_write, offset, length, _precheck_limit(max_candidates)):
-        return None, True
-    hosts = hosts() if callable(hosts) else hosts
     keep = np.flatnonzero((offset >= 0) & (length > 0))
     fid, rk, w = file_id[keep], rank[keep], is_write[keep]
+    if not w.any() or (rk == rk[0]).all():  # (the pre-check's first test)
+        return None, True
+    a = offset[keep]
+    b = a + length[keep]
+    order = sort_order((fid,), a)  # by file, then offset; ties in trace order, as the table's sort
+    if _no_pairs_sorted(fid[order], rk[order], w[order], a[order], b[order], _precheck_limit(max_candidates)):
+        return None, True  # the pre-check, on the sweep's own order
+    hosts = hosts() if callable(hosts) else hosts
+    ops = {"row": keep.astype(np.int64), "rank": rk, "is_write": w, "offset": a, "end_offset": b,
+           "start": start[keep], "end": end[keep]}
     # files more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
     first, inv = groups(fid)  # np.unique(fid, return_index=True, return_inverse=True), from the trace's runs
     files = fid[first]
     many = np.bincount(inv, weights=rk != rk[first][inv], minlength=len(files)) > 0
     written = np.bincount(inv, weights=w, minlength=len(files)) > 0
-    ops = {"row": keep.astype(np.int64), "rank": rk, "is_write": w, "offset": offset[keep],
-           "end_offset": offset[keep] + length[keep], "start": start[keep], "end": end[keep]}
-    order = sort_order((inv,), ops["offset"])  # by file, then offset; ties in trace order, as the table's sort
     bounds = np.searchsorted(inv[order], np.arange(len(files) + 1))
     budget = _budget(max_candidates)
     parts = []
@@ -145,7 +149,11 @@ def _no_pairs_of(file_id, rank, is_write, offset, length, limit: int) -> bool:
         return True
     start, end = offset[keep], offset[keep] + length[keep]
     order = sort_order((fid,), start)  # by file, then offset
-    fid, rank, is_write, start, end = fid[order], rank[order], is_write[order], start[order], end[order]
+    return _no_pairs_sorted(fid[order], rank[order], is_write[order], start[order], end[order], limit)
+
+
+def _no_pairs_sorted(fid, rank, is_write, start, end, limit: int) -> bool:
+    """`_no_pairs_of` on the operations with an offset and bytes, sorted by file, then offset."""
     bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True])
     left = limit
     for lo, hi in zip(bounds[:-1], bounds[1:]):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..segments import Segments, distinct, float_sum, group_sums, groups, is_in, time_order
+from ..segments import Segments, distinct, float_sum, group_sums, groups, is_in, run_heads, time_order
 from . import recommendations as rec
 from .context import MAX_RANKS
 from .insight import Evidence, Insight
@@ -85,9 +85,8 @@ def _calls_started_in(m_rank, m_fid, m_start, p_rank, p_fid, p_start) -> tuple:
     operation of the same rank and file that started before it (the last of those starting at the same time, as
     the as-of join takes it). The MPI-IO operations sorted by start."""
     files = np.unique(m_fid)
-    code = np.minimum(np.searchsorted(files, p_fid), len(files) - 1)
     m_key = m_rank * len(files) + np.searchsorted(files, m_fid)  # one number per (rank, file)
-    p_key = np.where(files[code] == p_fid, p_rank * len(files) + code, -1)
+    p_key = _keys(files, p_rank, p_fid)
     n = len(m_start)
     top = max(int(np.abs(m_key).max()), int(np.abs(p_key).max())) + 1
     if top * (n + 1) >= (1 << 62) or not (np.isfinite(p_start).all() and np.isfinite(m_start).all()):
@@ -99,6 +98,16 @@ def _calls_started_in(m_rank, m_fid, m_start, p_rank, p_fid, p_start) -> tuple:
     within = np.argsort(m_at)  # distinct keys: by rank and file, then start, then trace order
     at = np.searchsorted(m_at[within], p_key * n + before, "right") - 1
     return _found(m_key, p_key, within, at)
+
+
+def _keys(files: np.ndarray, rank: np.ndarray, fid: np.ndarray) -> np.ndarray:
+    """rank × len(files) + the file's index in `files` (-1 for a file not in it), once per run of the
+    trace's rows of one rank and file."""
+    heads = run_heads(rank, fid)
+    if heads is not None:
+        return np.repeat(_keys(files, rank[heads], fid[heads]), np.diff(np.append(heads, len(rank))))
+    code = np.minimum(np.searchsorted(files, fid), len(files) - 1)
+    return np.where(files[code] == fid, rank * len(files) + code, -1)
 
 
 def _calls_started_in_complex(m_key, m_start, p_key, p_start) -> tuple:
