@@ -91,6 +91,20 @@ def test_busy_runs_from_pieces_are_the_polars_ones(seed):
             assert _hex(got[1]) == _hex(want["start"]) and _hex(got[2]) == _hex(want["end"])
 
 
+def test_group_running_max_is_each_groups_running_max():
+    """Every path of `measures._group_running_max` (a loop over few groups, doubling steps over short groups,
+    one running max of integer keys over long ones) is numpy's running max of each group."""
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        n = int(rng.integers(1, 20_000 if trial % 10 == 0 else 3000))
+        k = int(rng.integers(1, min(n, 600) + 1))
+        cuts = np.unique(np.r_[0, rng.integers(1, n, k - 1)]) if n > 1 else np.array([0])
+        values = rng.random(n).round(2)
+        want = np.concatenate([np.maximum.accumulate(v) for v in np.split(values, cuts[1:])])
+        assert np.array_equal(measures._group_running_max(values, cuts), want)
+        assert np.array_equal(measures._running_max_by_doubling(values, cuts, n), want)
+
+
 @pytest.mark.parametrize("path", SMALL, ids=log_id)
 def test_serial_alone_names_the_longest_lone_rank(path):
     """SERIALIZED_IO's measure, off the standard streams: the rank alone the longest, its time and window."""

@@ -244,14 +244,18 @@ def group_runs(group: np.ndarray, start: np.ndarray, end: np.ndarray, gap: float
         return group[:0], start[:0], end[:0]
     if len(start) >= RUN_ROWS and _well_formed(start, end, gap):
         group, start, end = _linked_pieces(group, start, end, gap)  # the same union, from far fewer intervals
-    # by group, then start (each run is then a run of rows); a trace is mostly in time order per rank, so a
-    # stable sort by group often suffices
-    order = np.argsort(group, kind="stable")
-    g, s = group[order], start[order]
-    new_group = np.concatenate(([True], g[1:] != g[:-1]))
-    if (s[1:] < s[:-1])[~new_group[1:]].any():
+    # by group, then start (each run is then a run of rows)
+    if len(start) >= RUN_ROWS:
         order = sort_order((group,), start)  # from the trace's runs: np.lexsort((start, group))
         g, s = group[order], start[order]
+        new_group = np.concatenate(([True], g[1:] != g[:-1]))
+    else:  # a trace is mostly in time order per rank, so a stable sort by group often suffices
+        order = np.argsort(group, kind="stable")
+        g, s = group[order], start[order]
+        new_group = np.concatenate(([True], g[1:] != g[:-1]))
+        if (s[1:] < s[:-1])[~new_group[1:]].any():
+            order = np.lexsort((start, group))
+            g, s = group[order], start[order]
     e = end[order]
     cuts = np.flatnonzero(new_group)
     reach = _group_running_max(e, cuts)
@@ -279,8 +283,11 @@ def _linked_pieces(group: np.ndarray, start: np.ndarray, end: np.ndarray, gap: f
 
 def _group_running_max(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     """The running max of `values` within each group of consecutive rows (`cuts`: each group's first row)."""
-    if len(cuts) * 32 < len(values):  # few groups: one running max each
+    if len(cuts) * 32 < len(values) and len(cuts) <= 64:  # few groups: one running max each
         return np.concatenate([np.maximum.accumulate(v) for v in np.split(values, cuts[1:])])
+    longest = int(np.diff(np.append(cuts, len(values))).max())
+    if longest < 1 << 12:  # short groups: a few doubling steps over every row at once
+        return _running_max_by_doubling(values, cuts, longest)
     # many: one running max over (group, order of the value) pairs as integer keys, so that a group does not
     # see the values of the groups before it (values compared, not added: exact)
     by_value = np.argsort(values, kind="stable")
@@ -290,6 +297,20 @@ def _group_running_max(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     group[cuts[1:]] = 1
     key = np.maximum.accumulate(np.cumsum(group) * len(values) + at)
     return values[by_value[key % len(values)]]
+
+
+def _running_max_by_doubling(values: np.ndarray, cuts: np.ndarray, longest: int) -> np.ndarray:
+    """`_group_running_max` in log2(longest group) steps: after the step of width d, each row holds the max
+    of the 2d rows ending at it that are of its group (groups are consecutive rows: same group number)."""
+    group = np.zeros(len(values), dtype=np.int64)
+    group[cuts[1:]] = 1
+    group = np.cumsum(group)
+    out = values.copy()
+    d = 1
+    while d < longest:
+        out[d:] = np.where(group[d:] == group[:-d], np.maximum(out[d:], out[:-d]), out[d:])
+        d *= 2
+    return out
 
 
 def counter_windows(c: Counters, module: str) -> tuple:
