@@ -68,18 +68,18 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
     columns (kind as its index in KINDS) in the order the table's rows are made before its sort, or None when
     there is none. `first`/`second` are positions in the columns; `hosts` as `_rank_hosts` gives them, or a
     function that does (called only when the pre-check leaves it to the sweep)."""
-    keep = np.flatnonzero((offset >= 0) & (length > 0))
-    fid, rk, w = file_id[keep], rank[keep], is_write[keep]
+    keep = (offset >= 0) & (length > 0)
+    every = bool(keep.all())  # (most traces: the columns as they are)
+    fid, rk, w, a, n_bytes = ((c if every else c[keep]) for c in (file_id, rank, is_write, offset, length))
     if not w.any() or (rk == rk[0]).all():  # (the pre-check's first test)
         return None, True
-    a = offset[keep]
-    b = a + length[keep]
+    b = a + n_bytes
     order = sort_order((fid,), a)  # by file, then offset; ties in trace order, as the table's sort
     if _no_pairs_sorted(fid[order], rk[order], w[order], a[order], b[order], _precheck_limit(max_candidates)):
         return None, True  # the pre-check, on the sweep's own order
     hosts = hosts() if callable(hosts) else hosts
-    ops = {"row": keep.astype(np.int64), "rank": rk, "is_write": w, "offset": a, "end_offset": b,
-           "start": start[keep], "end": end[keep]}
+    ops = {"row": np.flatnonzero(keep).astype(np.int64), "rank": rk, "is_write": w, "offset": a, "end_offset": b,
+           "start": start if every else start[keep], "end": end if every else end[keep]}
     # files more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
     first, inv = groups(fid)  # np.unique(fid, return_index=True, return_inverse=True), from the trace's runs
     files = fid[first]
