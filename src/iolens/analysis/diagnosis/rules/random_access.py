@@ -56,7 +56,8 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
         random_files = pat["file_id"][(pat["op"] == OP_CODES[op]) & (pat["pattern"] == "random")]
         back = trans[op] & (trans["offset"] < trans["prev_end"])
         small_here = mine & is_in(tr["file_id"], random_files) & (tr["length"] < large)
-        small_back_here = back & ~is_in(trans["file_id"], random_files) & (trans["length"] < large)
+        # (tested per request in trace order, then read at the transitions' rows: one gather, not two)
+        small_back_here = back & (~is_in(tr["file_id"], random_files) & (tr["length"] < large))[trans.rows]
         m.update(n_random=int(back.sum()), n_small=int(small_here.sum()) + int(small_back_here.sum()),
                  tr=tr, trans=trans, small_here=small_here, small_back_here=small_back_here)
         return m
@@ -98,14 +99,14 @@ def cost(ctx, m: dict, op: str) -> None:
     m["ranks"], m["window"] = [], None
     if m["source"] == "dxt":
         here, back = m["small_here"], m["small_back_here"]  # the traced requests, then the backward jumps
-        tr, trans = m["tr"], m["trans"]
-        rank = np.concatenate([tr["rank"][here], trans["rank"][back]])
-        m["stake"] = rank_stake(rank, np.concatenate([tr["duration"][here], trans["duration"][back]]))
+        tr, back = m["tr"], m["trans"].rows[back]  # the backward jumps' own rows: only theirs gathered
+        rank = np.concatenate([tr["rank"][here], tr["rank"][back]])
+        m["stake"] = rank_stake(rank, np.concatenate([tr["duration"][here], tr["duration"][back]]))
         m["ranks"] = most_first(rank)[:MAX_RANKS]
-        m["files"] = most_first(np.concatenate([tr["file_id"][here], trans["file_id"][back]]))
-        if here.any() or back.any():
-            starts = np.concatenate([tr["start"][here], trans["start"][back]])
-            ends = np.concatenate([tr["end"][here], trans["end"][back]])
+        m["files"] = most_first(np.concatenate([tr["file_id"][here], tr["file_id"][back]]))
+        if here.any() or len(back):
+            starts = np.concatenate([tr["start"][here], tr["start"][back]])
+            ends = np.concatenate([tr["end"][here], tr["end"][back]])
             m["window"] = (float(starts.min()), float(ends.max()))
         return
     OP, OPS_ = {o: (a, b) for o, a, b in OPS}[op]
