@@ -75,8 +75,9 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
         return None, True
     b = a + n_bytes
     order = sort_order((fid,), a)  # by file, then offset; ties in trace order, as the table's sort
-    if _no_pairs_sorted(fid[order], rk[order], w[order], a[order], b[order], _precheck_limit(max_candidates)):
-        return None, True  # the pre-check, on the sweep's own order
+    if _no_pairs_sorted(fid[order], rk[order], w[order], a[order], b[order], _precheck_limit(max_candidates),
+                        search=False):  # its quick tests, on the sweep's own order: where they do not
+        return None, True  # clear every file, the sweep's searches are the pre-check's (and find the pairs)
     hosts = hosts() if callable(hosts) else hosts
     ops = {"row": np.flatnonzero(keep).astype(np.int64), "rank": rk, "is_write": w, "offset": a, "end_offset": b,
            "start": start if every else start[keep], "end": end if every else end[keep]}
@@ -152,8 +153,9 @@ def _no_pairs_of(file_id, rank, is_write, offset, length, limit: int) -> bool:
     return _no_pairs_sorted(fid[order], rank[order], is_write[order], start[order], end[order], limit)
 
 
-def _no_pairs_sorted(fid, rank, is_write, start, end, limit: int) -> bool:
-    """`_no_pairs_of` on the operations with an offset and bytes, sorted by file, then offset."""
+def _no_pairs_sorted(fid, rank, is_write, start, end, limit: int, search: bool = True) -> bool:
+    """`_no_pairs_of` on the operations with an offset and bytes, sorted by file, then offset; without
+    `search`, False where the quick tests (no overlap, overlaps of one rank only) leave a file undecided."""
     bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True])
     left = limit
     for lo, hi in zip(bounds[:-1], bounds[1:]):
@@ -166,6 +168,8 @@ def _no_pairs_sorted(fid, rank, is_write, start, end, limit: int) -> bool:
         if bound is not None and bound <= left:  # only one rank's operations overlap: no pair, and few enough
             left -= bound
             continue
+        if not search:
+            return False
         left = _overlaps_of_one_rank(start[lo:hi], end[lo:hi], r, w, left)
         if left < 0:
             return False

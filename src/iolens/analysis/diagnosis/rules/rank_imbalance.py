@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from ...measures import TableCounters, group_runs
-from ...segments import distinct, group_sums, groups, per_group_at
+from ...segments import distinct, group_sums, groups, per_group_at, time_order
 from ....model.darshan import COUNTER_PREFIX, DXT_MODULES
 from ..units import fmt_pct, fmt_ranks
 from .common import COMMON_THRESHOLDS, RUN_TIME, stage
@@ -211,10 +211,12 @@ def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
 def alone_spans(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple:
     """Over busy intervals (`measures.group_runs`): (ranks, in order; the time each is the only rank busy;
     the first and last moment of that), for the ranks ever alone."""
-    t = np.concatenate([start, end])
-    d = np.concatenate([np.ones(len(start), dtype=np.int64), np.full(len(end), -1, dtype=np.int64)])
-    r = np.concatenate([rank, -rank]).astype(np.int64)
-    order = np.lexsort((d, t))  # by time, ends first: within a tie only the last event has a duration
+    # the ends first, so that one stable sort by time puts them before the starts at the same time (within a
+    # tie only the last event has a duration): np.lexsort((d, t)) of the starts then the ends
+    t = np.concatenate([end, start])
+    d = np.concatenate([np.full(len(end), -1, dtype=np.int64), np.ones(len(start), dtype=np.int64)])
+    r = np.concatenate([-rank, rank]).astype(np.int64)
+    order = time_order(t)
     t, active, who = t[order], np.cumsum(d[order]), np.cumsum(r[order])
     dt = np.append(t[1:] - t[:-1], 0.0)
     one = (active == 1) & (dt > 0)
