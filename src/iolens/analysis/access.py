@@ -32,7 +32,8 @@ import polars as pl
 
 from .layers import recorded
 from ..model.darshan import DXT_MODULES
-from .segments import Segments, groups, log_segments, per_group_at, run_heads, sort_groups
+from .segments import (Segments, groups, log_segments, per_group_at, rows_by_group, run_heads,
+                       sort_groups)
 
 PATTERNS = ("consecutive", "sequential", "strided", "rank-interleaved", "random")
 CONSECUTIVE_SHARE = 0.8
@@ -144,29 +145,33 @@ def _group_median(g, values, n, counts) -> np.ndarray:
     start = np.concatenate(([0], np.cumsum(counts)[:-1]))
     lo, hi = start + (counts - 1) // 2, start + counts // 2
     ok = counts > 0
-    v = _middle_values(g, values, n, lo[ok], hi[ok])
+    heads = run_heads(g) if n <= PARTITION_GROUPS else None
+    if heads is not None:  # a few groups, in runs (a trace's files): each partitioned
+        v = _middle_by_partition(values[rows_by_group(g, heads)], start[ok], lo[ok], hi[ok])
+    else:
+        sorted_values = _sorted_in_groups(g, values, n).astype(np.float64)
+        v = sorted_values[lo[ok]], sorted_values[hi[ok]]
     out = np.full(n, np.nan)
     out[ok] = (v[0] + v[1]) / 2
     return out
 
 
-def _middle_values(g, values, n, lo, hi) -> tuple:
-    """The integer `values` at positions `lo` and `hi` of their order by group (0 .. n-1), then value, as
-    floats: from the distinct (group, value) pairs and how often each occurs where a trace repeats its
-    requests' sizes in runs; else from one sort of a single int64 key when the groups' value ranges fit in
-    one (only the values are read: no stable order needed)."""
-    if run_heads(g, values) is not None:
-        first, inv = groups(g, values)  # in (group, value) order
-        ends = np.cumsum(np.bincount(inv, minlength=len(first)))
-        distinct = values[first].astype(np.float64)
-        return distinct[np.searchsorted(ends, lo, "right")], distinct[np.searchsorted(ends, hi, "right")]
-    v = _sorted_in_groups(g, values, n).astype(np.float64)
-    return v[lo], v[hi]
+PARTITION_GROUPS = 32  # up to this many groups, each group's middle values are found by partitioning it
+
+
+def _middle_by_partition(v, start, lo, hi) -> tuple:
+    """The values at positions `lo` and `hi` of the values sorted by group, then value, as floats, from the
+    values group after group (`v`; each group from `start`): picked by np.partition (no sort)."""
+    out = np.empty((2, len(start)))
+    for k, (a, i, j) in enumerate(zip(start.tolist(), lo.tolist(), hi.tolist())):
+        part = np.partition(v[a:i + j - a + 1], (i - a, j - a))  # the group: lo - start + hi - start + 1 values
+        out[:, k] = part[i - a], part[j - a]
+    return out[0], out[1]
 
 
 def _sorted_in_groups(g, values, n) -> np.ndarray:
     """The integer `values` sorted by group (0 .. n-1), then value: one sort of a single int64 key when
-    the groups' value ranges fit in one."""
+    the groups' value ranges fit in one (only the values are read: no stable order needed)."""
     if not len(values):
         return values
     lo, span = int(values.min()), int(values.max()) - int(values.min()) + 1

@@ -269,6 +269,14 @@ def per_group_at(ufunc, out: np.ndarray, g: np.ndarray, values: np.ndarray) -> N
         ufunc.at(out, g[heads], ufunc.reduceat(values, heads))
 
 
+def rows_by_group(g: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """The rows, group after group (by `g`'s value), each group's in row order: from the runs of one group
+    starting at `heads` (a stable sort of the rows by `g`, without sorting them)."""
+    lengths = np.diff(np.append(heads, len(g)))
+    by_group = np.argsort(g[heads], kind="stable")
+    return _concat_runs(heads[by_group], lengths[by_group])
+
+
 def distinct(values: np.ndarray) -> np.ndarray:
     """`np.unique(values)` of an integer column (file ids, ranks), from its runs."""
     heads = _run_heads((values,))
