@@ -288,11 +288,11 @@ def _aggregator_candidates(ctx) -> list:
             continue
         if fid in traced:
             mine = np.flatnonzero(seg.file_id == fid)  # the file's operations (only three columns read)
+            nodes = ctx.hosts
+            if not nodes or len(distinct(seg.rank[mine])) >= nodes:  # as many ranks as nodes access it: no
+                continue  # bottleneck, whichever rank is the heaviest (not summed, then)
             top_rank, top_b, top_t, aggregators = _heaviest_rank(seg.rank[mine], seg.length[mine],
                                                                  seg.duration[mine])
-            nodes = ctx.hosts
-            if not nodes or aggregators >= nodes:
-                continue
             counters = False
         else:
             shared = rows[ctx.column("POSIX", "rank")[rows] < 0]
