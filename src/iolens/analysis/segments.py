@@ -319,6 +319,9 @@ def _sort(keys: tuple, last: np.ndarray, starts: bool = False) -> tuple:
             new = np.zeros(n, dtype=bool)
             new[np.cumsum(ordered) - ordered] = True
         return _concat_runs(heads[first], ordered), new
+    if len(first) == 1:  # one group: by `last` alone
+        order = time_order(last) if last.dtype == np.float64 else np.argsort(last, kind="stable")
+        return order, (_starts_in((np.zeros(n, dtype=np.int8),)) if starts else None)
     g = np.repeat(inv, lengths)
     order = _by_group_then(g, last)
     return order, (_starts_in((g[order],)) if starts else None)
