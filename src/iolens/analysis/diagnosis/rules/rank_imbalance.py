@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from ...measures import TableCounters, group_runs
-from ...segments import distinct, group_sums, groups, per_group_at, time_order
+from ...segments import distinct, group_sums, groups, is_in, per_group_at, time_order
 from ....model.darshan import COUNTER_PREFIX, DXT_MODULES
 from ..units import fmt_pct, fmt_ranks
 from .common import COMMON_THRESHOLDS, RUN_TIME, stage
@@ -241,7 +241,7 @@ def _serial_alone(ctx):
         return None
     seg = ctx.trace
     if ctx.std_ids:  # (a log naming no standard stream needs no test)
-        std = np.isin(seg.file_id, np.fromiter(ctx.std_ids, dtype=np.uint64))
+        std = is_in(seg.file_id, np.fromiter(ctx.std_ids, dtype=np.uint64))
         if std.any():
             seg = seg.take(~std)
     if seg.empty:
