@@ -285,8 +285,8 @@ def _group_running_max(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     """The running max of `values` within each group of consecutive rows (`cuts`: each group's first row)."""
     if len(cuts) * 32 < len(values) and len(cuts) <= 64:  # few groups: one running max each
         return np.concatenate([np.maximum.accumulate(v) for v in np.split(values, cuts[1:])])
-    longest = int(np.diff(np.append(cuts, len(values))).max())
-    if longest < 1 << 12:  # short groups: a few doubling steps over every row at once
+    longest = int(np.diff(np.append(cuts, len(values))).max()) if len(values) >= RUN_ROWS else 1 << 12
+    if longest < 1 << 12:  # many rows in short groups: a few doubling steps over every row at once
         return _running_max_by_doubling(values, cuts, longest)
     # many: one running max over (group, order of the value) pairs as integer keys, so that a group does not
     # see the values of the groups before it (values compared, not added: exact)

@@ -14,7 +14,7 @@ import polars as pl
 from ..units import fmt_bytes, fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
 from .random_access import most_first
-from ...segments import run_heads
+from ...segments import RUN_ROWS, run_heads
 from .small_io import rank_stake, trace_arrays
 
 THRESHOLDS = ("misaligned_min_ops", "misaligned_min_share", "misaligned_min_bytes") + COMMON_THRESHOLDS
@@ -97,7 +97,7 @@ def _file_units(keys: np.ndarray, units: np.ndarray, fid: np.ndarray) -> np.ndar
 def _off_boundary(offset: np.ndarray, unit_of: np.ndarray, units: np.ndarray) -> np.ndarray:
     """offset % unit_of != 0, as a bit mask where every unit is a power of two (stripes, pages: no division;
     the same for the requests that count, whose offsets are not negative)."""
-    if (units & (units - 1) == 0).all():
+    if len(offset) >= RUN_ROWS and (units & (units - 1) == 0).all():
         return (offset & (unit_of - 1)) != 0
     return offset % unit_of != 0
 

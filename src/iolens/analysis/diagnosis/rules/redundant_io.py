@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ...segments import Segments, groups, per_group_at
+from ...segments import RUN_ROWS, Segments, groups, per_group_at
 from ..units import fmt_bytes
 from .common import COMMON_THRESHOLDS, judge
 from .small_io import rank_stake
@@ -69,9 +69,10 @@ def coverage(seg: Segments, rows: np.ndarray | None = None) -> tuple:
 
 
 def _file_sums(codes: np.ndarray, values: np.ndarray, nfiles: int) -> np.ndarray:
-    """Sums per file of byte counts (non-negative integers): in integers, once per run of a file's rows, when
-    they stay below 2^53 (where float sums of them are exact in any order); else as float sums in row order."""
-    if float(values.sum(dtype=np.float64)) < (1 << 52):
+    """Sums per file of byte counts (non-negative integers) of many rows: in integers, once per run of a file's
+    rows, when they stay below 2^53 (where float sums of them are exact in any order); else (and for a few
+    rows) as float sums in row order."""
+    if len(values) >= RUN_ROWS and float(values.sum(dtype=np.float64)) < (1 << 52):
         out = np.zeros(nfiles, dtype=np.int64)
         per_group_at(np.add, out, codes, values)
         return out
