@@ -62,22 +62,31 @@ def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
         return None
     by_start = time_order(mpiio.start)
     m_rank, m_fid, m_start, m_end = (c[by_start] for c in (mpiio.rank, mpiio.file_id, mpiio.start, mpiio.end))
-    first, inv = groups(m_rank)
-    ranks = m_rank[first]
+    ranks, inv = _rank_groups(mpiio.rank, by_start)
     mpiio_s = group_sums(inv, m_end - m_start, len(ranks), keys=m_rank)
     posix_s = np.zeros(len(ranks))
     if not posix.empty:
-        # each POSIX operation's call, found in trace order (where a record's operations come in time order);
-        # then the operations by start, as the query sums them
+        # each POSIX operation's call and time inside it, found in trace order (where a record's operations
+        # come in time order); then the operations by start, as the query sums them
         inside, call = _calls_started_in(m_rank, m_fid, m_start, posix.rank, posix.file_id, posix.start)
+        t = np.maximum(np.minimum(posix.end, m_end[call]) - posix.start, 0)  # only the part inside
         p = time_order(posix.start)
         p = p[inside[p]]
         if len(p):
-            t = np.maximum(np.minimum(posix.end[p], m_end[call[p]]) - posix.start[p], 0)  # only the part inside
             p_rank = posix.rank[p]
-            first_p, inv_p = groups(p_rank)
-            posix_s[np.searchsorted(ranks, p_rank[first_p])] = group_sums(inv_p, t, len(first_p), keys=p_rank)
+            p_ranks, inv_p = _rank_groups(posix.rank, p)
+            posix_s[np.searchsorted(ranks, p_ranks)] = group_sums(inv_p, t[p], len(p_ranks), keys=p_rank)
     return _per_rank_table(ranks, mpiio_s, np.maximum(mpiio_s - posix_s, 0), posix_s)
+
+
+def _rank_groups(rank: np.ndarray, rows: np.ndarray) -> tuple:
+    """(the distinct ranks of `rank[rows]`, sorted; the group of each of those rows): `groups(rank[rows])`'s,
+    from the groups of the ranks in trace order (their runs) when `rows` takes every row once."""
+    if len(rows) == len(rank):
+        first, inv = groups(rank)
+        return rank[first], inv[rows]
+    first, inv = groups(rank[rows])
+    return rank[rows][first], inv
 
 
 def _calls_started_in(m_rank, m_fid, m_start, p_rank, p_fid, p_start) -> tuple:
