@@ -129,3 +129,35 @@ def test_shares_of_random_traces_in_runs(seed):
                                                                                   lengths).astype(np.uint8),
                        offset.astype(np.int64), size.astype(np.int64), start, start + 0.5)
         _check(seg, (seg.file_id, seg.op))
+
+
+def test_rule_helpers_over_runs_are_their_row_formulas():
+    """MISALIGNED_IO's unit per request and boundary test, REDUNDANT_*'s per-file byte sums and
+    MPIIO_OVERHEAD's rank groups, from the trace's runs: what the row-by-row formulas they replace give."""
+    from iolens.analysis.diagnosis.mpiio_overhead import _rank_groups
+    from iolens.analysis.diagnosis.rules.misaligned_io import _file_units, _off_boundary
+    from iolens.analysis.diagnosis.rules.redundant_io import _file_sums
+    from iolens.analysis.segments import groups
+
+    rng = np.random.default_rng(0)
+    for trial in range(40):
+        records = int(rng.integers(1, 40))
+        lengths = rng.multinomial(3000 - records, np.ones(records) / records) + 1
+        n = int(lengths.sum())
+        fid = np.repeat(rng.integers(1, 9, records), lengths).astype(np.uint64)
+        keys = np.unique(rng.integers(1, 9, 4)).astype(np.uint64)
+        units = rng.choice([4096, 1 << 20] if trial % 2 else [3000, 4096], len(keys)).astype(np.int64)
+        at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
+        assert np.array_equal(_file_units(keys, units, fid), np.where(keys[at] == fid, units[at], 0))
+        offset = rng.integers(0, 1 << 30, n)
+        unit_of = np.where(keys[at] == fid, units[at], 1)
+        assert np.array_equal(_off_boundary(offset, unit_of, units), offset % unit_of != 0)
+        codes = np.repeat(rng.integers(0, 5, records), lengths)
+        nbytes = rng.integers(1, 1 << 30, n)
+        want = np.bincount(codes, weights=nbytes.astype(np.float64), minlength=5).astype(np.int64)
+        assert np.array_equal(np.asarray(_file_sums(codes, nbytes, 5)).astype(np.int64), want)
+        rank = np.repeat(rng.integers(0, 50, records), lengths)
+        for rows in (rng.permutation(n), np.sort(rng.choice(n, n // 2, replace=False))):
+            first, inv = groups(rank[rows])
+            got = _rank_groups(rank, rows)
+            assert np.array_equal(got[0], rank[rows][first]) and np.array_equal(got[1], inv)

@@ -169,3 +169,34 @@ def test_take_of_a_block_is_the_take_of_its_rows():
             assert np.array_equal(getattr(got, f.name), getattr(seg, f.name)[index]), f.name
             assert getattr(got, f.name).dtype == getattr(seg, f.name).dtype
     assert _block(np.arange(10, 20)) == slice(10, 20) and _block(np.array([1, 2, 4])) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_per_group_reductions_and_group_order_from_runs(seed):
+    """`per_group_at` (a ufunc once per run of a group) is `ufunc.at` row by row for reductions exact in any
+    order; `rows_by_group` is a stable sort of the rows by group; `sort_groups` is `sort_order` and where each
+    key tuple starts in it."""
+    from iolens.analysis.segments import per_group_at, rows_by_group, run_heads, sort_groups, sort_order
+
+    rng = np.random.default_rng(seed)
+    for trial in range(30):
+        n = int(rng.choice([5, 3000, 9000]))
+        runs = int(rng.integers(1, max(2, n // int(rng.choice([1, 20, 400])))))
+        lengths = _runs_of(rng, n, runs)
+        g = np.repeat(rng.integers(0, 12, runs), lengths)
+        values = rng.integers(-1000, 1 << 40, n)
+        for ufunc, fill in ((np.add, 0), (np.maximum, np.iinfo(np.int64).min), (np.minimum, np.iinfo(np.int64).max)):
+            got, want = np.full(12, fill, dtype=np.int64), np.full(12, fill, dtype=np.int64)
+            per_group_at(ufunc, got, g, values)
+            ufunc.at(want, g, values)
+            assert np.array_equal(got, want)
+        heads = run_heads(g)
+        if heads is not None:
+            assert np.array_equal(rows_by_group(g, heads), np.argsort(g, kind="stable"))
+        keys = (g, np.repeat(rng.integers(0, 3, runs), lengths))
+        last = np.concatenate([np.sort(rng.random(k).round(2)) for k in lengths])
+        order, new = sort_groups(keys, last)
+        assert np.array_equal(order, sort_order(keys, last))
+        starts = np.ones(n, dtype=bool)
+        starts[1:] = (keys[0][order][1:] != keys[0][order][:-1]) | (keys[1][order][1:] != keys[1][order][:-1])
+        assert np.array_equal(new, starts)
