@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .segments import groups, sort_order
+from .segments import sort_order
 
 KINDS = ("write-after-write", "read-after-write", "write-after-read")
 WAW, RAW, WAR = range(3)
@@ -69,29 +69,29 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
     there is none. `first`/`second` are positions in the columns; `hosts` as `_rank_hosts` gives them, or a
     function that does (called only when the pre-check leaves it to the sweep)."""
     keep = (offset >= 0) & (length > 0)
-    every = bool(keep.all())  # (most traces: the columns as they are)
-    fid, rk, w, a, n_bytes = ((c if every else c[keep]) for c in (file_id, rank, is_write, offset, length))
-    if not w.any() or (rk == rk[0]).all():  # (the pre-check's first test)
-        return None, True
-    b = a + n_bytes
-    order = sort_order((fid,), a)  # by file, then offset; ties in trace order, as the table's sort
-    if _no_pairs_sorted(fid[order], rk[order], w[order], a[order], b[order], _precheck_limit(max_candidates),
-                        search=False):  # its quick tests, on the sweep's own order: where they do not
-        return None, True  # clear every file, the sweep's searches are the pre-check's (and find the pairs)
+    if not (keep & is_write).any() or ((rank == rank[int(np.argmax(keep))]) | ~keep).all():
+        return None, True  # (the pre-check's first tests: no write, or one rank)
+    # the operations with an offset and bytes, by file then offset (ties in trace order, as the table's sort):
+    # the rows sorted once, their columns read in that order
+    rows = sort_order((file_id,), offset)
+    if not keep.all():
+        rows = rows[keep[rows]]
+    fid = file_id[rows]
+    ops = {"row": rows.astype(np.int64), "rank": rank[rows], "is_write": is_write[rows], "offset": offset[rows]}
+    ops["end_offset"] = ops["offset"] + length[rows]
+    if _no_pairs_sorted(fid, ops["rank"], ops["is_write"], ops["offset"], ops["end_offset"],
+                        _precheck_limit(max_candidates), search=False):  # its quick tests, on the sweep's own
+        return None, True  # order: where they do not clear every file, the sweep's searches are the pre-check's
     hosts = hosts() if callable(hosts) else hosts
-    ops = {"row": np.flatnonzero(keep).astype(np.int64), "rank": rk, "is_write": w, "offset": a, "end_offset": b,
-           "start": start if every else start[keep], "end": end if every else end[keep]}
-    # files more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
-    first, inv = groups(fid)  # np.unique(fid, return_index=True, return_inverse=True), from the trace's runs
-    files = fid[first]
-    many = np.bincount(inv, weights=rk != rk[first][inv], minlength=len(files)) > 0
-    written = np.bincount(inv, weights=w, minlength=len(files)) > 0
-    bounds = np.searchsorted(inv[order], np.arange(len(files) + 1))
+    ops["start"], ops["end"] = start[rows], end[rows]
+    # each file more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
+    bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True]).tolist()
     budget = _budget(max_candidates)
     parts = []
-    for k in np.flatnonzero(many & written).tolist():
-        mine = order[bounds[k]:bounds[k + 1]]
-        parts.extend(_file_pairs(files[k], {c: v[mine] for c, v in ops.items()}, skew, hosts, budget))
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        r, w = ops["rank"][lo:hi], ops["is_write"][lo:hi]
+        if w.any() and not (r == r[0]).all():
+            parts.extend(_file_pairs(fid[lo], {c: v[lo:hi] for c, v in ops.items()}, skew, hosts, budget))
     complete = not budget["stopped"]
     if not parts:
         return None, complete
