@@ -300,8 +300,7 @@ def sort_order(keys: tuple, last: np.ndarray) -> np.ndarray:
 
 def sort_groups(keys: tuple, last: np.ndarray) -> tuple:
     """(`sort_order(keys, last)`, whether each row in that order is the first of its key tuple)."""
-    order, new = _sort(keys, last, starts=True)
-    return order, new
+    return _sort(keys, last, starts=True)
 
 
 def _sort(keys: tuple, last: np.ndarray, starts: bool = False) -> tuple:
