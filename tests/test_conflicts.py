@@ -149,6 +149,33 @@ def test_numpy_sweep_finds_the_table_pairs(seed):
     assert done == done_too and sorted(arrays.rows()) == sorted(table.rows())
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_precheck_by_clusters_says_no_pair_only_without_one(seed):
+    """The pre-check's shortcut (`_pairs_within_one_rank`: clusters of overlapping operations each of one rank)
+    says 'no pair' only where the brute force finds none, and bounds the overlapping pairs it lets pass."""
+    from iolens.analysis.conflicts import _no_pairs, _pairs_within_one_rank
+
+    rng = np.random.default_rng(seed)
+    for trial in range(40):
+        n = int(rng.integers(2, 60))
+        ranks = np.repeat(rng.integers(0, 3, 4), [n // 4, n // 4, n // 4, n - 3 * (n // 4)]) if trial % 2 else \
+            rng.integers(0, 2, n)
+        seg = ops([(int(r), str(rng.choice(["write", "read"])), int(rng.integers(0, 40)) * 16 + int(r) * 4096 * (trial % 3),
+                    int(rng.integers(1, 5)) * 16, float(i), float(i) + 0.5) for i, r in enumerate(ranks)])
+        limit = int(rng.choice([2, 10, 10_000]))
+        overlapping = sum(1 for i in range(n) for j in range(i + 1, n)
+                          if "write" in (seg["op"][i], seg["op"][j])
+                          and seg["offset"][i] < seg["offset"][j] + seg["length"][j]
+                          and seg["offset"][j] < seg["offset"][i] + seg["length"][i])
+        if _no_pairs(seg, limit):
+            assert not brute_force(seg)
+        order = np.lexsort((seg["offset"].to_numpy(),))
+        start, end = seg["offset"].to_numpy()[order], (seg["offset"] + seg["length"]).to_numpy()[order]
+        bound = _pairs_within_one_rank(start, end, seg["rank"].to_numpy()[order])
+        if bound is not None:
+            assert not brute_force(seg) and bound >= overlapping
+
+
 def test_ranges_merge_pairs_per_kind():
     seg = ops([(0, "write", 0, 100, 0.0, 1.0), (1, "write", 50, 100, 2.0, 3.0), (2, "write", 90, 100, 4.0, 5.0),
                (3, "write", 1000, 10, 6.0, 7.0), (4, "write", 1005, 10, 8.0, 9.0)])

@@ -69,6 +69,42 @@ def test_busy_runs_and_alone_time_are_the_polars_ones(path):
         assert _hex(first) == _hex(alone["first"]) and _hex(last) == _hex(alone["last"])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_busy_runs_from_pieces_are_the_polars_ones(seed):
+    """`group_runs` on traces of records in time order (merged into pieces first), long operations spanning
+    later ones, ties, and operations ending before they start (no pieces then): the polars query's runs."""
+    rng = np.random.default_rng(seed)
+    for trial in range(12):
+        records = int(rng.integers(1, 40))
+        n = measures.RUN_ROWS + int(rng.integers(0, 3000))
+        lengths = rng.multinomial(n - records, np.ones(records) / records) + 1
+        rank = np.repeat(rng.integers(0, 6, records), lengths)
+        start = np.concatenate([np.cumsum(rng.exponential(0.02, k).round(3)) + rng.uniform(0, 5) for k in lengths])
+        end = start + rng.exponential(0.01, n).round(3) * np.where(rng.random(n) < 0.01, 100, 1)
+        if trial % 4 == 3:
+            end[rng.integers(0, n, 3)] -= 1.0  # ill-formed: the sort of every operation decides
+        seg = pl.DataFrame({"rank": rank, "start": start, "end": end})
+        for gap in (0.0, 0.01, 0.5):
+            want = polars_busy_runs(seg, gap)
+            got = measures.group_runs(rank, start, end, gap)
+            assert got[0].tolist() == want["rank"].to_list()
+            assert _hex(got[1]) == _hex(want["start"]) and _hex(got[2]) == _hex(want["end"])
+
+
+def test_group_running_max_is_each_groups_running_max():
+    """Every path of `measures._group_running_max` (a loop over few groups, doubling steps over short groups,
+    one running max of integer keys over long ones) is numpy's running max of each group."""
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        n = int(rng.integers(1, 20_000 if trial % 10 == 0 else 3000))
+        k = int(rng.integers(1, min(n, 600) + 1))
+        cuts = np.unique(np.r_[0, rng.integers(1, n, k - 1)]) if n > 1 else np.array([0])
+        values = rng.random(n).round(2)
+        want = np.concatenate([np.maximum.accumulate(v) for v in np.split(values, cuts[1:])])
+        assert np.array_equal(measures._group_running_max(values, cuts), want)
+        assert np.array_equal(measures._running_max_by_doubling(values, cuts, n), want)
+
+
 @pytest.mark.parametrize("path", SMALL, ids=log_id)
 def test_serial_alone_names_the_longest_lone_rank(path):
     """SERIALIZED_IO's measure, off the standard streams: the rank alone the longest, its time and window."""
@@ -126,5 +162,6 @@ def test_heaviest_rank_of_each_traced_file_is_the_group_by_one(path):
         per = (seg.filter(pl.col("file_id") == fid).group_by("rank")
                .agg(pl.col("length").sum().alias("b"), (pl.col("end") - pl.col("start")).sum().alias("t"))
                .sort(["b", "rank"], descending=[True, False]))
-        rank, nbytes, time, ranks = rank_imbalance._heaviest_rank(ctx.trace_posix.take(ctx.trace_posix.file_id == fid))
+        mine = ctx.trace_posix.take(ctx.trace_posix.file_id == fid)
+        rank, nbytes, time, ranks = rank_imbalance._heaviest_rank(mine.rank, mine.length, mine.duration)
         assert (rank, nbytes, time.hex(), ranks) == (per["rank"][0], per["b"][0], per["t"][0].hex(), per.height)

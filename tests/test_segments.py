@@ -82,3 +82,121 @@ def test_context_trace_views_are_the_table_views(path):
             assert np.array_equal(getattr(arrays, name), table[name].to_numpy()), name
     records = log.dxt_records
     assert ctx.hosts == (0 if records.is_empty() else records["hostname"].n_unique())
+
+
+# --- groups and sorts from the trace's runs -------------------------------------------------------------
+def _runs_of(rng, n, nruns):
+    """Run lengths: `nruns` runs (at least one row each) over `n` rows."""
+    return rng.multinomial(n - nruns, np.ones(nruns) / nruns) + 1
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_groups_and_sort_order_from_runs_are_the_sorts(seed):
+    """`groups` and `sort_order` (from runs of equal keys, or by counting small key ranges) give what the
+    sorts they replace give: np.lexsort's order, ties in row order, on traces in runs or in no order at all."""
+    from iolens.analysis.segments import RUN_ROWS, _sorted_groups, sort_order
+
+    rng = np.random.default_rng(seed)
+    for trial in range(60):
+        n = int(rng.choice([1, 5, RUN_ROWS - 1, RUN_ROWS, 3000, 10000]))
+        nruns = int(rng.integers(1, max(2, n // int(rng.choice([1, 3, 50, 500])))))
+        lengths = _runs_of(rng, n, nruns)
+        keys = tuple(np.repeat(rng.integers(0, int(rng.choice([2, 5, 300])), nruns), lengths).astype(dt)
+                     for dt in rng.choice([np.int64, np.uint64, np.uint8], int(rng.integers(1, 4))))
+        if trial % 5 == 0:  # a few rows out of their run
+            keys[0][rng.integers(0, n, max(1, n // 50))] = 1
+        if trial % 7 == 0:  # huge file ids, or negative ranks
+            keys = (keys[0].astype(np.uint64) + np.uint64(1 << 63),) if trial % 2 else (keys[0].astype(np.int64) - 3,)
+        last = [rng.random(n),
+                np.concatenate([np.sort(np.round(rng.random(k), 2)) for k in lengths]),  # in order within runs, ties
+                np.concatenate([np.sort(rng.integers(-5, 1 << 40, k)) for k in lengths]),
+                rng.integers(0, 10, n).astype(np.uint64)][trial % 4]
+        if trial % 4 == 1 and trial % 3 == 0:
+            last[rng.integers(0, n, 3)] = [np.nan, -0.0, np.inf]
+        first, inv = groups(*keys)
+        want_first, want_inv = _sorted_groups(keys)
+        assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv), trial
+        assert np.array_equal(sort_order(keys, last), np.lexsort((last, *keys[::-1]))), trial
+
+
+def test_time_order_is_a_stable_argsort():
+    from iolens.analysis.segments import time_order
+
+    rng = np.random.default_rng(0)
+    for values in (np.round(rng.random(5000), 3), np.round(rng.random(5000), 3) - 0.5, np.zeros(3000),
+                   np.array([0.0, -0.0, 1.0, np.nan, np.inf, 2.0] * 500), rng.random(7)):
+        assert np.array_equal(time_order(values), np.argsort(values, kind="stable"))
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_groups_and_sorts_of_a_trace_are_the_sorts(path):
+    """On every small shared log: the trace's keys grouped and sorted as the sorts they replace do."""
+    from iolens.analysis.segments import _sorted_groups, distinct, is_in, sort_order, time_order
+
+    seg = log_segments(_read(path))
+    if seg.empty:
+        return
+    for keys in ((seg.rank,), (seg.file_id,), (seg.file_id, seg.rank, seg.op), (seg.module, seg.file_id, seg.rank)):
+        first, inv = groups(*keys)
+        want_first, want_inv = _sorted_groups(keys)
+        assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv)
+        for last in (seg.start, seg.offset):
+            assert np.array_equal(sort_order(keys, last), np.lexsort((last, *keys[::-1])))
+    assert np.array_equal(time_order(seg.start), np.argsort(seg.start, kind="stable"))
+    for values in (seg.file_id, seg.rank):
+        assert np.array_equal(distinct(values), np.unique(values))
+        some = np.unique(values)[::2]
+        assert np.array_equal(is_in(values, some), np.isin(values, some))
+
+
+def test_take_of_a_block_is_the_take_of_its_rows():
+    """`Segments.take` of consecutive rows (views of the columns) holds what the copy of those rows holds."""
+    from dataclasses import fields
+
+    from iolens.analysis.segments import Segments, _block
+
+    rng = np.random.default_rng(3)
+    n = 50
+    seg = Segments(np.zeros(n, np.uint8), rng.integers(1, 4, n).astype(np.uint64), rng.integers(0, 5, n),
+                   rng.integers(0, 2, n).astype(np.uint8), rng.integers(0, 99, n), rng.integers(1, 99, n),
+                   rng.random(n), rng.random(n) + 1)
+    blocks = [np.arange(10, 20), np.arange(0, n), np.arange(0), np.array([7]), np.arange(20, 10, -1),
+              np.array([1, 2, 4]), np.arange(n) < 0, np.arange(n) >= 30, (np.arange(n) % 7) == 0,
+              (np.arange(n) > 5) & (np.arange(n) < 9)]
+    for index in blocks:
+        got = seg.take(index)
+        for f in fields(Segments):
+            assert np.array_equal(getattr(got, f.name), getattr(seg, f.name)[index]), f.name
+            assert getattr(got, f.name).dtype == getattr(seg, f.name).dtype
+    assert _block(np.arange(10, 20)) == slice(10, 20) and _block(np.array([1, 2, 4])) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_per_group_reductions_and_group_order_from_runs(seed):
+    """`per_group_at` (a ufunc once per run of a group) is `ufunc.at` row by row for reductions exact in any
+    order; `rows_by_group` is a stable sort of the rows by group; `sort_groups` is `sort_order` and where each
+    key tuple starts in it."""
+    from iolens.analysis.segments import per_group_at, rows_by_group, run_heads, sort_groups, sort_order
+
+    rng = np.random.default_rng(seed)
+    for trial in range(30):
+        n = int(rng.choice([5, 3000, 9000]))
+        runs = int(rng.integers(1, max(2, n // int(rng.choice([1, 20, 400])))))
+        lengths = _runs_of(rng, n, runs)
+        g = np.repeat(rng.integers(0, 12, runs), lengths)
+        values = rng.integers(-1000, 1 << 40, n)
+        for ufunc, fill in ((np.add, 0), (np.maximum, np.iinfo(np.int64).min), (np.minimum, np.iinfo(np.int64).max)):
+            got, want = np.full(12, fill, dtype=np.int64), np.full(12, fill, dtype=np.int64)
+            per_group_at(ufunc, got, g, values)
+            ufunc.at(want, g, values)
+            assert np.array_equal(got, want)
+        heads = run_heads(g)
+        if heads is not None:
+            assert np.array_equal(rows_by_group(g, heads), np.argsort(g, kind="stable"))
+        keys = (g, np.repeat(rng.integers(0, 3, runs), lengths))
+        last = np.concatenate([np.sort(rng.random(k).round(2)) for k in lengths])
+        order, new = sort_groups(keys, last)
+        assert np.array_equal(order, sort_order(keys, last))
+        starts = np.ones(n, dtype=bool)
+        starts[1:] = (keys[0][order][1:] != keys[0][order][:-1]) | (keys[1][order][1:] != keys[1][order][:-1])
+        assert np.array_equal(new, starts)

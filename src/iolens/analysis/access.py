@@ -32,7 +32,8 @@ import polars as pl
 
 from .layers import recorded
 from ..model.darshan import DXT_MODULES
-from .segments import Segments, groups, log_segments
+from .segments import (Segments, groups, log_segments, per_group_at, rows_by_group, run_heads,
+                       sort_groups)
 
 PATTERNS = ("consecutive", "sequential", "strided", "rank-interleaved", "random")
 CONSECUTIVE_SHARE = 0.8
@@ -60,14 +61,14 @@ class Transitions:
 def transitions(seg: Segments, by=()) -> Transitions:
     """The transitions of `seg`, grouped by the key arrays `by` (one per segment; the file id is always
     a key), then rank and operation kind; requests without an offset left out."""
-    valid = np.flatnonzero(seg.offset >= 0)
-    keys = [k[valid] for k in (seg.file_id, *by, seg.rank, seg.op)]
-    order = valid[np.lexsort((seg.start[valid], *keys[::-1]))]  # by the keys in turn, then start; ties stable
-    same = np.ones(max(len(order) - 1, 0), dtype=bool)
-    for k in (seg.file_id, *by, seg.rank, seg.op):
-        ks = k[order]
-        same &= ks[1:] == ks[:-1]
-    after = np.flatnonzero(same) + 1  # positions (in time order) that follow one of their own group
+    keys = (seg.file_id, *by, seg.rank, seg.op)
+    if (seg.offset >= 0).all():  # every request has an offset: the columns as they are
+        order, new = sort_groups(keys, seg.start)  # by the keys in turn, then start; ties stable
+    else:
+        valid = np.flatnonzero(seg.offset >= 0)
+        order, new = sort_groups(tuple(k[valid] for k in keys), seg.start[valid])
+        order = valid[order]
+    after = np.flatnonzero(~new)  # positions (in time order) that follow one of their own group
     prev = order[after - 1]
     return Transitions(order[after], seg.offset[prev], seg.offset[prev] + seg.length[prev])
 
@@ -79,30 +80,40 @@ def segment_shares(seg: Segments, by: tuple, trans: Transitions) -> dict:
     smallest of the most common) and how far the ranks' byte ranges overlap. Every value an integer or an
     integer ratio: the same in any order."""
     valid = np.flatnonzero(seg.offset >= 0)
-    first, g = groups(*(k[valid] for k in by))
+    every = len(valid) == len(seg)  # (most traces: the columns as they are, no copies)
+
+    def rows(column):
+        return column if every else column[valid]
+    first, g = groups(*(rows(k) for k in by))
     n = len(first)
-    off, end, rank = seg.offset[valid], seg.offset[valid] + seg.length[valid], seg.rank[valid]
+    off, length, rank = rows(seg.offset), rows(seg.length), rows(seg.rank)
+    end = off + length
     requests = np.bincount(g, minlength=n)
     # ranks, and each rank's span: the sum of the ranks' spans over the file's span
     rfirst, rg = groups(g, rank)
     owner = g[rfirst]
     ranks = np.bincount(owner, minlength=n)
-    span = _group_max(rg, end, len(rfirst)) - _group_min(rg, off, len(rfirst))
+    r_hi, r_lo = _group_max(rg, end, len(rfirst)), _group_min(rg, off, len(rfirst))
+    span = r_hi - r_lo
     spans = np.bincount(owner, weights=span, minlength=n) if span.sum() < (1 << 53) else _int_sums(owner, span, n)
-    extent = _group_max(g, end, n) - _group_min(g, off, n)
-    # transitions: the group of each transition's row
-    row_group = np.full(len(seg), -1, dtype=np.int64)
-    row_group[valid] = g
-    tg = row_group[trans.rows]
+    extent = _group_max(owner, r_hi, n) - _group_min(owner, r_lo, n)  # the ranks' extremes are the group's
+    # transitions: the group of each transition's row, and how it moves on from the previous request
+    if every:
+        tg = g[trans.rows]
+    else:
+        row_group = np.full(len(seg), -1, dtype=np.int64)
+        row_group[valid] = g
+        tg = row_group[trans.rows]
     t_off = seg.offset[trans.rows]
-    tn = np.bincount(tg, minlength=n)
-    consec = np.bincount(tg[t_off == trans.prev_end], minlength=n)
-    gap = np.bincount(tg[t_off > trans.prev_end], minlength=n)
-    back = np.bincount(tg[t_off < trans.prev_end], minlength=n)
-    jump = t_off != trans.prev_end
+    ahead = t_off > trans.prev_end
+    at = t_off == trans.prev_end
+    moves = np.bincount(tg * 3 + (ahead * 2 + at), minlength=3 * n).reshape(n, 3)  # backward, consecutive, gap
+    back, consec, gap = moves[:, 0], moves[:, 1], moves[:, 2]
+    tn = back + consec + gap
+    jump = ~at
     stride, k = _dominant(tg[jump], (t_off - trans.prev_off)[jump], n)
     return {"first": valid[first], "requests": requests, "ranks": ranks,
-            "median_request_bytes": _group_median(g, seg.length[valid], n),
+            "median_request_bytes": _group_median(g, length, n, requests),
             "rank_overlap": spans / np.maximum(extent, 1),
             "consecutive_share": np.where(tn > 0, consec / np.maximum(tn, 1), 1.0),
             "forward_gap_share": gap / np.maximum(tn, 1), "backward_share": back / np.maximum(tn, 1),
@@ -112,13 +123,13 @@ def segment_shares(seg: Segments, by: tuple, trans: Transitions) -> dict:
 
 def _group_max(g, values, n):
     out = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(out, g, values)
+    per_group_at(np.maximum, out, g, values)
     return out
 
 
 def _group_min(g, values, n):
     out = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(out, g, values)
+    per_group_at(np.minimum, out, g, values)
     return out
 
 
@@ -128,17 +139,45 @@ def _int_sums(g, values, n):
     return out
 
 
-def _group_median(g, values, n) -> np.ndarray:
-    """Median per group (the mean of the two middle values of an even count), as a float."""
-    order = np.lexsort((values, g))
-    v = values[order].astype(np.float64)
-    counts = np.bincount(g, minlength=n)
+def _group_median(g, values, n, counts) -> np.ndarray:
+    """Median per group (`counts` values each; the mean of the two middle values of an even count), as a
+    float."""
     start = np.concatenate(([0], np.cumsum(counts)[:-1]))
     lo, hi = start + (counts - 1) // 2, start + counts // 2
     ok = counts > 0
+    heads = run_heads(g) if n <= PARTITION_GROUPS else None
+    if heads is not None:  # a few groups, in runs (a trace's files): each partitioned
+        v = _middle_by_partition(values[rows_by_group(g, heads)], start[ok], lo[ok], hi[ok])
+    else:
+        sorted_values = _sorted_in_groups(g, values, n).astype(np.float64)
+        v = sorted_values[lo[ok]], sorted_values[hi[ok]]
     out = np.full(n, np.nan)
-    out[ok] = (v[lo[ok]] + v[hi[ok]]) / 2
+    out[ok] = (v[0] + v[1]) / 2
     return out
+
+
+PARTITION_GROUPS = 32  # up to this many groups, each group's middle values are found by partitioning it
+
+
+def _middle_by_partition(v, start, lo, hi) -> tuple:
+    """The values at positions `lo` and `hi` of the values sorted by group, then value, as floats, from the
+    values group after group (`v`; each group from `start`): picked by np.partition (no sort)."""
+    out = np.empty((2, len(start)))
+    for k, (a, i, j) in enumerate(zip(start.tolist(), lo.tolist(), hi.tolist())):
+        part = np.partition(v[a:i + j - a + 1], (i - a, j - a))  # the group: lo - start + hi - start + 1 values
+        out[:, k] = part[i - a], part[j - a]
+    return out[0], out[1]
+
+
+def _sorted_in_groups(g, values, n) -> np.ndarray:
+    """The integer `values` sorted by group (0 .. n-1), then value: one sort of a single int64 key when
+    the groups' value ranges fit in one (only the values are read: no stable order needed)."""
+    if not len(values):
+        return values
+    lo, span = int(values.min()), int(values.max()) - int(values.min()) + 1
+    if n * span >= (1 << 63):
+        return values[np.lexsort((values, g))]
+    return np.sort(g * span + (values - lo)) % span + lo
 
 
 def _dominant(g, stride, n) -> tuple:

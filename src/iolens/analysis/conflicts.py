@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from .segments import sort_order
+
 KINDS = ("write-after-write", "read-after-write", "write-after-read")
 WAW, RAW, WAR = range(3)
 # Two operations on different hosts whose times are within this of each other cannot be ordered from the
@@ -66,24 +68,30 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
     columns (kind as its index in KINDS) in the order the table's rows are made before its sort, or None when
     there is none. `first`/`second` are positions in the columns; `hosts` as `_rank_hosts` gives them, or a
     function that does (called only when the pre-check leaves it to the sweep)."""
-    if _no_pairs_of(file_id, rank, is_write, offset, length, _precheck_limit(max_candidates)):
-        return None, True
+    keep = (offset >= 0) & (length > 0)
+    if not (keep & is_write).any() or ((rank == rank[int(np.argmax(keep))]) | ~keep).all():
+        return None, True  # (the pre-check's first tests: no write, or one rank)
+    # the operations with an offset and bytes, by file then offset (ties in trace order, as the table's sort):
+    # the rows sorted once, their columns read in that order
+    rows = sort_order((file_id,), offset)
+    if not keep.all():
+        rows = rows[keep[rows]]
+    fid = file_id[rows]
+    ops = {"row": rows.astype(np.int64), "rank": rank[rows], "is_write": is_write[rows], "offset": offset[rows]}
+    ops["end_offset"] = ops["offset"] + length[rows]
+    if _no_pairs_sorted(fid, ops["rank"], ops["is_write"], ops["offset"], ops["end_offset"],
+                        _precheck_limit(max_candidates), search=False):  # its quick tests, on the sweep's own
+        return None, True  # order: where they do not clear every file, the sweep's searches are the pre-check's
     hosts = hosts() if callable(hosts) else hosts
-    keep = np.flatnonzero((offset >= 0) & (length > 0))
-    fid, rk, w = file_id[keep], rank[keep], is_write[keep]
-    # files more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
-    files, first, inv = np.unique(fid, return_index=True, return_inverse=True)
-    many = np.bincount(inv, weights=rk != rk[first][inv], minlength=len(files)) > 0
-    written = np.bincount(inv, weights=w, minlength=len(files)) > 0
-    ops = {"row": keep.astype(np.int64), "rank": rk, "is_write": w, "offset": offset[keep],
-           "end_offset": offset[keep] + length[keep], "start": start[keep], "end": end[keep]}
-    order = np.lexsort((ops["offset"], inv))  # by file, then offset; ties in trace order, as the table's sort
-    bounds = np.searchsorted(inv[order], np.arange(len(files) + 1))
+    ops["start"], ops["end"] = start[rows], end[rows]
+    # each file more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
+    bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True]).tolist()
     budget = _budget(max_candidates)
     parts = []
-    for k in np.flatnonzero(many & written).tolist():
-        mine = order[bounds[k]:bounds[k + 1]]
-        parts.extend(_file_pairs(files[k], {c: v[mine] for c, v in ops.items()}, skew, hosts, budget))
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        r, w = ops["rank"][lo:hi], ops["is_write"][lo:hi]
+        if w.any() and not (r == r[0]).all():
+            parts.extend(_file_pairs(fid[lo], {c: v[lo:hi] for c, v in ops.items()}, skew, hosts, budget))
     complete = not budget["stopped"]
     if not parts:
         return None, complete
@@ -141,8 +149,13 @@ def _no_pairs_of(file_id, rank, is_write, offset, length, limit: int) -> bool:
     if not is_write.any() or (rank == rank[0]).all():
         return True
     start, end = offset[keep], offset[keep] + length[keep]
-    order = np.lexsort((start, fid))  # by file, then offset
-    fid, rank, is_write, start, end = fid[order], rank[order], is_write[order], start[order], end[order]
+    order = sort_order((fid,), start)  # by file, then offset
+    return _no_pairs_sorted(fid[order], rank[order], is_write[order], start[order], end[order], limit)
+
+
+def _no_pairs_sorted(fid, rank, is_write, start, end, limit: int, search: bool = True) -> bool:
+    """`_no_pairs_of` on the operations with an offset and bytes, sorted by file, then offset; without
+    `search`, False where the quick tests (no overlap, overlaps of one rank only) leave a file undecided."""
     bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True])
     left = limit
     for lo, hi in zip(bounds[:-1], bounds[1:]):
@@ -151,10 +164,27 @@ def _no_pairs_of(file_id, rank, is_write, offset, length, limit: int) -> bool:
             continue
         if (np.maximum.accumulate(end[lo:hi - 1]) <= start[lo + 1:hi]).all():  # no two overlap at all
             continue
+        bound = _pairs_within_one_rank(start[lo:hi], end[lo:hi], r)
+        if bound is not None and bound <= left:  # only one rank's operations overlap: no pair, and few enough
+            left -= bound
+            continue
+        if not search:
+            return False
         left = _overlaps_of_one_rank(start[lo:hi], end[lo:hi], r, w, left)
         if left < 0:
             return False
     return True
+
+
+def _pairs_within_one_rank(start, end, rank) -> int | None:
+    """When every overlapping pair of one file's operations (sorted by offset) is of one rank: at least as many
+    pairs as overlap (those of the clusters of overlapping operations); else None. In a few passes, where
+    `_overlaps_of_one_rank` searches every operation's partners."""
+    apart = start[1:] >= np.maximum.accumulate(end[:-1])  # the next cluster starts here: nothing before reaches it
+    if not (apart | (rank[1:] == rank[:-1])).all():
+        return None
+    size = np.diff(np.flatnonzero(np.concatenate(([True], apart, [True]))))
+    return int((size * (size - 1) // 2).sum())
 
 
 def _overlaps_of_one_rank(start, end, rank, is_write, left: int) -> int:

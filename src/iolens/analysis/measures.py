@@ -15,6 +15,7 @@ import polars as pl
 from ..model.darshan import COUNTER_PREFIX, FILE_LAYERS, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
 from ..model.log import reader_arrays
 from ..reader.counter_names import COUNTER_NAMES
+from .segments import RUN_ROWS, sort_order
 
 
 @lru_cache(maxsize=4096)
@@ -241,14 +242,20 @@ def group_runs(group: np.ndarray, start: np.ndarray, end: np.ndarray, gap: float
     every run, by group then time."""
     if not len(start):
         return group[:0], start[:0], end[:0]
-    # by group, then start (each run is then a run of rows); a trace is mostly in time order per rank, so a
-    # stable sort by group often suffices
-    order = np.argsort(group, kind="stable")
-    g, s = group[order], start[order]
-    new_group = np.concatenate(([True], g[1:] != g[:-1]))
-    if (s[1:] < s[:-1])[~new_group[1:]].any():
-        order = np.lexsort((start, group))
+    if len(start) >= RUN_ROWS and _well_formed(start, end, gap):
+        group, start, end = _linked_pieces(group, start, end, gap)  # the same union, from far fewer intervals
+    # by group, then start (each run is then a run of rows)
+    if len(start) >= RUN_ROWS:
+        order = sort_order((group,), start)  # from the trace's runs: np.lexsort((start, group))
         g, s = group[order], start[order]
+        new_group = np.concatenate(([True], g[1:] != g[:-1]))
+    else:  # a trace is mostly in time order per rank, so a stable sort by group often suffices
+        order = np.argsort(group, kind="stable")
+        g, s = group[order], start[order]
+        new_group = np.concatenate(([True], g[1:] != g[:-1]))
+        if (s[1:] < s[:-1])[~new_group[1:]].any():
+            order = np.lexsort((start, group))
+            g, s = group[order], start[order]
     e = end[order]
     cuts = np.flatnonzero(new_group)
     reach = _group_running_max(e, cuts)
@@ -257,10 +264,30 @@ def group_runs(group: np.ndarray, start: np.ndarray, end: np.ndarray, gap: float
     return g[runs], s[runs], np.maximum.reduceat(e, runs)
 
 
+def _well_formed(start: np.ndarray, end: np.ndarray, gap: float) -> bool:
+    """Finite intervals that end at or after they start, and a gap of at least 0: each operation's interval
+    widened by `gap` is then a closed interval holding it, and a run is a connected part of their union."""
+    return bool(gap >= 0 and np.isfinite(start).all() and np.isfinite(end).all() and (end >= start).all())
+
+
+def _linked_pieces(group: np.ndarray, start: np.ndarray, end: np.ndarray, gap: float) -> tuple:
+    """The operations in row order merged into pieces: an operation joins the previous one's piece when it is
+    of the same group, starts no earlier and within `gap` of its end (a trace's record is in time order, one
+    operation after the other: a few pieces per record). A piece's operations are connected, so its interval
+    (first start, largest end) widened by `gap` is their union: `group_runs` of the pieces is that of the
+    operations (well-formed ones: `_well_formed`), bit for bit (starts and ends are only compared)."""
+    link = (group[1:] == group[:-1]) & (start[1:] >= start[:-1]) & (start[1:] <= end[:-1] + gap)
+    heads = np.flatnonzero(np.concatenate(([True], ~link)))
+    return group[heads], start[heads], np.maximum.reduceat(end, heads)
+
+
 def _group_running_max(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     """The running max of `values` within each group of consecutive rows (`cuts`: each group's first row)."""
-    if len(cuts) * 32 < len(values):  # few groups: one running max each
+    if len(cuts) * 32 < len(values) and len(cuts) <= 64:  # few groups: one running max each
         return np.concatenate([np.maximum.accumulate(v) for v in np.split(values, cuts[1:])])
+    longest = int(np.diff(np.append(cuts, len(values))).max()) if len(values) >= RUN_ROWS else 1 << 12
+    if longest < 1 << 12:  # many rows in short groups: a few doubling steps over every row at once
+        return _running_max_by_doubling(values, cuts, longest)
     # many: one running max over (group, order of the value) pairs as integer keys, so that a group does not
     # see the values of the groups before it (values compared, not added: exact)
     by_value = np.argsort(values, kind="stable")
@@ -270,6 +297,20 @@ def _group_running_max(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     group[cuts[1:]] = 1
     key = np.maximum.accumulate(np.cumsum(group) * len(values) + at)
     return values[by_value[key % len(values)]]
+
+
+def _running_max_by_doubling(values: np.ndarray, cuts: np.ndarray, longest: int) -> np.ndarray:
+    """`_group_running_max` in log2(longest group) steps: after the step of width d, each row holds the max
+    of the 2d rows ending at it that are of its group (groups are consecutive rows: same group number)."""
+    group = np.zeros(len(values), dtype=np.int64)
+    group[cuts[1:]] = 1
+    group = np.cumsum(group)
+    out = values.copy()
+    d = 1
+    while d < longest:
+        out[d:] = np.where(group[d:] == group[:-d], np.maximum(out[d:], out[:-d]), out[d:])
+        d *= 2
+    return out
 
 
 def counter_windows(c: Counters, module: str) -> tuple:

@@ -11,6 +11,7 @@ columns reports the same numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -42,8 +43,10 @@ class Segments:
         return not len(self.offset)
 
     def take(self, index) -> "Segments":
-        """The operations a boolean mask or an index array selects, in that order."""
-        return Segments(*(getattr(self, f.name)[index] for f in fields(self)))
+        """The operations a boolean mask or an index array selects, in that order (views of these columns
+        when they are one block of consecutive rows: a module's part of the trace is)."""
+        block = _block(index)
+        return Segments(*(getattr(self, f.name)[index if block is None else block] for f in fields(self)))
 
     def of_module(self, module: str) -> "Segments":
         """The operations of one DXT module; the same object when the trace is all or none of it."""
@@ -55,8 +58,9 @@ class Segments:
     def is_op(self, op: str) -> np.ndarray:
         return self.op == OP_CODES[op]
 
-    @property
+    @cached_property
     def duration(self) -> np.ndarray:
+        """end - start of each operation (computed once: several checks read it)."""
         return self.end - self.start
 
     @staticmethod
@@ -64,6 +68,21 @@ class Segments:
         i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
         return Segments(np.zeros(0, np.uint8), np.zeros(0, np.uint64), i64, np.zeros(0, np.uint8), i64, i64, f64,
                         f64)
+
+
+def _block(index) -> slice | None:
+    """The slice of rows a boolean mask or an index array selects when they are consecutive, in order."""
+    index = np.asarray(index)
+    if index.dtype == bool:
+        count = int(np.count_nonzero(index))
+        first = int(np.argmax(index)) if count else 0
+        return slice(first, first + count) if index[first:first + count].all() else None
+    if not len(index):
+        return slice(0, 0)
+    first = int(index[0])
+    if int(index[-1]) - first + 1 != len(index) or (len(index) > 1 and not (np.diff(index) == 1).all()):
+        return None
+    return slice(first, first + len(index))
 
 
 def log_segments(log) -> Segments:
@@ -97,14 +116,28 @@ def _codes(s: pl.Series, names) -> np.ndarray:
     return np.fromiter((lookup[v] for v in s.cast(pl.String).to_list()), dtype=np.int64, count=len(s))
 
 
+SEGMENT_COLUMNS = (("offset", np.int64), ("length", np.int64), ("start", np.float64), ("end", np.float64))
+
+
 def _from_records(raw) -> Segments:
-    parts = [_module_columns(module, recs) for module, recs in raw.dxt.items() if module in MODULE_CODES]
-    parts = [p for p in parts if len(p[4])]
-    if not parts:
+    mods = [(module, recs) for module, recs in raw.dxt.items() if module in MODULE_CODES and recs.total]
+    if not mods:
         return Segments.none()
-    if len(parts) == 1:
-        return Segments(*parts[0])
-    return Segments(*(np.concatenate(cols) for cols in zip(*parts)))
+    if len(mods) == 1:
+        return Segments(*_module_columns(*mods[0]))
+    counts = [recs.write_counts + recs.read_counts for _, recs in mods]
+    if any(int(c.sum()) != recs.total for c, (_, recs) in zip(counts, mods)):  # pragma: no cover - as the reader
+        return Segments(*(np.concatenate(cols) for cols in zip(*(_module_columns(*m) for m in mods))))
+    # every module's columns written once into the trace's (not each module's, then the trace's)
+    runs = np.concatenate([np.column_stack([recs.write_counts, recs.read_counts]).ravel() for _, recs in mods])
+    per_record = np.concatenate(counts)
+    codes = np.array([MODULE_CODES[m] for m, _ in mods], dtype=np.uint8)
+    return Segments(np.repeat(codes, [int(c.sum()) for c in counts]),
+                    np.repeat(np.concatenate([np.asarray(recs.ids, dtype=np.uint64) for _, recs in mods]), per_record),
+                    np.repeat(np.concatenate([np.asarray(recs.ranks, dtype=np.int64) for _, recs in mods]), per_record),
+                    np.repeat(np.tile(np.array([WRITE, READ], dtype=np.uint8), len(per_record)), runs),
+                    *(np.concatenate([c[name] for _, recs in mods for c in recs.chunks], dtype=dt, casting="unsafe")
+                      for name, dt in SEGMENT_COLUMNS))
 
 
 def _module_columns(module: str, recs) -> tuple:
@@ -116,8 +149,7 @@ def _module_columns(module: str, recs) -> tuple:
             np.repeat(np.asarray(recs.ids, dtype=np.uint64), counts),
             np.repeat(np.asarray(recs.ranks, dtype=np.int64), counts),
             np.repeat(np.tile(np.array([WRITE, READ], dtype=np.uint8), len(counts)), runs),
-            *(np.asarray(recs.column(c), dtype=dt) for c, dt in (("offset", np.int64), ("length", np.int64),
-                                                                 ("start", np.float64), ("end", np.float64))))
+            *(np.asarray(recs.column(c), dtype=dt) for c, dt in SEGMENT_COLUMNS))
 
 
 # --- sums with polars' bits ---------------------------------------------------------------------
@@ -138,12 +170,32 @@ def float_sum(values: np.ndarray) -> float:
 
 
 # --- groups ---------------------------------------------------------------------------------------
+# A trace comes in runs: one per DXT record (a file, a rank, an operation kind), each in time order. Grouping
+# or sorting its rows by such keys is then a matter of the runs, a few hundred where the rows are 100,000: the
+# runs are grouped or sorted, and each run's rows follow it. The results are those of the sorts they replace.
+RUN_ROWS = 2048  # from this many rows it pays to look for runs first
+RUN_SHARE = 4  # ... and to use them when there are at most a quarter as many runs as rows
+
+
 def groups(*keys: np.ndarray) -> tuple:
     """(first row of each distinct key tuple, in sorted key order; group index of every row)."""
     n = len(keys[0])
     if not n:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    heads = _run_heads(keys)
+    if heads is not None:  # the runs' groups: a group's first run holds its first row
+        first, inv = _sorted_groups(tuple(k[heads] for k in keys))
+        return heads[first], np.repeat(inv, np.diff(np.append(heads, n)))
+    if n >= RUN_ROWS:
+        counted = _counted_groups(keys)
+        if counted is not None:
+            return counted
+    return _sorted_groups(keys)
+
+
+def _sorted_groups(keys: tuple) -> tuple:
     order = np.lexsort(keys[::-1])  # by the first key, then the next...
+    n = len(order)
     new = np.zeros(n, dtype=bool)
     new[0] = True
     for k in keys:
@@ -153,6 +205,178 @@ def groups(*keys: np.ndarray) -> tuple:
     inv = np.empty(n, dtype=np.int64)
     inv[order] = gid_sorted
     return order[new], inv
+
+
+COUNT_SPAN = 4  # keys are counted (not sorted) when their values span at most this many times the rows
+
+
+def _counted_groups(keys: tuple) -> tuple | None:
+    """`groups` by counting the values of integer keys spanning a small range (ranks, operation kinds, group
+    numbers), whatever their order; None for other keys."""
+    n = len(keys[0])
+    code, span = None, 1
+    for k in keys:
+        if k.dtype.kind not in "iub":
+            return None
+        lo, width = int(k.min()), int(k.max()) - int(k.min()) + 1
+        span *= width
+        if span > COUNT_SPAN * n:
+            return None
+        part = (k - k.dtype.type(lo)).astype(np.int64) if k.dtype.kind == "u" else k.astype(np.int64) - lo
+        code = part if code is None else code * width + part
+    present = np.flatnonzero(np.bincount(code, minlength=span))  # the distinct keys, in order
+    dense = np.zeros(span, dtype=np.int64)
+    dense[present] = np.arange(len(present))
+    inv = dense[code]
+    first = np.full(len(present), n, dtype=np.int64)
+    np.minimum.at(first, inv, np.arange(n))
+    return first, inv
+
+
+def run_heads(*keys: np.ndarray) -> np.ndarray | None:
+    """The first row of each run of rows with equal integer keys, when there are few enough runs to work on
+    them (`_run_heads`); else None."""
+    return _run_heads(keys)
+
+
+def _run_heads(keys: tuple) -> np.ndarray | None:
+    """The first row of each run of rows with equal integer keys, or None when runs would not pay (few rows,
+    many runs, a key that is not an integer: a float key's NaNs sort as equals, yet differ)."""
+    n = len(keys[0])
+    if n < RUN_ROWS or not all(k.dtype.kind in "iub" for k in keys):
+        return None
+    new = _run_starts(keys)
+    heads = np.flatnonzero(new)
+    return heads if len(heads) * RUN_SHARE <= n else None
+
+
+def _run_starts(keys: tuple) -> np.ndarray:
+    new = np.empty(len(keys[0]), dtype=bool)
+    new[0] = True
+    new[1:] = keys[0][1:] != keys[0][:-1]
+    for k in keys[1:]:
+        new[1:] |= k[1:] != k[:-1]
+    return new
+
+
+def per_group_at(ufunc, out: np.ndarray, g: np.ndarray, values: np.ndarray) -> None:
+    """`ufunc.at(out, g, values)`, once per run of rows of one group where a trace has few (a reduction
+    exact in any order: max, min, integer sums; not float sums, whose bits depend on it)."""
+    heads = _run_heads((g,))
+    if heads is None:
+        ufunc.at(out, g, values)
+    else:
+        ufunc.at(out, g[heads], ufunc.reduceat(values, heads))
+
+
+def rows_by_group(g: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """The rows, group after group (by `g`'s value), each group's in row order: from the runs of one group
+    starting at `heads` (a stable sort of the rows by `g`, without sorting them)."""
+    lengths = np.diff(np.append(heads, len(g)))
+    by_group = np.argsort(g[heads], kind="stable")
+    return _concat_runs(heads[by_group], lengths[by_group])
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` of an integer column (file ids, ranks), from its runs."""
+    heads = _run_heads((values,))
+    return np.unique(values if heads is None else values[heads])
+
+
+def is_in(values: np.ndarray, ids) -> np.ndarray:
+    """`np.isin(values, ids)` of an integer column, tested once per run."""
+    heads = _run_heads((values,))
+    if heads is None:
+        return np.isin(values, ids)
+    return np.repeat(np.isin(values[heads], ids), np.diff(np.append(heads, len(values))))
+
+
+def sort_order(keys: tuple, last: np.ndarray) -> np.ndarray:
+    """`np.lexsort((last, *keys[::-1]))`: the rows by the integer `keys` in turn, then by `last` (ties in row
+    order), found from the trace's runs: when each key tuple is one run already in order of `last`, the runs
+    in key order; else by group, then `last`, in one stable sort of a single key."""
+    return _sort(keys, last)[0]
+
+
+def sort_groups(keys: tuple, last: np.ndarray) -> tuple:
+    """(`sort_order(keys, last)`, whether each row in that order is the first of its key tuple)."""
+    return _sort(keys, last, starts=True)
+
+
+def _sort(keys: tuple, last: np.ndarray, starts: bool = False) -> tuple:
+    n = len(last)
+    heads = _run_heads(keys) if n else None
+    if heads is None:
+        order = np.lexsort((last, *keys[::-1]))
+        return order, (_starts_in(tuple(k[order] for k in keys)) if starts else None)
+    first, inv = _sorted_groups(tuple(k[heads] for k in keys))
+    lengths = np.diff(np.append(heads, n))
+    if len(first) == len(heads) and _ascending_in_runs(last, heads):
+        ordered = lengths[first]  # `first`: each group's (only) run, in key order
+        new = None
+        if starts:
+            new = np.zeros(n, dtype=bool)
+            new[np.cumsum(ordered) - ordered] = True
+        return _concat_runs(heads[first], ordered), new
+    if len(first) == 1:  # one group: by `last` alone
+        order = time_order(last) if last.dtype == np.float64 else np.argsort(last, kind="stable")
+        return order, (_starts_in((np.zeros(n, dtype=np.int8),)) if starts else None)
+    g = np.repeat(inv, lengths)
+    order = _by_group_then(g, last)
+    return order, (_starts_in((g[order],)) if starts else None)
+
+
+def _starts_in(sorted_keys: tuple) -> np.ndarray:
+    """Whether each row of sorted key columns starts a new key tuple."""
+    new = np.zeros(len(sorted_keys[0]), dtype=bool)
+    if len(new):
+        new[0] = True
+        for ks in sorted_keys:
+            new[1:] |= ks[1:] != ks[:-1]
+    return new
+
+
+FINITE_BITS = 0x7FF0000000000000  # the bits of +inf: a non-negative float below it is finite
+
+
+def time_order(values: np.ndarray) -> np.ndarray:
+    """`np.argsort(values, kind="stable")` of float64 times: on their bits as int64 when every value is a finite
+    number >= +0.0 (the bits then order as the values do, and equal values have equal bits), which numpy
+    sorts faster."""
+    bits = values.view(np.int64)
+    if len(values) >= RUN_ROWS and int(bits.min()) >= 0 and int(bits.max()) < FINITE_BITS:
+        return np.argsort(bits, kind="stable")
+    return np.argsort(values, kind="stable")
+
+
+def _ascending_in_runs(values: np.ndarray, heads: np.ndarray) -> bool:
+    """Is `values` non-decreasing within each run (`heads`: each run's first row)? False on NaN."""
+    up = values[1:] >= values[:-1]
+    up[heads[1:] - 1] = True
+    return bool(up.all())
+
+
+def _concat_runs(heads: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The rows of the runs starting at `heads` (with `lengths` rows), run after run."""
+    shift = heads - (np.cumsum(lengths) - lengths)  # each output position's row: its position plus its run's shift
+    return np.repeat(shift, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def _by_group_then(g: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """`np.lexsort((last, g))` for group numbers `g` (0 .. n-1) as one stable sort: of g + i·last as complex
+    numbers (numpy orders them by real, then imaginary part; not with NaN, which it sorts after every number),
+    or of one int64 key when `last` holds integers."""
+    if last.dtype.kind == "f":
+        if np.isnan(last).any():
+            return np.lexsort((last, g))
+        key = np.empty(len(g), dtype=np.complex128)
+        key.real, key.imag = g, last
+        return np.argsort(key, kind="stable")
+    lo, hi = int(last.min()), int(last.max())
+    span = hi - lo + 1
+    if last.dtype.kind not in "iu" or (int(g.max()) + 1) * span >= (1 << 63):
+        return np.lexsort((last, g))
+    return np.argsort(g * span + (last - lo).astype(np.int64), kind="stable")
 
 
 POLARS_SMALL_GROUP_BY = 1000  # below this many rows a polars group-by sums each group's floats with Kahan's

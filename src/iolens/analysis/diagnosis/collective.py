@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import recommendations as rec
-from ..segments import float_sum
+from ..segments import float_sum, is_in
 from .context import MAX_RANKS, SIZE_BINS
 from .insight import Evidence, Insight
 from .costmodel import project
@@ -203,7 +203,7 @@ def check_sieving(ctx) -> list:
                "collective_writes" if writes else "collective_reads": coll}
     ranks, window, source, partial = [], None, "counters", False
     seg = ctx.trace_posix
-    s = seg.take(seg.is_op("read") & np.isin(seg.file_id, j["file_id"]))
+    s = seg.take(seg.is_op("read") & is_in(seg.file_id, j["file_id"]))
     if not s.empty:
         ranks = heaviest_ranks(s.rank, s.length)[:MAX_RANKS]
         window = ctx.trace_window(s)

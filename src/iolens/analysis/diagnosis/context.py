@@ -12,6 +12,7 @@ from .. import measures
 from ..measures import recorded
 from ...reader.lustre import COMPONENT_FIELDS
 from ..segments import MODULE_CODES, SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
+from ..segments import distinct, is_in
 from ..summary import dxt_summary
 from .rules import common as rules_common
 from .thresholds import Thresholds
@@ -337,8 +338,8 @@ class Context:
             return self.trace_posix
         rows = np.concatenate([np.flatnonzero(seg.module == MODULE_CODES["DXT_MPIIO"]),
                                np.flatnonzero((seg.module == MODULE_CODES["DXT_POSIX"])
-                                              & ~np.isin(seg.file_id, np.unique(mpi.file_id)))])
-        return seg.take(rows)
+                                              & ~is_in(seg.file_id, distinct(mpi.file_id)))])
+        return seg.take(rows)  # the MPI-IO part's columns themselves when every POSIX file was traced at MPI-IO
 
     @staticmethod
     def trace_window(seg: Segments):

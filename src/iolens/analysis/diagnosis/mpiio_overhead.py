@@ -14,8 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ...model.log import OP_NAMES
-from ..segments import Segments, float_sum, group_sums, groups
+from ..segments import Segments, distinct, float_sum, group_sums, groups, is_in, run_heads, time_order
 from . import recommendations as rec
 from .context import MAX_RANKS
 from .insight import Evidence, Insight
@@ -24,7 +23,6 @@ from .units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
 
 DATA_OPS = ("read", "write")
 MiB = 1 << 20
-POLARS_JOIN_ROWS = 10_000  # from this many traced operations polars' as-of join beats numpy's sorts and searches
 
 
 def overhead_by_rank(mpiio: pl.DataFrame, posix: pl.DataFrame) -> pl.DataFrame:
@@ -62,43 +60,78 @@ def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
     its group-bys (`group_sums`, over the rows in the query's order: by start, ties in trace order)."""
     if mpiio.empty:
         return None
-    if len(mpiio) + len(posix) >= POLARS_JOIN_ROWS:  # the query itself, on tables of the columns
-        t = overhead_by_rank(_frame(mpiio), _frame(posix))
-        return {c: t[c].to_numpy() for c in t.columns}
-    by_start = np.argsort(mpiio.start, kind="stable")
+    by_start = time_order(mpiio.start)
     m_rank, m_fid, m_start, m_end = (c[by_start] for c in (mpiio.rank, mpiio.file_id, mpiio.start, mpiio.end))
-    first, inv = groups(m_rank)
-    ranks = m_rank[first]
+    ranks, inv = _rank_groups(mpiio.rank, by_start)
     mpiio_s = group_sums(inv, m_end - m_start, len(ranks), keys=m_rank)
     posix_s = np.zeros(len(ranks))
     if not posix.empty:
-        # the MPI-IO operation each POSIX operation started in: the last one of the same rank and file that
-        # started before it (the last of those starting at the same time, as the as-of join takes it)
-        p = np.argsort(posix.start, kind="stable")
-        p_rank, p_fid, p_start, p_end = (c[p] for c in (posix.rank, posix.file_id, posix.start, posix.end))
-        files = np.unique(m_fid)
-        code = np.minimum(np.searchsorted(files, p_fid), len(files) - 1)
-        m_key = m_rank * len(files) + np.searchsorted(files, m_fid)  # one number per (rank, file)
-        p_key = np.where(files[code] == p_fid, p_rank * len(files) + code, -1)
-        # (rank and file, start) as complex numbers, which numpy sorts by real part, then imaginary part: one
-        # search finds each POSIX operation's place among the MPI-IO ones of its rank and file
-        within = np.argsort(m_key, kind="stable")  # by rank and file, then start, then trace order
-        at = np.searchsorted((m_key + 1j * m_start)[within], p_key + 1j * p_start, "right") - 1
-        hit = np.flatnonzero((at >= 0) & (m_key[within[np.maximum(at, 0)]] == p_key))
-        if len(hit):
-            call = within[at[hit]]
-            t = np.maximum(np.minimum(p_end[hit], m_end[call]) - p_start[hit], 0)  # only the part inside
-            first_p, inv_p = groups(p_rank[hit])
-            posix_s[np.searchsorted(ranks, p_rank[hit][first_p])] = group_sums(inv_p, t, len(first_p),
-                                                                                keys=p_rank[hit])
+        # each POSIX operation's call and time inside it, found in trace order (where a record's operations
+        # come in time order); then the operations by start, as the query sums them
+        inside, call = _calls_started_in(m_rank, m_fid, m_start, posix.rank, posix.file_id, posix.start)
+        t = np.maximum(np.minimum(posix.end, m_end[call]) - posix.start, 0)  # only the part inside
+        p = time_order(posix.start)
+        p = p[inside[p]]
+        if len(p):
+            p_rank = posix.rank[p]
+            p_ranks, inv_p = _rank_groups(posix.rank, p)
+            posix_s[np.searchsorted(ranks, p_ranks)] = group_sums(inv_p, t[p], len(p_ranks), keys=p_rank)
     return _per_rank_table(ranks, mpiio_s, np.maximum(mpiio_s - posix_s, 0), posix_s)
 
 
-def _frame(seg: Segments) -> pl.DataFrame:
-    """The columns `overhead_by_rank` reads, as a table."""
-    return pl.DataFrame({"rank": seg.rank, "file_id": pl.Series(seg.file_id, dtype=pl.UInt64),
-                         "op": OP_NAMES.gather(pl.Series(seg.op, dtype=pl.UInt32)), "start": seg.start,
-                         "end": seg.end})
+def _rank_groups(rank: np.ndarray, rows: np.ndarray) -> tuple:
+    """(the distinct ranks of `rank[rows]`, sorted; the group of each of those rows): `groups(rank[rows])`'s,
+    from the groups of the ranks in trace order (their runs) when `rows` takes every row once."""
+    if len(rows) == len(rank):
+        first, inv = groups(rank)
+        return rank[first], inv[rows]
+    first, inv = groups(rank[rows])
+    return rank[rows][first], inv
+
+
+def _calls_started_in(m_rank, m_fid, m_start, p_rank, p_fid, p_start) -> tuple:
+    """For each POSIX operation: (did it start inside an MPI-IO call, the index of that call): the last MPI-IO
+    operation of the same rank and file that started before it (the last of those starting at the same time, as
+    the as-of join takes it). The MPI-IO operations sorted by start."""
+    files = np.unique(m_fid)
+    m_key = m_rank * len(files) + np.searchsorted(files, m_fid)  # one number per (rank, file)
+    p_key = _keys(files, p_rank, p_fid)
+    n = len(m_start)
+    top = max(int(np.abs(m_key).max()), int(np.abs(p_key).max())) + 1
+    if top * (n + 1) >= (1 << 62) or not (np.isfinite(p_start).all() and np.isfinite(m_start).all()):
+        return _calls_started_in_complex(m_key, m_start, p_key, p_start)
+    # a call's position in time order stands for its start: each POSIX operation's key is that of the last call
+    # starting at or before it, so one search of integers among (rank and file, position) finds its call
+    before = np.searchsorted(m_start, p_start, "right") - 1
+    m_at = m_key * n + np.arange(n)
+    within = np.argsort(m_at)  # distinct keys: by rank and file, then start, then trace order
+    at = np.searchsorted(m_at[within], p_key * n + before, "right") - 1
+    return _found(m_key, p_key, within, at)
+
+
+def _keys(files: np.ndarray, rank: np.ndarray, fid: np.ndarray) -> np.ndarray:
+    """rank × len(files) + the file's index in `files` (-1 for a file not in it), once per run of the
+    trace's rows of one rank and file."""
+    heads = run_heads(rank, fid)
+    if heads is not None:
+        return np.repeat(_keys(files, rank[heads], fid[heads]), np.diff(np.append(heads, len(rank))))
+    code = np.minimum(np.searchsorted(files, fid), len(files) - 1)
+    return np.where(files[code] == fid, rank * len(files) + code, -1)
+
+
+def _calls_started_in_complex(m_key, m_start, p_key, p_start) -> tuple:
+    """`_calls_started_in` with (rank and file, start) as complex numbers, which numpy sorts by real part, then
+    imaginary part (starts that are not finite numbers, or keys too large for one integer)."""
+    within = np.argsort(m_key, kind="stable")  # by rank and file, then start, then trace order
+    at = np.searchsorted((m_key + 1j * m_start)[within], p_key + 1j * p_start, "right") - 1
+    return _found(m_key, p_key, within, at)
+
+
+def _found(m_key, p_key, within, at) -> tuple:
+    """(inside, call) from each POSIX operation's place `at` among the calls in `within` order: inside when
+    that place is a call of its own rank and file."""
+    call = within[np.maximum(at, 0)]
+    return (at >= 0) & (m_key[call] == p_key), call
 
 
 def _per_rank_table(rank, mpiio_s, overhead_s, posix_s) -> dict:
@@ -153,7 +186,7 @@ def _table(ctx, files: list) -> tuple:
     seg_m, seg_p = ctx.trace_mpiio, ctx.trace_posix
     if not seg_m.empty and not seg_p.empty:
         ids = np.asarray(files, dtype=np.uint64)
-        traced = np.isin(seg_m.file_id, ids) & np.isin(seg_m.file_id, seg_p.file_id)
+        traced = is_in(seg_m.file_id, ids) & is_in(seg_m.file_id, distinct(seg_p.file_id))
         if traced.any():
             partial = not (ctx.trace_complete("DXT_MPIIO") and ctx.trace_complete("DXT_POSIX"))
             # the POSIX operations on other files match no MPI-IO call of these: no need to leave them out

@@ -6,7 +6,7 @@ import polars as pl
 
 from ...model.darshan import COUNTER_PREFIX, DXT_MODULES
 from ..measures import busy_runs
-from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups
+from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups, per_group_at
 from . import recommendations as rec
 from .context import MAX_RANKS
 from .rules import one_row, rank_imbalance
@@ -270,12 +270,13 @@ def check_straggler(ctx) -> list:
 
 def _rank_spans(seg: Segments) -> tuple:
     """Per rank with traced I/O (ascending): its first start, last end and bytes, as numpy arrays."""
-    ranks, at = np.unique(seg.rank, return_inverse=True)
+    head, at = groups(seg.rank)  # np.unique(seg.rank, return_inverse=True), from the trace's runs
+    ranks = seg.rank[head]
     first, last = np.full(len(ranks), np.inf), np.full(len(ranks), -np.inf)
-    np.minimum.at(first, at, seg.start)
-    np.maximum.at(last, at, seg.end)
+    per_group_at(np.minimum, first, at, seg.start)  # once per run of a rank's operations
+    per_group_at(np.maximum, last, at, seg.end)
     nbytes = np.zeros(len(ranks), dtype=np.int64)  # integers: summed exactly in any order
-    np.add.at(nbytes, at, seg.length)
+    per_group_at(np.add, nbytes, at, seg.length)
     return ranks, first, last, nbytes
 
 

@@ -16,6 +16,7 @@ import polars as pl
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, EDGE_NAMES, counter_stake, edge_index, edge_suffix, matters
+from ...segments import is_in
 from .small_io import rank_stake
 
 THRESHOLDS = ("hdf5_meta_min_share", "hdf5_meta_request_bytes", "small_min_ops") + COMMON_THRESHOLDS
@@ -70,7 +71,7 @@ def small_writes(ctx, fids, edges) -> dict:
 def _traced_writes(ctx, fids) -> dict:
     limit = int(ctx.th.hdf5_meta_request_bytes)
     seg = ctx.trace_posix
-    writes = seg.is_op("write") & np.isin(seg.file_id, np.asarray(fids, dtype=np.uint64))
+    writes = seg.is_op("write") & is_in(seg.file_id, np.asarray(fids, dtype=np.uint64))
     small = np.flatnonzero(writes & (seg.length <= limit))
     return {P + "writes": int(writes.sum()), P + "from_trace": True, P + "trace_limit": limit,
             P + "trace_small_writes": len(small),

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from ..units import fmt_bytes
+from ...segments import groups
 from .common import COMMON_THRESHOLDS
 
 THRESHOLDS = ("lustre_large_file_bytes",) + COMMON_THRESHOLDS
@@ -147,8 +148,9 @@ def _candidates_of(ctx):
 
 def _trace_ranks(ctx) -> tuple:
     """(file ids sorted, how many ranks the trace shows on each)."""
-    ids, inv = np.unique(ctx.trace.file_id, return_inverse=True)
-    return ids, _distinct_per_group(inv, ctx.trace.rank, len(ids))
+    first, inv = groups(ctx.trace.file_id)  # np.unique(..., return_inverse=True), from the trace's runs
+    pairs, _ = groups(inv, ctx.trace.rank)  # the distinct (file, rank) pairs: `_distinct_per_group`'s count
+    return ctx.trace.file_id[first], np.bincount(inv[pairs], minlength=len(first)).astype(np.int64)
 
 
 def features(ctx, edges=None) -> dict:

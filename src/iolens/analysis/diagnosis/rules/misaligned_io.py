@@ -14,6 +14,7 @@ import polars as pl
 from ..units import fmt_bytes, fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
 from .random_access import most_first
+from ...segments import RUN_ROWS, run_heads
 from .small_io import rank_stake, trace_arrays
 
 THRESHOLDS = ("misaligned_min_ops", "misaligned_min_share", "misaligned_min_bytes") + COMMON_THRESHOLDS
@@ -54,10 +55,10 @@ def measure(ctx) -> dict | None:
         # each traced request's alignment unit, in numpy (integers): counted without a join
         tr = trace_arrays(ctx)
         fid, offset, length = tr["file_id"], tr["offset"], tr["length"]
-        at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
-        known = (keys[at] == fid) & (offset >= 0)
-        unit_of = np.where(known, units[at], 1)
-        misaligned = known & (length >= unit_of) & (offset % unit_of != 0)
+        file_unit = _file_units(keys, units, fid)
+        known = (file_unit > 0) & (offset >= 0)
+        unit_of = np.where(known, file_unit, 1)
+        misaligned = known & (length >= unit_of) & _off_boundary(offset, unit_of, units)
         count = int(misaligned.sum())
         return {"source": "dxt", "partial": ctx.trace_truncated("DXT_POSIX"), "total": int(known.sum()),
                 "count": count, "bytes": int(length[misaligned].sum()) if count else 0, "tr": tr,
@@ -81,6 +82,24 @@ def measure(ctx) -> dict | None:
     count = int(n[on].sum())
     return {"source": "counters", "partial": False, "total": int(ops[on].sum()), "count": count, "bytes": None,
             "per_file": (ids[on], n[on], unit[on]), "share_counted": count / max(int(not_aligned[on].sum()), 1)}
+
+
+def _file_units(keys: np.ndarray, units: np.ndarray, fid: np.ndarray) -> np.ndarray:
+    """Each traced request's file's alignment unit (`alignments`: every unit > 1), 0 where its file has none:
+    looked up once per run of one file's requests."""
+    heads = run_heads(fid)
+    if heads is not None:
+        return np.repeat(_file_units(keys, units, fid[heads]), np.diff(np.append(heads, len(fid))))
+    at = np.minimum(np.searchsorted(keys, fid), len(keys) - 1)
+    return np.where(keys[at] == fid, units[at], 0)
+
+
+def _off_boundary(offset: np.ndarray, unit_of: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """offset % unit_of != 0, as a bit mask where every unit is a power of two (stripes, pages: no division;
+    the same for the requests that count, whose offsets are not negative)."""
+    if len(offset) >= RUN_ROWS and (units & (units - 1) == 0).all():
+        return (offset & (unit_of - 1)) != 0
+    return offset % unit_of != 0
 
 
 def cost(ctx, m: dict) -> None:

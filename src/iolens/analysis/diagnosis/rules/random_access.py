@@ -16,7 +16,7 @@ import polars as pl
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
-from ...segments import OP_CODES
+from ...segments import OP_CODES, is_in
 from .small_io import bin_counts, rank_stake, trace_arrays
 
 THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
@@ -55,8 +55,9 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
         pat, trans = ctx.posix_patterns, transition_arrays(ctx)
         random_files = pat["file_id"][(pat["op"] == OP_CODES[op]) & (pat["pattern"] == "random")]
         back = trans[op] & (trans["offset"] < trans["prev_end"])
-        small_here = mine & np.isin(tr["file_id"], random_files) & (tr["length"] < large)
-        small_back_here = back & ~np.isin(trans["file_id"], random_files) & (trans["length"] < large)
+        small_here = mine & is_in(tr["file_id"], random_files) & (tr["length"] < large)
+        # (tested per request in trace order, then read at the transitions' rows: one gather, not two)
+        small_back_here = back & (~is_in(tr["file_id"], random_files) & (tr["length"] < large))[trans.rows]
         m.update(n_random=int(back.sum()), n_small=int(small_here.sum()) + int(small_back_here.sum()),
                  tr=tr, trans=trans, small_here=small_here, small_back_here=small_back_here)
         return m
@@ -70,11 +71,24 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
 
 
 def transition_arrays(ctx) -> dict:
-    """`Context.posix_transitions`' columns, as `small_io.trace_arrays` has the trace's, once per log."""
+    """`Context.posix_transitions`' columns, as `small_io.trace_arrays` has the trace's, once per log (each
+    gathered the first time it is read: the stake's only for a finding)."""
     def compute():
-        trans, tr = ctx.posix_transitions, trace_arrays(ctx)
-        return {**{k: v[trans.rows] for k, v in tr.items()}, "prev_end": trans.prev_end}
+        trans = ctx.posix_transitions
+        return _RowsOf(trace_arrays(ctx), trans.rows, prev_end=trans.prev_end)
     return ctx.memo("requests.posix_transition_arrays", compute)
+
+
+class _RowsOf(dict):
+    """The columns of `columns` at `rows`, each gathered when first read."""
+
+    def __init__(self, columns: dict, rows: np.ndarray, **given):
+        super().__init__(given)
+        self.columns, self.rows = columns, rows
+
+    def __missing__(self, key):
+        self[key] = self.columns[key][self.rows]
+        return self[key]
 
 
 def cost(ctx, m: dict, op: str) -> None:
@@ -85,14 +99,14 @@ def cost(ctx, m: dict, op: str) -> None:
     m["ranks"], m["window"] = [], None
     if m["source"] == "dxt":
         here, back = m["small_here"], m["small_back_here"]  # the traced requests, then the backward jumps
-        tr, trans = m["tr"], m["trans"]
-        rank = np.concatenate([tr["rank"][here], trans["rank"][back]])
-        m["stake"] = rank_stake(rank, np.concatenate([tr["duration"][here], trans["duration"][back]]))
+        tr, back = m["tr"], m["trans"].rows[back]  # the backward jumps' own rows: only theirs gathered
+        rank = np.concatenate([tr["rank"][here], tr["rank"][back]])
+        m["stake"] = rank_stake(rank, np.concatenate([tr["duration"][here], tr["duration"][back]]))
         m["ranks"] = most_first(rank)[:MAX_RANKS]
-        m["files"] = most_first(np.concatenate([tr["file_id"][here], trans["file_id"][back]]))
-        if here.any() or back.any():
-            starts = np.concatenate([tr["start"][here], trans["start"][back]])
-            ends = np.concatenate([tr["end"][here], trans["end"][back]])
+        m["files"] = most_first(np.concatenate([tr["file_id"][here], tr["file_id"][back]]))
+        if here.any() or len(back):
+            starts = np.concatenate([tr["start"][here], tr["start"][back]])
+            ends = np.concatenate([tr["end"][here], tr["end"][back]])
             m["window"] = (float(starts.min()), float(ends.max()))
         return
     OP, OPS_ = {o: (a, b) for o, a, b in OPS}[op]

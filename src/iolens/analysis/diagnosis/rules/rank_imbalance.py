@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from ...measures import TableCounters, group_runs
-from ...segments import Segments, group_sums, groups
+from ...segments import distinct, group_sums, groups, is_in, per_group_at, time_order
 from ....model.darshan import COUNTER_PREFIX, DXT_MODULES
 from ..units import fmt_pct, fmt_ranks
 from .common import COMMON_THRESHOLDS, RUN_TIME, stage
@@ -63,9 +63,9 @@ def _rank_loads(ctx):
         r = seg.rank[first]
         per_t = group_sums(inv, seg.duration, len(r), keys=seg.rank)  # a polars group-by's float sums
         per_b = np.zeros(len(r), dtype=np.int64)  # integers: exact in any order
-        np.add.at(per_b, inv, seg.length)
+        per_group_at(np.add, per_b, inv, seg.length)
         per_e = np.full(len(r), -np.inf)
-        np.maximum.at(per_e, inv, seg.end)
+        per_group_at(np.maximum, per_e, inv, seg.end)
         t, b, ops, end = np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, np.nan)
         ok = (r >= 0) & (r < n)
         t[r[ok]] += per_t[ok]
@@ -211,10 +211,12 @@ def alone_time(intervals: pl.DataFrame) -> pl.DataFrame:
 def alone_spans(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple:
     """Over busy intervals (`measures.group_runs`): (ranks, in order; the time each is the only rank busy;
     the first and last moment of that), for the ranks ever alone."""
-    t = np.concatenate([start, end])
-    d = np.concatenate([np.ones(len(start), dtype=np.int64), np.full(len(end), -1, dtype=np.int64)])
-    r = np.concatenate([rank, -rank]).astype(np.int64)
-    order = np.lexsort((d, t))  # by time, ends first: within a tie only the last event has a duration
+    # the ends first, so that one stable sort by time puts them before the starts at the same time (within a
+    # tie only the last event has a duration): np.lexsort((d, t)) of the starts then the ends
+    t = np.concatenate([end, start])
+    d = np.concatenate([np.full(len(end), -1, dtype=np.int64), np.ones(len(start), dtype=np.int64)])
+    r = np.concatenate([-rank, rank]).astype(np.int64)
+    order = time_order(t)
     t, active, who = t[order], np.cumsum(d[order]), np.cumsum(r[order])
     dt = np.append(t[1:] - t[:-1], 0.0)
     one = (active == 1) & (dt > 0)
@@ -239,7 +241,7 @@ def _serial_alone(ctx):
         return None
     seg = ctx.trace
     if ctx.std_ids:  # (a log naming no standard stream needs no test)
-        std = np.isin(seg.file_id, np.fromiter(ctx.std_ids, dtype=np.uint64))
+        std = is_in(seg.file_id, np.fromiter(ctx.std_ids, dtype=np.uint64))
         if std.any():
             seg = seg.take(~std)
     if seg.empty:
@@ -274,7 +276,7 @@ def _aggregator_candidates(ctx) -> list:
     posix_ids = ctx.column("POSIX", "file_id")
     posix_bytes = ctx.column("POSIX", "POSIX_BYTES_READ") + ctx.column("POSIX", "POSIX_BYTES_WRITTEN")
     seg = ctx.trace_posix
-    traced = (np.unique(seg.file_id) if not seg.empty and ctx.trace_complete("DXT_POSIX")
+    traced = (distinct(seg.file_id) if not seg.empty and ctx.trace_complete("DXT_POSIX")
               else np.zeros(0, np.uint64))
     out = []
     for fid, nranks in zip(ids[coll], nranks_of[coll].tolist()):  # fid a uint64: compared exactly
@@ -285,10 +287,12 @@ def _aggregator_candidates(ctx) -> list:
         if fb <= 0:
             continue
         if fid in traced:
-            top_rank, top_b, top_t, aggregators = _heaviest_rank(seg.take(seg.file_id == fid))
+            mine = np.flatnonzero(seg.file_id == fid)  # the file's operations (only three columns read)
             nodes = ctx.hosts
-            if not nodes or aggregators >= nodes:
-                continue
+            if not nodes or len(distinct(seg.rank[mine])) >= nodes:  # as many ranks as nodes access it: no
+                continue  # bottleneck, whichever rank is the heaviest (not summed, then)
+            top_rank, top_b, top_t, aggregators = _heaviest_rank(seg.rank[mine], seg.length[mine],
+                                                                 seg.duration[mine])
             counters = False
         else:
             shared = rows[ctx.column("POSIX", "rank")[rows] < 0]
@@ -306,15 +310,15 @@ def _aggregator_candidates(ctx) -> list:
     return out
 
 
-def _heaviest_rank(seg: Segments) -> tuple:
-    """(rank, bytes, time) of the rank moving the most bytes of a file's trace (the lowest among equals), and
-    how many ranks access it."""
-    first, inv = groups(seg.rank)
+def _heaviest_rank(rank: np.ndarray, length: np.ndarray, duration: np.ndarray) -> tuple:
+    """(rank, bytes, time) of the rank moving the most bytes of a file's traced operations (their rank, length
+    and duration in trace order; the lowest rank among equals), and how many ranks access it."""
+    first, inv = groups(rank)
     nbytes = np.zeros(len(first), dtype=np.int64)  # integers: exact in any order
-    np.add.at(nbytes, inv, seg.length)
-    top = int(np.lexsort((seg.rank[first], -nbytes))[0])
-    time = group_sums(inv, seg.duration, len(first), keys=seg.rank)[top]  # a polars group-by's float sums
-    return int(seg.rank[first][top]), int(nbytes[top]), float(time), len(first)
+    np.add.at(nbytes, inv, length)
+    top = int(np.lexsort((rank[first], -nbytes))[0])
+    time = group_sums(inv, duration, len(first), keys=rank)[top]  # a polars group-by's float sums
+    return int(rank[first][top]), int(nbytes[top]), float(time), len(first)
 
 
 # --- the rule -------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ...segments import Segments
+from ...segments import RUN_ROWS, Segments, groups, per_group_at
 from ..units import fmt_bytes
 from .common import COMMON_THRESHOLDS, judge
 from .small_io import rank_stake
@@ -34,13 +34,13 @@ def coverage(seg: Segments, rows: np.ndarray | None = None) -> tuple:
     if not keep.any():
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     fid = seg.file_id[keep]
-    files = np.unique(fid)  # sorted
-    codes = np.searchsorted(files, fid)
+    first, codes = groups(fid)  # the files, sorted, and each operation's: from the trace's runs
+    files = fid[first]
     a = seg.offset[keep]
     b = a + seg.length[keep]
     nfiles = len(files)
     span = int(b.max()) + 1
-    out_bytes = np.bincount(codes, weights=(b - a).astype(np.float64), minlength=nfiles)
+    out_bytes = _file_sums(codes, b - a, nfiles)
     if span * nfiles < (1 << 62):
         # one pass over all files: shift each file into its own range so a running max never crosses files
         shift = codes.astype(np.int64) * span
@@ -50,10 +50,10 @@ def coverage(seg: Segments, rows: np.ndarray | None = None) -> tuple:
         prev = np.maximum.accumulate(b2)
         starts = np.ones(len(a2), dtype=bool)
         starts[1:] = a2[1:] > prev[:-1]
-        g_start = a2[starts]
-        g_end = np.maximum.reduceat(b2, np.flatnonzero(starts))
-        g_file = c2[starts]
-        union = np.bincount(g_file, weights=(g_end - g_start).astype(np.float64), minlength=nfiles)
+        heads = np.flatnonzero(starts)
+        g_start = a2[heads]
+        g_end = prev[np.append(heads[1:] - 1, len(a2) - 1)]  # the running max at a run's last is its end
+        union = _file_sums(c2[heads], g_end - g_start, nfiles)
     else:  # pragma: no cover - offsets near 2^62 with many files
         union = np.zeros(nfiles)
         for k in range(nfiles):
@@ -66,6 +66,17 @@ def coverage(seg: Segments, rows: np.ndarray | None = None) -> tuple:
             st[1:] = aa[1:] > prev[:-1]
             union[k] = float((np.maximum.reduceat(bb, np.flatnonzero(st)) - aa[st]).sum())
     return files.astype(np.uint64), out_bytes.astype(np.int64), union.astype(np.int64)
+
+
+def _file_sums(codes: np.ndarray, values: np.ndarray, nfiles: int) -> np.ndarray:
+    """Sums per file of byte counts (non-negative integers) of many rows: in integers, once per run of a file's
+    rows, when they stay below 2^53 (where float sums of them are exact in any order); else (and for a few
+    rows) as float sums in row order."""
+    if len(values) >= RUN_ROWS and float(values.sum(dtype=np.float64)) < (1 << 52):
+        out = np.zeros(nfiles, dtype=np.int64)
+        per_group_at(np.add, out, codes, values)
+        return out
+    return np.bincount(codes, weights=values.astype(np.float64), minlength=nfiles)
 
 
 def files(ctx, op: str) -> dict:
