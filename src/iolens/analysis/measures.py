@@ -68,6 +68,7 @@ class RecordCounters:
         self.ids = recs.ids
         self.ints, self.flts = _index(module)
         self._sums = None
+        self._clipped = None
 
     def has(self, name: str) -> bool:
         return name in self.ints or name in self.flts
@@ -76,6 +77,14 @@ class RecordCounters:
         if name in self.ints:
             return np.maximum(self.recs.counters[:, self.ints[name]], 0)
         return np.maximum(self.recs.fcounters[:, self.flts[name]], 0.0)
+
+    def clipped(self) -> tuple:
+        """(integer counters, float counters) with -1 read as 0, one contiguous row per counter (its records
+        along the row), made once: a column is then a view and several (the size bins) a slice, not a clip each."""
+        if self._clipped is None:
+            self._clipped = (np.maximum(self.recs.counters.T, 0, order="C"),
+                             np.maximum(self.recs.fcounters.T, 0, order="C"))
+        return self._clipped
 
     def raw(self, name: str) -> np.ndarray:
         """Column `name` as the log's table holds it (-1 kept; file_id, rank, file_rec_id too)."""

@@ -112,28 +112,97 @@ class Context:
         """Counter `name` of `module`, one value per record, -1 ('not recorded') read as 0 (`clip`)."""
         cache = self.__dict__.setdefault("_columns", {})
         key = (module, name)
-        if key not in cache:
-            c = self.records[module]
-            values = c.raw(name)
-            cache[key] = np.maximum(values, 0) if name not in ("file_id", "rank") else values
-        return cache[key]
+        values = cache.get(key)
+        if values is None:
+            values = cache[key] = self._column(module, name)
+        return values
+
+    def _column(self, module: str, name: str) -> np.ndarray:
+        c = self.records[module]
+        if name in ("file_id", "rank"):
+            return c.raw(name)
+        clipped = getattr(c, "clipped", None)  # the reader's arrays: a row of the module's clipped matrix
+        if clipped is not None and name in c.ints:
+            return clipped()[0][c.ints[name]]
+        if clipped is not None and name in c.flts:
+            return clipped()[1][c.flts[name]]
+        return np.maximum(c.raw(name), 0)
+
+    def counter_rows(self, module: str, names) -> np.ndarray:
+        """Integer counters `names` of `module` (clipped at 0) as rows, one per name, records along them: a
+        slice of the module's clipped matrix when they are consecutive there (the size bins), no copy."""
+        c = self.records[module]
+        index = getattr(c, "ints", None)
+        if index is None or not all(n in index for n in names):
+            return np.stack([self.column(module, n) for n in names]) if names else np.zeros((0, len(c.ranks)), np.int64)
+        at = [index[n] for n in names]
+        ints = c.clipped()[0]
+        if at == list(range(at[0], at[0] + len(at))):
+            return ints[at[0]:at[0] + len(at)]
+        return ints[at]
 
     def total(self, module: str, *names: str) -> int:
         """The integer sum over records of counters `names` (clipped at 0); 0 when the module is absent."""
         if not self.has(module):
             return 0
+        sums = self._int_totals(module)
+        c = self.records[module]
+        if sums is not None and all(n in c.ints for n in names):  # integers: exact in any order
+            return int(sum(int(sums[c.ints[n]]) for n in names))
         return int(sum(int(self.column(module, n).sum()) for n in names if self.records[module].has(n)))
+
+    def _int_totals(self, module: str):
+        """Every integer counter of `module` summed over its records, at once (None for a table's counters)."""
+        cache = self.__dict__.setdefault("_int_totals_cache", {})
+        if module not in cache:
+            c = self.records[module]
+            cache[module] = c.clipped()[0].sum(axis=1) if hasattr(c, "clipped") else None
+        return cache[module]
 
     def file_groups(self, module: str) -> tuple:
         """(file ids, sorted; index of each record's file in them): the per-file sums' grouping."""
         cache = self.__dict__.setdefault("_file_groups", {})
         if module not in cache:
-            cache[module] = np.unique(self.column(module, "file_id"), return_inverse=True)
+            cache[module] = self._file_grouping(module)[:2]
         return cache[module]
+
+    def _file_grouping(self, module: str) -> tuple:
+        """`file_groups` (np.unique's, from one stable sort), and the records by file (`order`) with each
+        file's first place in that order (`starts`): the grouping of the per-file reductions (`reduceat`)."""
+        cache = self.__dict__.setdefault("_file_grouping_cache", {})
+        if module not in cache:
+            fid = self.column(module, "file_id")
+            order = np.argsort(fid, kind="stable")
+            s = fid[order]
+            new = np.ones(len(s), dtype=bool)
+            new[1:] = s[1:] != s[:-1]
+            inv = np.empty(len(s), dtype=np.int64)
+            inv[order] = np.cumsum(new) - 1
+            cache[module] = (s[new], inv, order, np.flatnonzero(new))
+        return cache[module]
+
+    def per_file_sums(self, module: str, values: np.ndarray) -> np.ndarray:
+        """Integer sums per file (in `file_groups` order) of per-record `values` (a row, or rows: one sum per
+        row and file), exact in any order."""
+        ids, _, order, starts = self._file_grouping(module)
+        if not len(ids):
+            return np.zeros(values.shape[:-1] + (0,), dtype=np.int64)
+        return np.add.reduceat(values[..., order], starts, axis=-1)
 
     def per_file_total(self, module: str, *names: str) -> np.ndarray:
         """Integer sum per file (in `file_groups` order) of counters `names`, clipped at 0."""
+        cache = self.__dict__.setdefault("_per_file_totals", {})
+        key = (module, names)
+        if key not in cache:
+            cache[key] = self._per_file_total(module, names)
+        return cache[key].copy()  # a new array each call, as before the cache: callers may write to it
+
+    def _per_file_total(self, module: str, names: tuple) -> np.ndarray:
+        c = self.records[module]
         ids, inv = self.file_groups(module)
+        if names and hasattr(c, "clipped") and all(n in c.ints for n in names):
+            rows = self.counter_rows(module, names)
+            return self.per_file_sums(module, rows.sum(axis=0) if len(names) > 1 else rows[0])
         out = np.zeros(len(ids), dtype=np.int64)
         for n in names:
             values = self.column(module, n)
@@ -145,15 +214,33 @@ class Context:
 
     def per_file_max(self, module: str, name: str) -> np.ndarray:
         """Largest raw value (-1 kept) per file (in `file_groups` order) of counter `name`."""
-        ids, inv = self.file_groups(module)
+        raw = self.records[module].raw(name)
+        ids, inv, order, starts = self._file_grouping(module)
+        if raw.dtype == np.int64 and len(ids):
+            return np.maximum.reduceat(raw[order], starts)
         out = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(out, inv, self.records[module].raw(name))
+        np.maximum.at(out, inv, raw)
         return out
 
     def own_records(self, module: str) -> np.ndarray:
         """Mask of the records of one rank within 0..nprocs-1 (not shared, not out of range)."""
-        rank = self.column(module, "rank")
-        return (rank >= 0) & (rank < self.nprocs)
+        cache = self.__dict__.setdefault("_own_records", {})
+        if module not in cache:
+            rank = self.column(module, "rank")
+            cache[module] = (rank >= 0) & (rank < self.nprocs)
+        return cache[module]
+
+    def data_records(self, module: str) -> np.ndarray:
+        """Mask of the records not on stdin/stdout/stderr (`std_ids`): a comparison per stream, a few at most
+        (np.isin's set-up costs more on a few dozen records)."""
+        cache = self.__dict__.setdefault("_data_records", {})
+        if module not in cache:
+            fid = self.column(module, "file_id")
+            std = np.zeros(len(fid), dtype=bool)
+            for f in self.std_ids:
+                std |= fid == np.uint64(f)
+            cache[module] = ~std
+        return cache[module]
 
     def has(self, module: str) -> bool:
         """Does `module` have records? (`counters(module) is not None`, without building its table)"""
