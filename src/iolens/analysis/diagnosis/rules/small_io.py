@@ -52,16 +52,19 @@ def features(ctx, edges=None, sets=None) -> dict:
 def counts(ctx, edges) -> dict:
     """Requests per kind, and those in the bins below each edge, over the data files (not stdin/out/err)."""
     row = {P + "from_trace": False, P + "trace_small_writes": None, P + "trace_small_reads": None}
-    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
     if ctx.has("POSIX"):
-        data = ~np.isin(ctx.column("POSIX", "file_id"), std_ids)
+        data = ctx.data_records("POSIX")
+        every = bool(data.all())  # most logs name no standard stream at POSIX: no mask to apply
         top = max(edges, default=0)
         for op, OP, OPS_ in OPS:
-            row[f"{P}{op}s"] = int(ctx.column("POSIX", f"POSIX_{OPS_}")[data].sum())
+            n = ctx.column("POSIX", f"POSIX_{OPS_}")
+            row[f"{P}{op}s"] = int((n if every else n[data]).sum())
             if top:  # integer sums per bin, then running totals: exact in any order
-                running = np.cumsum(bin_counts(ctx, OP, top)[data].sum(axis=0)).tolist()
+                rows = size_rows(ctx, OP, top)
+                running = np.cumsum((rows if every else rows[:, data]).sum(axis=1)).tolist()
                 row.update({f"{P}small_{op}s_{edge_suffix(k)}": running[k - 1] for k in edges})
         return row
+    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
     empty = ctx.trace_posix.empty
     limit = int(ctx.th.small_request_bytes)
     row[P + "from_trace"] = not empty
@@ -83,7 +86,16 @@ def counts(ctx, edges) -> dict:
 
 def bin_counts(ctx, OP: str, top: int) -> np.ndarray:
     """Records x the first `top` size bins of kind `OP` (integers, clipped at 0)."""
-    return np.column_stack([ctx.column("POSIX", f"POSIX_SIZE_{OP}_{SIZE_BINS[k][0]}") for k in range(top)])
+    return size_rows(ctx, OP, top).T
+
+
+def size_rows(ctx, OP: str, top: int) -> np.ndarray:
+    """The first `top` size bins of kind `OP` x records (integers, clipped at 0): a slice of the POSIX
+    counters, not a column each."""
+    return ctx.counter_rows("POSIX", SIZE_NAMES[OP][:top])
+
+
+SIZE_NAMES = {OP: tuple(f"POSIX_SIZE_{OP}_{b}" for b, _, _ in SIZE_BINS) for OP in ("READ", "WRITE")}
 
 
 def trace_arrays(ctx) -> dict:
