@@ -11,13 +11,15 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ....model.darshan import SIZE_BINS
 from ..units import fmt_bytes, fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
 from .random_access import most_first
-from .small_io import rank_stake, trace_arrays
+from .small_io import rank_stake, size_rows, trace_arrays
 
 THRESHOLDS = ("misaligned_min_ops", "misaligned_min_share", "misaligned_min_bytes") + COMMON_THRESHOLDS
 P = "misaligned_io_"
+BIN_LOWS = np.array([lo for _, lo, _ in SIZE_BINS], dtype=np.int64)  # each size bin's lower edge (exclusive)
 
 
 def S(name: str) -> pl.Expr:
@@ -45,8 +47,6 @@ def measure(ctx) -> dict | None:
     """The requests on files with an alignment unit (`total`), the misaligned ones (`count`) and, from the
     trace, their bytes; None when no file has a unit (or the counters lack POSIX_FILE_NOT_ALIGNED). The cost
     and the files: `cost`, only for a finding (the check) or a fleet row."""
-    from ..context import SIZE_BINS
-
     keys, units = alignments(ctx)
     if not len(keys):
         return None
@@ -71,12 +71,9 @@ def measure(ctx) -> dict | None:
     unit = np.where(on, units[at], 0)
     not_aligned = ctx.per_file_total("POSIX", "POSIX_FILE_NOT_ALIGNED")
     ops = ctx.per_file_total("POSIX", "POSIX_READS", "POSIX_WRITES")
-    below = np.zeros(len(ids), dtype=np.int64)
-    for b, lo, _ in SIZE_BINS:
-        below_unit = lo < unit  # bin b may hold requests shorter than the file's unit
-        if below_unit.any():
-            below += np.where(below_unit, ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}"
-                                                                        for OP in ("WRITE", "READ"))), 0)
+    # requests per size bin and file; a bin counts where it may hold requests shorter than the file's unit
+    per_bin = ctx.per_file_sums("POSIX", size_rows(ctx, "WRITE") + size_rows(ctx, "READ"))
+    below = np.where(BIN_LOWS[:, None] < unit, per_bin, 0).sum(axis=0)  # integers: exact in any order
     n = np.maximum(0, not_aligned - below)
     count = int(n[on].sum())
     return {"source": "counters", "partial": False, "total": int(ops[on].sum()), "count": count, "bytes": None,

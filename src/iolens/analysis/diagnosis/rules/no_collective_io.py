@@ -22,6 +22,7 @@ OPS = (("write", "WRITES", "WRITE"), ("read", "READS", "READ"))
 PARTS = tuple(op for op, *_ in OPS)
 P = "no_collective_io_"
 MOST_SMALL = 0.5  # independent requests of large blocks are fine: only when most requests are small
+SIZE_NAMES = {OP: tuple(f"MPIIO_SIZE_{OP}_AGG_{b}" for b, _, _ in SIZE_BINS) for OP in ("READ", "WRITE")}
 
 
 def S(name: str) -> pl.Expr:
@@ -66,7 +67,8 @@ def _kind_features(ctx, op: str, OPS_: str, OP: str, shared) -> dict:
     other = total(f"MPIIO_SPLIT_{OPS_}", f"MPIIO_NB_{OPS_}")
     row = {f"{P}independent_{op}s": int(indep.sum()), f"{P}all_{op}s": int(indep.sum()) + coll + other,
            f"{P}mpi_{op}s": int(indep.sum()) + coll}
-    below = np.cumsum([total(f"MPIIO_SIZE_{OP}_AGG_{b}") for b, _, _ in SIZE_BINS])
+    sizes = ctx.counter_rows("MPI-IO", SIZE_NAMES[OP])  # the size bins x records: one slice
+    below = np.cumsum((sizes if recs.all() else sizes[:, recs]).sum(axis=1))  # integers: exact in any order
     row.update({f"{P}below_{op}s_{k}": int(n) for k, n in enumerate(below, 1)})
     on = np.zeros_like(shared)
     on[shared] = indep > 0  # files with independent requests of this kind

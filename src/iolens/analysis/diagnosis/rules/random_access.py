@@ -17,7 +17,7 @@ from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
 from ...segments import OP_CODES
-from .small_io import bin_counts, rank_stake, trace_arrays
+from .small_io import rank_stake, size_rows, trace_arrays
 
 THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -65,7 +65,7 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
     # per file, in integers: requests, and those Darshan did not count as sequential
     ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
     rnd = np.maximum(ops_ - ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
-    below = np.cumsum(bin_counts(ctx, OP, len(SIZE_BINS)).sum(axis=0)).tolist()  # integers: exact
+    below = np.cumsum(size_rows(ctx, OP).sum(axis=1)).tolist()  # integers: exact
     return {"source": "counters", "total": int(ops_.sum()), "n_random": int(rnd.sum()), "rnd": rnd, "below": below}
 
 

@@ -110,9 +110,9 @@ def _counter_loads(ctx, modules):
         fid = ctx.column(module, "file_id")
         keep = np.ones(len(fid), dtype=bool)
         if module == "POSIX":
-            keep &= ~np.isin(fid, np.fromiter(ctx.ids_in("MPI-IO"), dtype=np.uint64))
+            keep &= ~ctx.on_files_of("POSIX", "MPI-IO")
         if module != "STDIO":
-            keep &= ~np.isin(fid, np.fromiter(ctx.std_ids, dtype=np.uint64))
+            keep &= ctx.data_records(module)
         if not keep.any():
             continue
         any_rows = True

@@ -10,6 +10,8 @@ needs the trace again (`stale`).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 
@@ -89,8 +91,8 @@ def bin_counts(ctx, OP: str, top: int) -> np.ndarray:
     return size_rows(ctx, OP, top).T
 
 
-def size_rows(ctx, OP: str, top: int) -> np.ndarray:
-    """The first `top` size bins of kind `OP` x records (integers, clipped at 0): a slice of the POSIX
+def size_rows(ctx, OP: str, top: int = len(SIZE_BINS)) -> np.ndarray:
+    """The first `top` size bins (default: all) of kind `OP` x records (integers, clipped at 0): a slice of the POSIX
     counters, not a column each."""
     return ctx.counter_rows("POSIX", SIZE_NAMES[OP][:top])
 
@@ -147,22 +149,28 @@ def counter_stakes_per_edge(ctx, edges, sets) -> dict:
     """`counter_stake` of each flagged set at each edge, all in one pass over the records."""
     rank = ctx.column("POSIX", "rank")
     top = max(edges)
+    rows = [k - 1 for k in edges]
     terms = {}
-    for op, OP, OPS_ in OPS:
-        time = ctx.column("POSIX", f"POSIX_F_{OP}_TIME").astype(np.float64)
+    for op, OP, OPS_ in OPS:  # edges x records: each record's time x its share of requests below the edge
+        time = ctx.column("POSIX", f"POSIX_F_{OP}_TIME")
         per = np.maximum(ctx.column("POSIX", f"POSIX_{OPS_}"), 1)
-        running = np.cumsum(bin_counts(ctx, OP, top), axis=1)  # integers: exact
-        terms[op] = time[:, None] * running / per[:, None]
-    cols = [k - 1 for k in edges]
+        running = np.cumsum(size_rows(ctx, OP, top), axis=0)  # integers: exact
+        terms[op] = time * (running if len(rows) == top else running[rows]) / per
     per_set = []
-    for s in sets:  # records x edges, the flagged kinds added in order as the rule's expression adds them
+    for s in sets:  # the flagged kinds added in order as the rule's expression adds them
         est = 0.0
         for op in SETS[s]:
-            est = est + terms[op][:, cols]
-        per_set.append(np.where(np.isnan(est), 0.0, est))
-    values = np.stack(per_set, axis=2).reshape(len(rank), len(cols) * len(sets))  # edge-major, then set
-    names = [f"{P}counter_stake_{s}_{edge_suffix(k)}" for k in edges for s in sets]
-    return dict(zip(names, counter_stakes(ctx, rank, values)))
+            est = est + terms[op]
+        per_set.append(est)
+    values = np.stack(per_set, axis=1).reshape(len(rows) * len(sets), len(rank))  # edge-major, then set
+    values = np.where(np.isnan(values), 0.0, values)
+    return dict(zip(stake_names(tuple(edges), tuple(sets)), counter_stakes(ctx, rank, values.T)))
+
+
+@functools.cache
+def stake_names(edges: tuple, sets: tuple) -> tuple:
+    """The features `counter_stakes_per_edge` fills, edge-major then set (made once per process)."""
+    return tuple(f"{P}counter_stake_{s}_{edge_suffix(k)}" for k in edges for s in sets)
 
 
 # --- shared with the other request rules (they belong in rules/common.py) -------------------------
@@ -170,14 +178,16 @@ def counter_stakes(ctx, rank: np.ndarray, values: np.ndarray) -> list:
     """`common.counter_stake` of each column of `values` (records x columns), with the same bits: per-rank
     sums in record order (as `np.bincount`), the shared records' sums as polars sums them (`float_sums`)."""
     own = rank >= 0
+    every = bool(own.all())  # no shared record (most logs): no mask to apply
     out = np.zeros(values.shape[1])
-    if own.any():
-        per_rank = np.zeros((int(rank[own].max()) + 1, values.shape[1]))
-        np.add.at(per_rank, rank[own], values[own])
+    if every or own.any():
+        mine, values_mine = (rank, values) if every else (rank[own], values[own])
+        per_rank = np.zeros((int(mine.max()) + 1, values.shape[1]))
+        np.add.at(per_rank, mine, values_mine)
         out = per_rank.max(axis=0)
-    if (~own).any():
+    if not every:
         out = out + float_sums(values[~own]) / ctx.nprocs
-    return [float(v) for v in out]
+    return out.tolist()
 
 
 SEQUENTIAL_SUM_BELOW = 128  # polars sums fewer floats than its pairwise block in order, one by one
