@@ -107,12 +107,9 @@ def _counter_loads(ctx, modules):
             continue
         if not ctx.has(module):
             continue
-        fid = ctx.column(module, "file_id")
-        keep = np.ones(len(fid), dtype=bool)
+        keep = ctx.data_records(module) if module != "STDIO" else np.ones(len(ctx.column(module, "rank")), bool)
         if module == "POSIX":
-            keep &= ~ctx.on_files_of("POSIX", "MPI-IO")
-        if module != "STDIO":
-            keep &= ctx.data_records(module)
+            keep = keep & ~ctx.on_files_of("POSIX", "MPI-IO")
         if not keep.any():
             continue
         any_rows = True
@@ -125,7 +122,11 @@ def _counter_loads(ctx, modules):
         rn = sum(col(module, c) for c in count if ctx.records[module].has(c))
         rank = col(module, "rank")
         own = keep & ctx.own_records(module)
-        if own.any():
+        if own.all():  # every record one rank's (most logs): no mask to apply
+            np.add.at(t, rank, rt)
+            np.add.at(b, rank, rb)
+            np.add.at(ops, rank, rn)
+        elif own.any():
             np.add.at(t, rank[own], rt[own])
             np.add.at(b, rank[own], rb[own])
             np.add.at(ops, rank[own], rn[own])
@@ -178,21 +179,55 @@ def _spread(arr, total, slow, slow_v, fast, fast_v):
 def angle_features(loads) -> dict:
     """Per angle: the heaviest rank over the mean, its excess over the mean, its I/O time over the mean time,
     the mean, and the `TOP` heaviest ranks and their loads (heaviest first; null when the mean is 0)."""
+    per = [loads[angle] for angle in ANGLES]
+    if len(per[0]) <= SORT_EVERY_RANK_BELOW:  # a few ranks: each reduction once for the four angles
+        stacked = np.stack(per)  # a row's mean has the bits of the array's own
+        means, tops = stacked.mean(axis=1).tolist(), stacked.max(axis=1).tolist()
+        orders = np.argsort(-stacked, axis=1, kind="stable")[:, :TOP].tolist()
+    else:
+        means, tops = [float(a.mean()) for a in per], [float(a.max()) for a in per]
+        orders = [heaviest(a, TOP) for a in per]
     t = loads["time"]
-    t_mean = float(t.mean())
+    t_mean = means[ANGLES.index("time")]
     out = {}
-    for angle in ANGLES:
-        arr = loads[angle]
-        mean, top = float(arr.mean()), float(arr.max())
+    for i, angle in enumerate(ANGLES):
+        mean, top = means[i], tops[i]
         if mean <= 0:
             out.update(dict.fromkeys(P + f"{angle}_{k}" for k in ANGLE_FEATURES))
             continue
-        order = np.argsort(-arr, kind="stable")[:TOP]
-        heavy = int(order[0])
+        order = orders[i]
+        heavy = order[0]
         out.update({P + f"{angle}_ratio": top / mean, P + f"{angle}_excess": top - mean, P + f"{angle}_mean": mean,
                     P + f"{angle}_time_ratio": float(t[heavy]) / t_mean if t_mean > 0 else 0.0,
-                    P + f"{angle}_top_ranks": [int(r) for r in order],
-                    P + f"{angle}_top_loads": [float(arr[r]) for r in order]})
+                    P + f"{angle}_top_ranks": order, P + f"{angle}_top_loads": per[i][order].tolist()})
+    return out
+
+
+SORT_EVERY_RANK_BELOW = 256
+
+
+def heaviest(row: np.ndarray, k: int) -> list:
+    """The `k` heaviest ranks of per-rank loads `row`, heaviest first and the lowest rank first among equals
+    (the first `k` of a stable argsort of -row): the ranks at the largest load (in rank order), then at the
+    next largest, until `k` (a few passes over the ranks, where a sort of 65,536 ranks costs milliseconds)."""
+    top = row.max()
+    if np.isnan(top):  # NaN sorts last in the argsort, first in a max: sort
+        return np.argsort(-row, kind="stable")[:k].tolist()
+    out = []
+    while True:
+        out += _first(row == top, k - len(out))
+        lower = row < top
+        if len(out) >= k or not lower.any():
+            return out
+        top = row.max(where=lower, initial=-np.inf)
+
+
+def _first(mask: np.ndarray, n: int) -> list:
+    """The first `n` places where `mask` is true, searched in growing prefixes (every rank equal: a few)."""
+    out, start, size = [], 0, 64
+    while len(out) < n and start < len(mask):
+        out += (np.flatnonzero(mask[start:start + size]) + start)[:n - len(out)].tolist()
+        start, size = start + size, size * 4
     return out
 
 

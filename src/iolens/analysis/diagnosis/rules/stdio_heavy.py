@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 
 from ..units import fmt_bytes, fmt_pct, fmt_time
+from ...segments import float_sum
 from .common import COMMON_THRESHOLDS, matters
 
 THRESHOLDS = ("stdio_min_share", "stdio_min_bytes") + COMMON_THRESHOLDS
@@ -17,8 +18,6 @@ NAMES = ("bytes", "time", "posix_bytes", "posix_time", "max_rank_time")
 def measure(ctx) -> tuple:
     """(features, STDIO time per record, per rank) of a log with STDIO counters; (features of nulls, None,
     None) without."""
-    from ..context import float_sum
-
     if not ctx.has("STDIO"):
         return {P + n: None for n in NAMES}, None, None
     n = ctx.nprocs
