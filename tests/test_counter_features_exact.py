@@ -1,0 +1,105 @@
+"""The counter rules' shortcuts give, bit for bit, what the plain computations they replace give: the heaviest
+ranks without a sort of every rank, the four angles at once, the busiest rank's time without masks."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from iolens.analysis.diagnosis.rules import common, rank_imbalance
+from iolens.analysis.measures import largest_rank_sum
+from iolens.analysis.segments import float_sum
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # inf - inf in the loads: nan on purpose
+
+
+def _loads(rng, n: int, kind: str) -> np.ndarray:
+    if kind == "equal":
+        return np.full(n, 3.5)
+    if kind == "zeros":
+        return np.zeros(n)
+    if kind == "few":  # many ties: a handful of distinct loads
+        return rng.integers(0, 4, n).astype(float) * 1.5
+    if kind == "signed zeros":
+        return np.where(rng.random(n) < 0.5, -0.0, 0.0) + (rng.random(n) < 0.01)
+    if kind == "inf":
+        out = rng.random(n)
+        out[rng.integers(0, n, 3)] = np.inf
+        out[rng.integers(0, n, 2)] = -np.inf
+        return out
+    if kind == "nan":
+        out = rng.random(n)
+        out[rng.integers(0, n, 2)] = np.nan
+        return out
+    return rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6, n)
+
+
+KINDS = ("equal", "zeros", "few", "signed zeros", "inf", "nan", "random")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 63, 64, 65, 255, 256, 257, 1000, 65536])
+def test_heaviest_is_a_stable_sort_of_the_loads(n):
+    rng = np.random.default_rng(n)
+    for kind in KINDS:
+        row = _loads(rng, n, kind)
+        for k in (1, 4, 7):
+            assert rank_imbalance.heaviest(row, k) == np.argsort(-row, kind="stable")[:k].tolist(), (kind, k)
+
+
+def _angle_features_by_sorting(loads) -> dict:
+    """`angle_features` as it was: each angle on its own, every rank sorted."""
+    t = loads["time"]
+    t_mean = float(t.mean())
+    out = {}
+    for angle in rank_imbalance.ANGLES:
+        arr = loads[angle]
+        mean, top = float(arr.mean()), float(arr.max())
+        if mean <= 0:
+            out.update(dict.fromkeys(rank_imbalance.P + f"{angle}_{k}" for k in rank_imbalance.ANGLE_FEATURES))
+            continue
+        order = np.argsort(-arr, kind="stable")[:rank_imbalance.TOP]
+        heavy = int(order[0])
+        out.update({rank_imbalance.P + f"{angle}_ratio": top / mean, rank_imbalance.P + f"{angle}_excess": top - mean,
+                    rank_imbalance.P + f"{angle}_mean": mean,
+                    rank_imbalance.P + f"{angle}_time_ratio": float(t[heavy]) / t_mean if t_mean > 0 else 0.0,
+                    rank_imbalance.P + f"{angle}_top_ranks": [int(r) for r in order],
+                    rank_imbalance.P + f"{angle}_top_loads": [float(arr[r]) for r in order]})
+    return out
+
+
+def _same(a: dict, b: dict) -> bool:
+    def bits(v):
+        if isinstance(v, float):
+            return "nan" if np.isnan(v) else v.hex()
+        if isinstance(v, list):
+            return [bits(x) for x in v]
+        return v
+    return list(a) == list(b) and all(bits(a[k]) == bits(b[k]) for k in a)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 7, 255, 256, 257, 4096, 65536])
+def test_angle_features_equal_one_angle_at_a_time(n):
+    rng = np.random.default_rng(n + 1)
+    for kind in KINDS:
+        loads = {angle: _loads(rng, n, kind if i % 2 else "random") for i, angle in enumerate(rank_imbalance.ANGLES)}
+        assert _same(rank_imbalance.angle_features(loads), _angle_features_by_sorting(loads)), kind
+
+
+def _counter_stake_with_masks(ctx, rank, values) -> float:
+    """`common.counter_stake` as it was: own records and shared ones always masked apart."""
+    own = largest_rank_sum(rank, values)
+    shared = float(float_sum(values[rank < 0]) or 0.0) / ctx.nprocs if (rank < 0).any() else 0.0
+    return float(own or 0.0) + shared
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 40, 200])
+def test_counter_stake_equals_the_masked_sums(n):
+    rng = np.random.default_rng(n + 7)
+    ctx = SimpleNamespace(nprocs=8)
+    for shared in (False, True):
+        for kind in ("random", "zeros", "signed zeros", "inf", "nan"):
+            rank = rng.integers(-1 if shared else 0, 8, n)
+            values = np.abs(_loads(rng, n, kind)) / 7.0 if n else np.zeros(0)
+            got, want = common.counter_stake(ctx, rank, values), _counter_stake_with_masks(ctx, rank, values)
+            assert (np.isnan(got) and np.isnan(want)) or got.hex() == want.hex(), (shared, kind)
