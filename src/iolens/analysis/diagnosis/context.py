@@ -131,6 +131,14 @@ class Context:
     def counter_rows(self, module: str, names) -> np.ndarray:
         """Integer counters `names` of `module` (clipped at 0) as rows, one per name, records along them: a
         slice of the module's clipped matrix when they are consecutive there (the size bins), no copy."""
+        cache = self.__dict__.setdefault("_counter_rows_cache", {})
+        key = (module, tuple(names))
+        rows = cache.get(key)
+        if rows is None:
+            rows = cache[key] = self._counter_rows(module, key[1])
+        return rows
+
+    def _counter_rows(self, module: str, names: tuple) -> np.ndarray:
         c = self.records[module]
         index = getattr(c, "ints", None)
         if index is None or not all(n in index for n in names):
@@ -201,8 +209,8 @@ class Context:
         c = self.records[module]
         ids, inv = self.file_groups(module)
         if names and hasattr(c, "clipped") and all(n in c.ints for n in names):
-            rows = self.counter_rows(module, names)
-            return self.per_file_sums(module, rows.sum(axis=0) if len(names) > 1 else rows[0])
+            rows = self.column(module, names[0]) if len(names) == 1 else self.counter_rows(module, names).sum(axis=0)
+            return self.per_file_sums(module, rows)
         out = np.zeros(len(ids), dtype=np.int64)
         for n in names:
             values = self.column(module, n)

@@ -55,16 +55,17 @@ def counts(ctx, edges) -> dict:
     """Requests per kind, and those in the bins below each edge, over the data files (not stdin/out/err)."""
     row = {P + "from_trace": False, P + "trace_small_writes": None, P + "trace_small_reads": None}
     if ctx.has("POSIX"):
+        requests = ctx.counter_rows("POSIX", ("POSIX_READS", "POSIX_WRITES"))
+        sizes = ctx.counter_rows("POSIX", SIZES)
         data = ctx.data_records("POSIX")
-        every = bool(data.all())  # most logs name no standard stream at POSIX: no mask to apply
-        top = max(edges, default=0)
-        for op, OP, OPS_ in OPS:
-            n = ctx.column("POSIX", f"POSIX_{OPS_}")
-            row[f"{P}{op}s"] = int((n if every else n[data]).sum())
-            if top:  # integer sums per bin, then running totals: exact in any order
-                rows = size_rows(ctx, OP, top)
-                running = np.cumsum((rows if every else rows[:, data]).sum(axis=1)).tolist()
-                row.update({f"{P}small_{op}s_{edge_suffix(k)}": running[k - 1] for k in edges})
+        if not data.all():  # most logs name no standard stream at POSIX: no mask to apply
+            requests, sizes = requests[:, data], sizes[:, data]
+        # both kinds at once: integer sums per bin, then running totals (exact in any order)
+        n = dict(zip(("read", "write"), requests.sum(axis=1).tolist()))
+        running = dict(zip(("read", "write"), np.cumsum(sizes.sum(axis=1).reshape(2, len(SIZE_BINS)), axis=1).tolist()))
+        for op, *_ in OPS:
+            row[f"{P}{op}s"] = n[op]
+            row.update({f"{P}small_{op}s_{edge_suffix(k)}": running[op][k - 1] for k in edges})
         return row
     std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
     empty = ctx.trace_posix.empty
@@ -98,6 +99,7 @@ def size_rows(ctx, OP: str, top: int = len(SIZE_BINS)) -> np.ndarray:
 
 
 SIZE_NAMES = {OP: tuple(f"POSIX_SIZE_{OP}_{b}" for b, _, _ in SIZE_BINS) for OP in ("READ", "WRITE")}
+SIZES = SIZE_NAMES["READ"] + SIZE_NAMES["WRITE"]  # every size bin, in the counters' order (a slice)
 
 
 def trace_arrays(ctx) -> dict:
