@@ -103,3 +103,18 @@ def test_counter_stake_equals_the_masked_sums(n):
             values = np.abs(_loads(rng, n, kind)) / 7.0 if n else np.zeros(0)
             got, want = common.counter_stake(ctx, rank, values), _counter_stake_with_masks(ctx, rank, values)
             assert (np.isnan(got) and np.isnan(want)) or got.hex() == want.hex(), (shared, kind)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 40, 1000])
+def test_small_set_operations_equal_numpys(n):
+    """`first_of_each` is np.unique(return_index=True), `is_among` np.isin against sorted ids (file ids near
+    2^64 too: compared as uint64, never as floats)."""
+    rng = np.random.default_rng(n + 11)
+    for high in (5, 1 << 20, (1 << 64) - 1):
+        values = rng.integers(0, high, n, dtype=np.uint64, endpoint=True)
+        ids, first = common.first_of_each(values)
+        want_ids, want_first = np.unique(values, return_index=True)
+        assert ids.dtype == want_ids.dtype and np.array_equal(ids, want_ids) and np.array_equal(first, want_first)
+        for others in (want_ids, want_ids[::2], np.zeros(0, np.uint64),
+                       np.unique(rng.integers(0, high, 7, dtype=np.uint64, endpoint=True))):
+            assert np.array_equal(common.is_among(values, others), np.isin(values, others))

@@ -244,8 +244,7 @@ class Context:
         fid = self.column(module, "file_id")
         if not self.has(other):
             return np.zeros(len(fid), dtype=bool)
-        ids = self.file_groups(other)[0]
-        return ids[np.minimum(np.searchsorted(ids, fid), len(ids) - 1)] == fid
+        return rules_common.is_among(fid, self.file_groups(other)[0])
 
     def data_records(self, module: str) -> np.ndarray:
         """Mask of the records not on stdin/stdout/stderr (`std_ids`): a comparison per stream, a few at most

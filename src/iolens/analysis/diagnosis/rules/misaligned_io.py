@@ -13,7 +13,7 @@ import polars as pl
 
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_bytes, fmt_count, fmt_pct
-from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
+from .common import COMMON_THRESHOLDS, counter_stake, first_of_each, is_among, judge, stage
 from .random_access import most_first
 from .small_io import rank_stake, size_rows, trace_arrays
 
@@ -28,14 +28,18 @@ def S(name: str) -> pl.Expr:
 
 def alignments(ctx) -> tuple:
     """(file ids, sorted; their alignment unit, > 1 byte): the Lustre stripe size when known, else Darshan's
-    POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
+    POSIX_FILE_ALIGNMENT (its largest value over the file's records). Once per log (the rule and the check)."""
+    return ctx.memo("misaligned_io.alignments", lambda: _alignments(ctx))
+
+
+def _alignments(ctx) -> tuple:
     ids, units = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
     if ctx.has_counter("POSIX", "POSIX_FILE_ALIGNMENT"):
         ids, units = ctx.file_groups("POSIX")[0], ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT")
     lus_ids, size = ctx.lustre_stripes
     if len(lus_ids):  # each file's first positive stripe size, over the counters' unit
-        striped, first = np.unique(lus_ids[size > 0], return_index=True)
-        keep = ~np.isin(ids, striped)
+        striped, first = first_of_each(lus_ids[size > 0])
+        keep = ~is_among(ids, striped)
         ids = np.concatenate([ids[keep], striped.astype(ids.dtype)])
         units = np.concatenate([units[keep], size[size > 0][first].astype(np.int64)])
         order = np.argsort(ids)

@@ -79,7 +79,8 @@ def _sum_per_ost(ost, fid, share) -> dict:
     """{ost: its shares summed one after the other, in their order}, OSTs in the order first met."""
     if not len(ost):
         return {}
-    ids, first, inv = np.unique(ost, return_index=True, return_inverse=True)
+    first, inv = groups(ost)  # np.unique's (first occurrence, inverse) from one stable sort, without its set-up
+    ids = ost[first]
     sums = np.zeros(len(ids))
     np.add.at(sums, inv, share)  # unbuffered: each OST's shares added in their order
     met = np.argsort(first, kind="stable")
