@@ -118,3 +118,13 @@ def test_small_set_operations_equal_numpys(n):
         for others in (want_ids, want_ids[::2], np.zeros(0, np.uint64),
                        np.unique(rng.integers(0, high, 7, dtype=np.uint64, endpoint=True))):
             assert np.array_equal(common.is_among(values, others), np.isin(values, others))
+
+
+def test_distinct_counts_like_numpy_unique():
+    from iolens.fleet.features import distinct
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 10, 1000):
+        for high in (3, (1 << 64) - 1):
+            values = rng.integers(0, high, n, dtype=np.uint64, endpoint=True)
+            assert distinct(values) == len(np.unique(values))

@@ -74,9 +74,10 @@ class RecordCounters:
         return name in self.ints or name in self.flts
 
     def col(self, name: str) -> np.ndarray:
+        ints, flts = self.clipped()  # a row of the clipped matrix: no clip per column
         if name in self.ints:
-            return np.maximum(self.recs.counters[:, self.ints[name]], 0)
-        return np.maximum(self.recs.fcounters[:, self.flts[name]], 0.0)
+            return ints[self.ints[name]]
+        return flts[self.flts[name]]
 
     def clipped(self) -> tuple:
         """(integer counters, float counters) with -1 read as 0, one contiguous row per counter (its records
@@ -116,7 +117,7 @@ class RecordCounters:
 
     def _column_sums(self) -> tuple:
         if self._sums is None:
-            self._sums = (np.maximum(self.recs.counters, 0).sum(axis=0),
+            self._sums = (self.clipped()[0].sum(axis=1),  # integers: exact in any order
                           np.maximum(self.recs.fcounters, 0).sum(axis=0))
         return self._sums
 

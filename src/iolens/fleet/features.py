@@ -64,7 +64,7 @@ def job_features(raw, path: str) -> dict:
         row[f"{p}_reads"] = int(m.total(*layer.reads))
         row[f"{p}_writes"] = int(m.total(*layer.writes))
         row[f"{p}_meta_ops"] = int(m.total(*layer.meta_ops))
-        row[f"{p}_files"] = int(len(np.unique(m.recs.ids)))
+        row[f"{p}_files"] = distinct(m.recs.ids)
         row[f"{p}_io_time"] = float(times.sum())
         row[f"{p}_meta_time"] = m.total(layer.meta_time)
         slowest[layer.module] = row[f"{p}_slowest_rank_time"] = measures.slowest_rank_time(m, layer)
@@ -80,6 +80,14 @@ def job_features(raw, path: str) -> dict:
     row["uses_pnetcdf"] = any(k in raw.counters and len(raw.counters[k].ids) for k in ("PNETCDF_FILE",
                                                                                         "PNETCDF_VAR"))
     return row
+
+
+def distinct(values: np.ndarray) -> int:
+    """How many distinct values (`len(np.unique(values))` without its set-up)."""
+    if not len(values):
+        return 0
+    ordered = np.sort(values)
+    return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1
 
 
 def _job_io(row: dict, slowest: dict) -> None:
@@ -124,7 +132,7 @@ def _files(row: dict, raw) -> None:
         # a file is shared when some record of it is reduced (rank -1) or its records name two ranks
         order = np.argsort(recs.ids, kind="stable")
         sid, rank = recs.ids[order], recs.ranks[order]
-        first = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]])
+        first = np.flatnonzero(np.concatenate(([True], sid[1:] != sid[:-1])))
         lo, hi = np.minimum.reduceat(rank, first), np.maximum.reduceat(rank, first)
         shared.append(sid[first][(lo < 0) | (lo != hi)])
     all_ids = np.unique(np.concatenate(ids)) if ids else np.empty(0, np.uint64)

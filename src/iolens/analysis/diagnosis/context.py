@@ -222,6 +222,13 @@ class Context:
 
     def per_file_max(self, module: str, name: str) -> np.ndarray:
         """Largest raw value (-1 kept) per file (in `file_groups` order) of counter `name`."""
+        cache = self.__dict__.setdefault("_per_file_maxima", {})
+        key = (module, name)
+        if key not in cache:
+            cache[key] = self._per_file_max(module, name)
+        return cache[key].copy()  # a new array each call, as before the cache
+
+    def _per_file_max(self, module: str, name: str) -> np.ndarray:
         raw = self.records[module].raw(name)
         ids, inv, order, starts = self._file_grouping(module)
         if raw.dtype == np.int64 and len(ids):
