@@ -162,7 +162,7 @@ def _per_file_reference(inv, nfiles, values, reduce=np.add, start=0):
 def test_context_counter_helpers_agree_with_their_definitions(path):
     """The per-file and per-record helpers over the module's clipped counter matrix (`RecordCounters.clipped`,
     `counter_rows`, `per_file_sums`, `per_file_total`, `per_file_max`, `total`, `data_records`, `own_records`,
-    `on_files_of`)
+    `on_files_of`, `add_per_rank`)
     give what their definitions give column by column, over the reader's arrays and over the tables."""
     from iolens.reader.counter_names import COUNTER_NAMES
 
@@ -203,6 +203,12 @@ def test_context_counter_helpers_agree_with_their_definitions(path):
             std = np.fromiter(ctx.std_ids, dtype=np.uint64)
             assert np.array_equal(ctx.data_records(module), ~np.isin(fid, std))
             assert np.array_equal(ctx.own_records(module), (rank >= 0) & (rank < ctx.nprocs))
+            if fnames:
+                values, own = ctx.column(module, fnames[-1]) / 3.0, (rank >= 0) & (rank < ctx.nprocs)
+                got, want = np.zeros(ctx.nprocs), np.zeros(ctx.nprocs)
+                ctx.add_per_rank(got, module, values)
+                np.add.at(want, rank[own], values[own])
+                assert [v.hex() for v in got.tolist()] == [v.hex() for v in want.tolist()], module
             for other in (*ctx.records, "NO_SUCH_MODULE"):
                 assert np.array_equal(ctx.on_files_of(module, other),
                                       np.isin(fid, np.fromiter(ctx.ids_in(other), dtype=np.uint64))), (module, other)

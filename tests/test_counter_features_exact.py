@@ -128,3 +128,15 @@ def test_distinct_counts_like_numpy_unique():
         for high in (3, (1 << 64) - 1):
             values = rng.integers(0, high, n, dtype=np.uint64, endpoint=True)
             assert distinct(values) == len(np.unique(values))
+
+
+def test_shared_ids_are_numpys_intersection():
+    from iolens.analysis.diagnosis.rules.data_sieving import shared_ids
+
+    rng = np.random.default_rng(5)
+    for n, m in ((0, 0), (0, 3), (3, 0), (1, 1), (5, 8), (200, 50)):
+        for high in (10, (1 << 64) - 1):
+            a = np.unique(rng.integers(0, high, n, dtype=np.uint64, endpoint=True))
+            b = np.unique(rng.integers(0, high, m, dtype=np.uint64, endpoint=True))
+            got, want = shared_ids(a, b), np.intersect1d(a, b, assume_unique=True, return_indices=True)
+            assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(got, want))

@@ -253,6 +253,15 @@ class Context:
             return np.zeros(len(fid), dtype=bool)
         return rules_common.is_among(fid, self.file_groups(other)[0])
 
+    def add_per_rank(self, out: np.ndarray, module: str, values: np.ndarray) -> None:
+        """Adds the `values` of `module`'s own records (`own_records`) to their ranks' places in `out`, in
+        record order (np.add.at), without masks when every record is one rank's."""
+        own = self.own_records(module)
+        if own.all():
+            np.add.at(out, self.column(module, "rank"), values)
+        elif own.any():
+            np.add.at(out, self.column(module, "rank")[own], values[own])
+
     def data_records(self, module: str) -> np.ndarray:
         """Mask of the records not on stdin/stdout/stderr (`std_ids`): a comparison per stream, a few at most
         (np.isin's set-up costs more on a few dozen records)."""

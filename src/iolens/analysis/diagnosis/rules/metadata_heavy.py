@@ -32,9 +32,7 @@ def times(ctx) -> tuple:
         m = ctx.column(module, f"{p}_F_META_TIME")
         meta += float(float_sum(m))
         data += float(float_sum(ctx.column(module, f"{p}_F_READ_TIME") + ctx.column(module, f"{p}_F_WRITE_TIME")))
-        own = ctx.own_records(module)
-        if own.any():
-            np.add.at(per_rank, ctx.column(module, "rank")[own], m[own])
+        ctx.add_per_rank(per_rank, module, m)
         shared = ctx.column(module, "rank") < 0
         if shared.any():
             per_rank += float(float_sum(m[shared])) / ctx.nprocs

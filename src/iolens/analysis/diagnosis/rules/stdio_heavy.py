@@ -30,10 +30,10 @@ def measure(ctx) -> tuple:
         pt = float(float_sum(ctx.column("POSIX", "POSIX_F_READ_TIME") + ctx.column("POSIX", "POSIX_F_WRITE_TIME")
                              + ctx.column("POSIX", "POSIX_F_META_TIME")) or 0)
     per_rank = np.zeros(n)
-    own = ctx.own_records("STDIO")
-    if own.any():
-        np.add.at(per_rank, ctx.column("STDIO", "rank")[own], t[own])
-    per_rank += float(float_sum(t[ctx.column("STDIO", "rank") < 0])) / n
+    ctx.add_per_rank(per_rank, "STDIO", t)
+    shared = ctx.column("STDIO", "rank") < 0
+    if shared.any():  # (adding 0.0 to sums from 0.0 would change no bit)
+        per_rank += float(float_sum(t[shared])) / n
     row = {P + "bytes": sb, P + "time": float(float_sum(t)), P + "posix_bytes": pb, P + "posix_time": pt,
            P + "max_rank_time": float(per_rank.max())}
     return row, t, per_rank
