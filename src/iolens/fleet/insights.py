@@ -42,7 +42,8 @@ def log_columns(log, th) -> dict:
     except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
         return {**dict.fromkeys(rules.feature_dtypes()), **out, **dict.fromkeys(PER_LOG), "per_log_insights": 0,
                 "diagnosis_error": f"{type(exc).__name__}: {exc}"}
-    row = {k: row.get(k) for k in rules.feature_dtypes()}  # one column order in every batch (the store's schema)
+    names = rules.feature_names()
+    row = dict(zip(names, map(row.get, names)))  # one column order in every batch (the store's schema)
     for i in found:  # most severe first: keep the first severity seen per code
         key = f"insight_{i.code}"
         if out.get(key) is None:

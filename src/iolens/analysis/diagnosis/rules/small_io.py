@@ -152,12 +152,13 @@ def counter_stakes_per_edge(ctx, edges, sets) -> dict:
     rank = ctx.column("POSIX", "rank")
     top = max(edges)
     rows = [k - 1 for k in edges]
-    terms = {}
-    for op, OP, OPS_ in OPS:  # edges x records: each record's time x its share of requests below the edge
-        time = ctx.column("POSIX", f"POSIX_F_{OP}_TIME")
-        per = np.maximum(ctx.column("POSIX", f"POSIX_{OPS_}"), 1)
-        running = np.cumsum(size_rows(ctx, OP, top), axis=0)  # integers: exact
-        terms[op] = time * (running if len(rows) == top else running[rows]) / per
+    # (read, write) x edges x records: each record's time x its share of requests below the edge, both kinds
+    # in one pass (element-wise: the bits of one kind at a time)
+    time = np.stack([ctx.column("POSIX", "POSIX_F_READ_TIME"), ctx.column("POSIX", "POSIX_F_WRITE_TIME")])
+    per = np.maximum(ctx.counter_rows("POSIX", ("POSIX_READS", "POSIX_WRITES")), 1)
+    running = np.cumsum(ctx.counter_rows("POSIX", SIZES).reshape(2, len(SIZE_BINS), -1)[:, :top], axis=1)
+    both = time[:, None] * (running if len(rows) == top else running[:, rows]) / per[:, None]
+    terms = {"read": both[0], "write": both[1]}
     per_set = []
     for s in sets:  # the flagged kinds added in order as the rule's expression adds them
         est = 0.0
