@@ -140,3 +140,32 @@ def test_shared_ids_are_numpys_intersection():
             b = np.unique(rng.integers(0, high, m, dtype=np.uint64, endpoint=True))
             got, want = shared_ids(a, b), np.intersect1d(a, b, assume_unique=True, return_indices=True)
             assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(got, want))
+
+
+def test_slowest_rank_time_equals_the_masked_sums():
+    """`measures.slowest_rank_time` without masks (no shared record) equals its definition with them."""
+    from iolens.analysis import measures
+    from iolens.model.darshan import LAYER_BY_MODULE
+
+    layer = LAYER_BY_MODULE["POSIX"]
+
+    class Fake:
+        def __init__(self, ranks, cols):
+            self.ranks, self.ids, self.cols = ranks, np.zeros(len(ranks), np.uint64), cols
+
+        def has(self, name):
+            return name in self.cols
+
+        def col(self, name):
+            return self.cols[name]
+
+    rng = np.random.default_rng(9)
+    for n in (1, 2, 9, 300):
+        for kind in ("random", "zeros", "signed zeros", "inf", "nan"):
+            ranks = rng.integers(0, 5, n)
+            cols = {name: np.abs(_loads(rng, n, kind)) / 3.0 for name in
+                    (layer.read_time, layer.write_time, layer.meta_time, layer.slowest_time)}
+            c = Fake(ranks, cols)
+            want = (measures.largest_rank_sum(ranks, measures.record_io_time(c, layer)) or 0.0) + 0.0
+            got = measures.slowest_rank_time(c, layer)
+            assert (np.isnan(got) and np.isnan(want)) or got.hex() == want.hex(), (n, kind)

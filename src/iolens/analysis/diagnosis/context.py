@@ -195,6 +195,8 @@ class Context:
         ids, _, order, starts = self._file_grouping(module)
         if not len(ids):
             return np.zeros(values.shape[:-1] + (0,), dtype=np.int64)
+        if len(starts) == len(order):  # a record per file (a shared file's reduced record): nothing to add
+            return values[..., order]
         return np.add.reduceat(values[..., order], starts, axis=-1)
 
     def per_file_total(self, module: str, *names: str) -> np.ndarray:

@@ -10,10 +10,13 @@ build's limit (`hdf5_metadata_trace_limit`), and another limit needs the trace a
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 
 from ....model.darshan import SIZE_BINS
+from ...segments import float_sum
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, EDGE_NAMES, counter_stake, edge_index, edge_suffix, matters
 from .small_io import rank_stake
@@ -36,8 +39,6 @@ def hdf5_files(ctx) -> list:
 
 def times(ctx) -> dict:
     """HDF5's metadata and data seconds (H5F, H5D), its flushes, and the metadata seconds per rank."""
-    from ..context import float_sum
-
     meta_t = data_t = 0.0
     flushes = 0
     if ctx.has("H5F"):
@@ -56,8 +57,8 @@ def small_writes(ctx, fids, edges) -> dict:
     from a complete trace at `hdf5_meta_request_bytes`, else from the counters per size-bin edge."""
     row = {P + "writes": None, P + "from_trace": False, P + "trace_limit": None, P + "trace_small_writes": None,
            P + "trace_stake": None}
-    row.update({f"{P}small_writes_{edge_suffix(k)}": None for k in edges})
-    row.update({f"{P}counter_stake_{edge_suffix(k)}": None for k in edges})
+    row.update(dict.fromkeys(_edge_names("small_writes", tuple(edges))))
+    row.update(dict.fromkeys(_edge_names("counter_stake", tuple(edges))))
     if not fids:  # no HDF5 file: the trace is not even looked at
         return row
     if not ctx.trace_posix.empty and ctx.trace_complete("DXT_POSIX", "write"):
@@ -65,6 +66,12 @@ def small_writes(ctx, fids, edges) -> dict:
     elif ctx.has("POSIX"):
         row.update(_counted_writes(ctx, fids, edges))
     return row
+
+
+@functools.cache
+def _edge_names(kind: str, edges: tuple) -> tuple:
+    """The features of `kind` at each size-bin edge (made once per process)."""
+    return tuple(f"{P}{kind}_{edge_suffix(k)}" for k in edges)
 
 
 def _traced_writes(ctx, fids) -> dict:
