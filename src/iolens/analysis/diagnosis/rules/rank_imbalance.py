@@ -33,6 +33,9 @@ P = "rank_imbalance_"
 # (module, counter prefix) of the layers a rank's load is read at, the application's first
 LAYERS = tuple((m, COUNTER_PREFIX[m]) for m in ("MPI-IO", "POSIX", "STDIO"))
 ANGLES = ("bytes", "operations", "time", "fsyncs")
+# the requests a rank's operations count, per layer (MPI-IO: its independent and collective calls)
+COUNTED = {"MPI-IO": ("MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES"),
+           "POSIX": ("POSIX_READS", "POSIX_WRITES"), "STDIO": ("STDIO_READS", "STDIO_WRITES")}
 MIN_EXCESS_FSYNCS = 10  # a few more fsyncs on one rank (closing its own files) is not an imbalance
 SLOWER_RATIO = 1.25  # a rank with more bytes/operations matters when its I/O time is at least this × the mean
 TOP = 4  # the heaviest ranks a title names
@@ -115,13 +118,12 @@ def _counter_loads(ctx, modules):
         if not keep.any():
             continue
         any_rows = True
-        count = ([f"{p}_INDEP_READS", f"{p}_INDEP_WRITES", f"{p}_COLL_READS", f"{p}_COLL_WRITES"]
-                 if module == "MPI-IO" else [f"{p}_READS", f"{p}_WRITES"])
         col = ctx.column
         # element-wise, in the order polars' expressions added them: the same floats
         rt = col(module, f"{p}_F_READ_TIME") + col(module, f"{p}_F_WRITE_TIME") + col(module, f"{p}_F_META_TIME")
-        rb = col(module, f"{p}_BYTES_READ") + col(module, f"{p}_BYTES_WRITTEN")
-        rn = sum(col(module, c) for c in count if ctx.records[module].has(c))
+        # integers, each record's counters summed at once (a slice): exact in any order
+        rb = ctx.counter_rows(module, (f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN")).sum(axis=0)
+        rn = ctx.counter_rows(module, [c for c in COUNTED[module] if ctx.records[module].has(c)]).sum(axis=0)
         rank = col(module, "rank")
         own = keep & ctx.own_records(module)
         if own.all():  # every record one rank's (most logs): no mask to apply
@@ -135,7 +137,8 @@ def _counter_loads(ctx, modules):
         shared = np.flatnonzero(keep & (rank < 0))
         if len(shared):
             raw = _recorded(ctx, module, shared)
-            for i, rt_, rb_, rn_ in zip(range(len(shared)), rt[shared], rb[shared], rn[shared]):
+            for i, rt_, rb_, rn_ in zip(range(len(shared)), rt[shared].tolist(), rb[shared].tolist(),
+                                        rn[shared].tolist()):
                 _spread(t, float(rt_), raw(f"{p}_SLOWEST_RANK")[i], raw(f"{p}_F_SLOWEST_RANK_TIME")[i],
                         raw(f"{p}_FASTEST_RANK")[i], raw(f"{p}_F_FASTEST_RANK_TIME")[i])
                 _spread(b, int(rb_), raw(f"{p}_SLOWEST_RANK")[i], raw(f"{p}_SLOWEST_RANK_BYTES")[i],
