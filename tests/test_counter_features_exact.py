@@ -169,3 +169,28 @@ def test_slowest_rank_time_equals_the_masked_sums():
             want = (measures.largest_rank_sum(ranks, measures.record_io_time(c, layer)) or 0.0) + 0.0
             got = measures.slowest_rank_time(c, layer)
             assert (np.isnan(got) and np.isnan(want)) or got.hex() == want.hex(), (n, kind)
+
+
+@pytest.mark.parametrize("n", [1, 2, 30, 127, 128, 2051])
+def test_column_stakes_equal_per_rank_sums_in_record_order(n):
+    """SMALL_IO's stakes of many columns (one bincount over the cells) equal np.add.at's per-rank sums and the
+    shared records' polars sums, column by column; `running_bins` equals a cumulative sum."""
+    from iolens.analysis.diagnosis.rules.small_io import column_stakes, float_sums, running_bins
+
+    rng = np.random.default_rng(n + 13)
+    ctx = SimpleNamespace(nprocs=16)
+    for shared in (False, True):
+        rank = rng.integers(-1 if shared else 0, 16, n)
+        columns = np.abs(rng.standard_normal((27, n)) * 10.0 ** rng.integers(-8, 3, (27, n)))
+        columns[3] = np.nan_to_num(np.where(rng.random(n) < 0.1, np.inf, columns[3]))
+        own = rank >= 0
+        want = np.zeros(27)
+        if own.any():
+            per_rank = np.zeros((rank[own].max() + 1, 27))
+            np.add.at(per_rank, rank[own], columns[:, own].T)
+            want = per_rank.max(axis=0)
+        if not own.all():
+            want = want + float_sums(columns[:, ~own].T) / ctx.nprocs
+        assert [v.hex() for v in column_stakes(ctx, rank, columns)] == [v.hex() for v in want.tolist()]
+    counts = rng.integers(0, 1000, (2, 9, n))
+    assert np.array_equal(running_bins(counts), np.cumsum(counts, axis=1))

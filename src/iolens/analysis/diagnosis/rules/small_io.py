@@ -156,7 +156,7 @@ def counter_stakes_per_edge(ctx, edges, sets) -> dict:
     # in one pass (element-wise: the bits of one kind at a time)
     time = np.stack([ctx.column("POSIX", "POSIX_F_READ_TIME"), ctx.column("POSIX", "POSIX_F_WRITE_TIME")])
     per = np.maximum(ctx.counter_rows("POSIX", ("POSIX_READS", "POSIX_WRITES")), 1)
-    running = np.cumsum(ctx.counter_rows("POSIX", SIZES).reshape(2, len(SIZE_BINS), -1)[:, :top], axis=1)
+    running = running_bins(ctx.counter_rows("POSIX", SIZES).reshape(2, len(SIZE_BINS), -1)[:, :top])
     both = time[:, None] * (running if len(rows) == top else running[:, rows]) / per[:, None]
     terms = {"read": both[0], "write": both[1]}
     per_set = []
@@ -167,7 +167,20 @@ def counter_stakes_per_edge(ctx, edges, sets) -> dict:
         per_set.append(est)
     values = np.stack(per_set, axis=1).reshape(len(rows) * len(sets), len(rank))  # edge-major, then set
     values = np.where(np.isnan(values), 0.0, values)
-    return dict(zip(stake_names(tuple(edges), tuple(sets)), counter_stakes(ctx, rank, values.T)))
+    return dict(zip(stake_names(tuple(edges), tuple(sets)), column_stakes(ctx, rank, values)))
+
+
+def running_bins(counts: np.ndarray) -> np.ndarray:
+    """Running totals over the size bins (axis 1) of integer request counts (kinds x bins x records): exact
+    in any order. numpy's accumulate along that middle axis crawls on thousands of records, a loop of adds
+    over the bins does not (on a few records the accumulate costs less)."""
+    if counts.shape[-1] <= 64:
+        return np.add.accumulate(counts, axis=1)
+    out = np.empty(counts.shape, dtype=counts.dtype)
+    out[:, 0] = counts[:, 0]
+    for k in range(1, counts.shape[1]):
+        np.add(out[:, k - 1], counts[:, k], out=out[:, k])
+    return out
 
 
 @functools.cache
@@ -180,16 +193,25 @@ def stake_names(edges: tuple, sets: tuple) -> tuple:
 def counter_stakes(ctx, rank: np.ndarray, values: np.ndarray) -> list:
     """`common.counter_stake` of each column of `values` (records x columns), with the same bits: per-rank
     sums in record order (as `np.bincount`), the shared records' sums as polars sums them (`float_sums`)."""
+    return column_stakes(ctx, rank, values.T)
+
+
+def column_stakes(ctx, rank: np.ndarray, columns: np.ndarray) -> list:
+    """`counter_stakes` of `columns` (columns x records, each a row)."""
     own = rank >= 0
     every = bool(own.all())  # no shared record (most logs): no mask to apply
-    out = np.zeros(values.shape[1])
+    out = np.zeros(columns.shape[0])
     if every or own.any():
-        mine, values_mine = (rank, values) if every else (rank[own], values[own])
-        per_rank = np.zeros((int(mine.max()) + 1, values.shape[1]))
-        np.add.at(per_rank, mine, values_mine)
+        mine, columns_mine = (rank, columns) if every else (rank[own], columns[:, own])
+        nranks, k = int(mine.max()) + 1, columns.shape[0]
+        # every (rank, column) sum as np.add.at adds them (from 0.0, in record order: a column's records are
+        # met in order), in one bincount over the cells (np.add.at over rows costs a millisecond on two
+        # thousand records)
+        cells = (mine * k + np.arange(k)[:, None]).ravel()
+        per_rank = np.bincount(cells, weights=columns_mine.ravel(), minlength=nranks * k).reshape(nranks, k)
         out = per_rank.max(axis=0)
     if not every:
-        out = out + float_sums(values[~own]) / ctx.nprocs
+        out = out + float_sums(columns[:, ~own].T) / ctx.nprocs
     return out.tolist()
 
 
