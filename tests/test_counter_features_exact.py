@@ -194,3 +194,27 @@ def test_column_stakes_equal_per_rank_sums_in_record_order(n):
         assert [v.hex() for v in column_stakes(ctx, rank, columns)] == [v.hex() for v in want.tolist()]
     counts = rng.integers(0, 1000, (2, 9, n))
     assert np.array_equal(running_bins(counts), np.cumsum(counts, axis=1))
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9, 64])
+def test_medians_of_others_equal_one_median_each(n):
+    """SLOW_OST's typical time of the other OSTs from one sort equals `median` of the others, each apart."""
+    from iolens.analysis.diagnosis.rules.slow_ost import median, medians_of_others
+
+    rng = np.random.default_rng(n)
+    for values in (rng.random(n).tolist(), rng.integers(0, 3, n).astype(float).tolist(),
+                   (rng.random(n) * 10.0 ** rng.integers(-9, 9, n)).tolist()):
+        want = [median(np.array(values[:i] + values[i + 1:])) for i in range(n)]
+        assert [v.hex() for v in medians_of_others(values)] == [v.hex() for v in want]
+
+
+def test_group_medians_equal_one_median_per_group():
+    from iolens.analysis.diagnosis.rules.slow_ost import group_medians, median
+
+    rng = np.random.default_rng(17)
+    for n, groups in ((1, 1), (5, 2), (40, 7), (2000, 300)):
+        inv = np.concatenate([np.arange(groups), rng.integers(0, groups, n - groups)]) if n > groups else np.arange(n)
+        rng.shuffle(inv)
+        values = rng.random(len(inv)) * 10.0 ** rng.integers(-6, 6, len(inv))
+        want = [median(values[inv == g]) for g in range(groups)]
+        assert [v.hex() for v in group_medians(inv, groups, values)] == [v.hex() for v in want]

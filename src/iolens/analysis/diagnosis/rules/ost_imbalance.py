@@ -96,7 +96,7 @@ def _spread_by_layout(ctx) -> tuple:
         return none
     ids, extent, nbytes, _ = sizes
     at = np.minimum(np.searchsorted(ids, lay.file_id), len(ids) - 1)
-    c = np.array([len(o) for o in lay.osts], dtype=np.int64)
+    c = lay.osts.count
     on = np.flatnonzero((ids[at] == lay.file_id) & (nbytes[at] > 0) & (c > 0))
     if not len(on):
         return none
@@ -105,7 +105,7 @@ def _spread_by_layout(ctx) -> tuple:
     j = np.arange(c.sum()) - np.repeat(np.cumsum(c) - c, c)  # each OST's place in its file's layout
     per = np.repeat(stripes // c, c) + (j < np.repeat(stripes % c, c))  # stripes on it
     share = np.repeat(nbytes[k].astype(float), c) * (per / np.repeat(stripes.astype(float), c))
-    ost = np.concatenate([lay.osts[i] for i in on.tolist()]).astype(np.int64)
+    ost = lay.osts.flat[np.repeat(lay.osts.start[on], c) + j].astype(np.int64)  # each file's, in layout order
     fid = np.repeat(lay.file_id[on], c)
     keep = per > 0
     return ost[keep], fid[keep], share[keep]
