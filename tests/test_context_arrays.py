@@ -212,3 +212,20 @@ def test_context_counter_helpers_agree_with_their_definitions(path):
             for other in (*ctx.records, "NO_SUCH_MODULE"):
                 assert np.array_equal(ctx.on_files_of(module, other),
                                       np.isin(fid, np.fromiter(ctx.ids_in(other), dtype=np.uint64))), (module, other)
+
+
+def test_without_heatmaps_equals_a_test_of_each_name():
+    from iolens.analysis.diagnosis.context import without_heatmaps
+
+    def plain(names):
+        return {int(k): v for k, v in names.items() if not v.startswith("heatmap:")}
+
+    cases = [{}, {1: "a"}, {1: "heatmap:POSIX"}, {5: "/x/heatmap:y", 6: "heatmap:STDIO", 7: "heatmap:heatmap:z",
+                                                   8: "", 9: "heatmap:"},
+             {1: "a\nheatmap:b", 2: "heatmap:c"}, {np.uint64(3): "heatmap:x", np.uint64(4): "y"}, {np.uint64(3): "heatmap:x", 4: "y"},
+             {(1 << 64) - 1: "z", 2: "heatmap:MPIIO", 3: "w"}]
+    rng = np.random.default_rng(1)
+    big = {int(k): ("heatmap:" if rng.random() < 0.01 else "/p/") + str(k) for k in rng.integers(0, 1 << 62, 3000)}
+    for names in cases + [big]:
+        got, want = without_heatmaps(names), plain(names)
+        assert got == want and list(got) == list(want) and all(type(k) is int for k in got)
