@@ -218,3 +218,17 @@ def test_group_medians_equal_one_median_per_group():
         values = rng.random(len(inv)) * 10.0 ** rng.integers(-6, 6, len(inv))
         want = [median(values[inv == g]) for g in range(groups)]
         assert [v.hex() for v in group_medians(inv, groups, values)] == [v.hex() for v in want]
+
+
+def test_named_hdf5_equals_a_test_of_each_name():
+    from iolens.analysis.diagnosis.context import HDF5_SUFFIXES
+    from iolens.analysis.diagnosis.rules.hdf5_metadata import named_hdf5
+
+    cases = [{}, {1: "a.txt"}, {1: "x.H5", 2: "y.h5.bak", 3: "z.HDF5"}, {1: "ΣΑΣ.h5", 2: "ΌΣ", 3: "h5"},
+             {1: "a.h5\nb", 2: "c"}, {1: ".nc4"}, {1: "/d/f.CGNS", 2: "/d/f.cgns.tmp"}, {1: "İ.hdf", 2: "K.h5part"}]
+    rng = np.random.default_rng(2)
+    suffixes = [".txt", ".dat", *HDF5_SUFFIXES, ".H5", ".Hdf5"]
+    cases.append({int(k): f"/p/{k}{suffixes[rng.integers(0, len(suffixes))]}" for k in rng.integers(0, 1 << 62, 500)})
+    cases.append({int(k): f"/p/{k}.dat" for k in rng.integers(0, 1 << 62, 500)})
+    for names in cases:
+        assert named_hdf5(names) == {f for f, n in names.items() if n.lower().endswith(HDF5_SUFFIXES)}
