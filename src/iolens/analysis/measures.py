@@ -59,6 +59,9 @@ class TableCounters:
         return name in self.df.columns
 
 
+CLIP_AT_ONCE = 512  # records: up to this many, a module's counters are clipped at once (`RecordCounters.clipped`)
+
+
 class RecordCounters:
     """`Counters` over the reader's arrays of one module (the fleet's light read: no table is built)."""
 
@@ -74,18 +77,34 @@ class RecordCounters:
         return name in self.ints or name in self.flts
 
     def col(self, name: str) -> np.ndarray:
-        ints, flts = self.clipped()  # a row of the clipped matrix: no clip per column
+        """Counter `name`, -1 read as 0 (a row of the clipped matrix on a few records, else a clip of it)."""
+        matrix = self.clipped()
         if name in self.ints:
-            return ints[self.ints[name]]
-        return flts[self.flts[name]]
+            return matrix[0][self.ints[name]] if matrix else np.maximum(self.recs.counters[:, self.ints[name]], 0)
+        return matrix[1][self.flts[name]] if matrix else np.maximum(self.recs.fcounters[:, self.flts[name]], 0.0)
 
-    def clipped(self) -> tuple:
+    def rows(self, names) -> np.ndarray:
+        """Integer counters `names` (-1 read as 0) as rows, one per name, records along them: a slice of the
+        clipped matrix when they are consecutive there (the size bins), no copy."""
+        at = [self.ints[n] for n in names]
+        matrix = self.clipped()
+        if not at:
+            return np.zeros((0, len(self.ranks)), np.int64)
+        if matrix is None:
+            return np.stack([self.col(n) for n in names])
+        if at == list(range(at[0], at[0] + len(at))):
+            return matrix[0][at[0]:at[0] + len(at)]
+        return matrix[0][at]
+
+    def clipped(self):
         """(integer counters, float counters) with -1 read as 0, one contiguous row per counter (its records
-        along the row), made once: a column is then a view and several (the size bins) a slice, not a clip each."""
+        along the row), made once for a module of at most CLIP_AT_ONCE records: a column is then a view and
+        several (the size bins) a slice, not a clip each. None on more records (a column is clipped when read:
+        the checks read half the counters, and the whole matrix's transposition costs more there)."""
         if self._clipped is None:
-            self._clipped = (np.maximum(self.recs.counters.T, 0, order="C"),
-                             np.maximum(self.recs.fcounters.T, 0, order="C"))
-        return self._clipped
+            self._clipped = False if len(self.ranks) > CLIP_AT_ONCE else (
+                np.maximum(self.recs.counters.T, 0, order="C"), np.maximum(self.recs.fcounters.T, 0, order="C"))
+        return self._clipped or None
 
     def raw(self, name: str) -> np.ndarray:
         """Column `name` as the log's table holds it (-1 kept; file_id, rank, file_rec_id too)."""
@@ -117,7 +136,8 @@ class RecordCounters:
 
     def _column_sums(self) -> tuple:
         if self._sums is None:
-            self._sums = (self.clipped()[0].sum(axis=1),  # integers: exact in any order
+            matrix = self.clipped()  # integers: exact in any order
+            self._sums = (matrix[0].sum(axis=1) if matrix else np.maximum(self.recs.counters, 0).sum(axis=0),
                           np.maximum(self.recs.fcounters, 0).sum(axis=0))
         return self._sums
 

@@ -9,7 +9,7 @@ import polars as pl
 from ...model.log import reader_arrays
 from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
 from .. import measures
-from ..measures import recorded
+from ..measures import RecordCounters, recorded
 from ...reader.lustre import COMPONENT_FIELDS
 from ..segments import MODULE_CODES, SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
 from ..summary import dxt_summary
@@ -140,11 +140,8 @@ class Context:
         c = self.records[module]
         if name in ("file_id", "rank"):
             return c.raw(name)
-        clipped = getattr(c, "clipped", None)  # the reader's arrays: a row of the module's clipped matrix
-        if clipped is not None and name in c.ints:
-            return clipped()[0][c.ints[name]]
-        if clipped is not None and name in c.flts:
-            return clipped()[1][c.flts[name]]
+        if isinstance(c, RecordCounters) and c.has(name):  # the reader's arrays: a row of the clipped matrix
+            return c.col(name)
         return np.maximum(c.raw(name), 0)
 
     def counter_rows(self, module: str, names) -> np.ndarray:
@@ -159,14 +156,9 @@ class Context:
 
     def _counter_rows(self, module: str, names: tuple) -> np.ndarray:
         c = self.records[module]
-        index = getattr(c, "ints", None)
-        if index is None or not all(n in index for n in names):
-            return np.stack([self.column(module, n) for n in names]) if names else np.zeros((0, len(c.ranks)), np.int64)
-        at = [index[n] for n in names]
-        ints = c.clipped()[0]
-        if at == list(range(at[0], at[0] + len(at))):
-            return ints[at[0]:at[0] + len(at)]
-        return ints[at]
+        if isinstance(c, RecordCounters) and all(n in c.ints for n in names):
+            return c.rows(names)
+        return np.stack([self.column(module, n) for n in names]) if names else np.zeros((0, len(c.ranks)), np.int64)
 
     def total(self, module: str, *names: str) -> int:
         """The integer sum over records of counters `names` (clipped at 0); 0 when the module is absent."""
@@ -183,7 +175,7 @@ class Context:
         cache = self.__dict__.setdefault("_int_totals_cache", {})
         if module not in cache:
             c = self.records[module]
-            cache[module] = c.clipped()[0].sum(axis=1) if hasattr(c, "clipped") else None
+            cache[module] = c._column_sums()[0] if isinstance(c, RecordCounters) else None
         return cache[module]
 
     def file_groups(self, module: str) -> tuple:
@@ -229,7 +221,7 @@ class Context:
     def _per_file_total(self, module: str, names: tuple) -> np.ndarray:
         c = self.records[module]
         ids, inv = self.file_groups(module)
-        if names and hasattr(c, "clipped") and all(n in c.ints for n in names):
+        if names and isinstance(c, RecordCounters) and all(n in c.ints for n in names):
             rows = self.column(module, names[0]) if len(names) == 1 else self.counter_rows(module, names).sum(axis=0)
             return self.per_file_sums(module, rows)
         out = np.zeros(len(ids), dtype=np.int64)
