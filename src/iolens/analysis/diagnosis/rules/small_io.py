@@ -62,10 +62,12 @@ def counts(ctx, edges) -> dict:
             requests, sizes = requests[:, data], sizes[:, data]
         # both kinds at once: integer sums per bin, then running totals (exact in any order)
         n = dict(zip(("read", "write"), requests.sum(axis=1).tolist()))
-        running = dict(zip(("read", "write"), np.cumsum(sizes.sum(axis=1).reshape(2, len(SIZE_BINS)), axis=1).tolist()))
+        running = np.cumsum(sizes.sum(axis=1).reshape(2, len(SIZE_BINS)), axis=1).tolist()
+        running = dict(zip(("read", "write"), running))
+        edges = tuple(edges)
         for op, *_ in OPS:
             row[f"{P}{op}s"] = n[op]
-            row.update({f"{P}small_{op}s_{edge_suffix(k)}": running[op][k - 1] for k in edges})
+            row.update(zip(small_names(op, edges), [running[op][k - 1] for k in edges]))
         return row
     std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
     empty = ctx.trace_posix.empty
@@ -181,6 +183,12 @@ def running_bins(counts: np.ndarray) -> np.ndarray:
     for k in range(1, counts.shape[1]):
         np.add(out[:, k - 1], counts[:, k], out=out[:, k])
     return out
+
+
+@functools.cache
+def small_names(op: str, edges: tuple) -> tuple:
+    """The features of kind `op`'s small requests below each edge (made once per process)."""
+    return tuple(f"{P}small_{op}s_{edge_suffix(k)}" for k in edges)
 
 
 @functools.cache
