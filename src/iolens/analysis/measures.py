@@ -78,7 +78,7 @@ class RecordCounters:
 
     def col(self, name: str) -> np.ndarray:
         """Counter `name`, -1 read as 0 (a row of the clipped matrix on a few records, else a clip of it)."""
-        matrix = self.clipped()
+        matrix = self._clipped if self._clipped is not None else self._clip()
         if name in self.ints:
             return matrix[0][self.ints[name]] if matrix else np.maximum(self.recs.counters[:, self.ints[name]], 0)
         return matrix[1][self.flts[name]] if matrix else np.maximum(self.recs.fcounters[:, self.flts[name]], 0.0)
@@ -101,10 +101,12 @@ class RecordCounters:
         along the row), made once for a module of at most CLIP_AT_ONCE records: a column is then a view and
         several (the size bins) a slice, not a clip each. None on more records (a column is clipped when read:
         the checks read half the counters, and the whole matrix's transposition costs more there)."""
-        if self._clipped is None:
-            self._clipped = False if len(self.ranks) > CLIP_AT_ONCE else (
-                np.maximum(self.recs.counters.T, 0, order="C"), np.maximum(self.recs.fcounters.T, 0, order="C"))
-        return self._clipped or None
+        return (self._clipped if self._clipped is not None else self._clip()) or None
+
+    def _clip(self):
+        self._clipped = False if len(self.ranks) > CLIP_AT_ONCE else (
+            np.maximum(self.recs.counters.T, 0, order="C"), np.maximum(self.recs.fcounters.T, 0, order="C"))
+        return self._clipped
 
     def raw(self, name: str) -> np.ndarray:
         """Column `name` as the log's table holds it (-1 kept; file_id, rank, file_rec_id too)."""

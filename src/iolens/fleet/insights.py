@@ -53,11 +53,13 @@ def log_columns(log, th) -> dict:
         if out.get(key) is None:
             out[key] = i.severity
     top = next((i for i in found if i.severity in SERIOUS), None)
-    return {**row, **out, "per_log_headline": top.code if top else None,
-            "per_log_headline_severity": top.severity if top else None,
-            "per_log_headline_score": top.score if top else None,
-            "per_log_headline_title": top.title if top else None,
-            "per_log_insights": sum(i.severity in SERIOUS for i in found), "diagnosis_error": None}
+    row.update(out)  # (the row itself, not a copy of its few hundred columns)
+    row.update({"per_log_headline": top.code if top else None,
+                "per_log_headline_severity": top.severity if top else None,
+                "per_log_headline_score": top.score if top else None,
+                "per_log_headline_title": top.title if top else None,
+                "per_log_insights": sum(i.severity in SERIOUS for i in found), "diagnosis_error": None})
+    return row
 
 
 def dtypes() -> dict:
