@@ -143,7 +143,8 @@ def test_shared_ids_are_numpys_intersection():
 
 
 def test_slowest_rank_time_equals_the_masked_sums():
-    """`measures.slowest_rank_time` without masks (no shared record) equals its definition with them."""
+    """`measures.slowest_rank_time` without masks (no shared record) or without per-rank sums (no own record)
+    equals its definition."""
     from iolens.analysis import measures
     from iolens.model.darshan import LAYER_BY_MODULE
 
@@ -162,13 +163,16 @@ def test_slowest_rank_time_equals_the_masked_sums():
     rng = np.random.default_rng(9)
     for n in (1, 2, 9, 300):
         for kind in ("random", "zeros", "signed zeros", "inf", "nan"):
-            ranks = rng.integers(0, 5, n)
-            cols = {name: np.abs(_loads(rng, n, kind)) / 3.0 for name in
-                    (layer.read_time, layer.write_time, layer.meta_time, layer.slowest_time)}
-            c = Fake(ranks, cols)
-            want = (measures.largest_rank_sum(ranks, measures.record_io_time(c, layer)) or 0.0) + 0.0
-            got = measures.slowest_rank_time(c, layer)
-            assert (np.isnan(got) and np.isnan(want)) or got.hex() == want.hex(), (n, kind)
+            for low in (0, -1, None):  # every record one rank's, some shared, all shared
+                ranks = np.full(n, -1) if low is None else rng.integers(low, 5, n)
+                cols = {name: np.abs(_loads(rng, n, kind)) / 3.0 for name in
+                        (layer.read_time, layer.write_time, layer.meta_time, layer.slowest_time)}
+                c = Fake(ranks, cols)
+                own = ranks >= 0
+                want = (measures.largest_rank_sum(ranks, measures.record_io_time(c, layer)) or 0.0) + (
+                    float(c.col(layer.slowest_time)[~own].sum()) if (~own).any() else 0.0)
+                got = measures.slowest_rank_time(c, layer)
+                assert (np.isnan(got) and np.isnan(want)) or got.hex() == want.hex(), (n, kind, low)
 
 
 @pytest.mark.parametrize("n", [1, 2, 30, 127, 128, 2051])

@@ -190,7 +190,8 @@ def slowest_rank_time(c: Counters, layer: Layer) -> float:
     own = ranks >= 0
     if len(ranks) and own.all():  # no shared record (most logs): the per-rank sums unmasked, nothing to add
         return float(np.bincount(ranks, weights=record_io_time(c, layer)).max()) + 0.0
-    own_max = largest_rank_sum(ranks, record_io_time(c, layer)) or 0.0
+    # (no own record: no per-rank sum to make, `largest_rank_sum` would say None)
+    own_max = (largest_rank_sum(ranks, record_io_time(c, layer)) or 0.0) if own.any() else 0.0
     shared = float(c.col(layer.slowest_time)[~own].sum()) if (~own).any() and c.has(layer.slowest_time) else 0.0
     return own_max + shared
 
