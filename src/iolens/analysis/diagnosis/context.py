@@ -171,11 +171,14 @@ class Context:
         return int(sum(int(self.column(module, n).sum()) for n in names if self.records[module].has(n)))
 
     def _int_totals(self, module: str):
-        """Every integer counter of `module` summed over its records, at once (None for a table's counters)."""
+        """Every integer counter of `module` summed over its records, at once, from its clipped matrix (a module
+        of a few records); None for a table's counters or a module of many records (summing every counter of
+        thousands costs more than the few a check reads)."""
         cache = self.__dict__.setdefault("_int_totals_cache", {})
         if module not in cache:
             c = self.records[module]
-            cache[module] = c._column_sums()[0] if isinstance(c, RecordCounters) else None
+            matrix = c.clipped() if isinstance(c, RecordCounters) else None
+            cache[module] = matrix[0].sum(axis=1) if matrix else None
         return cache[module]
 
     def file_groups(self, module: str) -> tuple:
