@@ -48,6 +48,9 @@ class OstLists:
         return OstLists(flat, np.cumsum(count) - count, count)
 
 
+NO_OSTS = OstLists(*(np.zeros(0, dtype=np.int64),) * 3)  # no layout at all (most logs): made once
+
+
 @dataclass
 class Layouts:
     """One Lustre layout per file (its first component with a stripe size), files in id order."""
@@ -86,13 +89,13 @@ def lustre_records(log) -> tuple:
     recs = getattr(getattr(log, "raw", None), "lustre", None)
     if recs is not None:
         if not len(recs.file_id):
-            return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + (OstLists.of([]),)
+            return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + (NO_OSTS,)
         off = recs.ost_offsets
         return (recs.file_id, recs.component, recs.values[:, 0], recs.values[:, 1],
                 OstLists(recs.osts, off[:-1], np.diff(off)))
     lus = log.lustre
     if lus.is_empty():
-        return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + (OstLists.of([]),)
+        return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + (NO_OSTS,)
     return (lus["file_id"].to_numpy(), lus["component"].to_numpy(), lus["stripe_size"].to_numpy(),
             lus["stripe_count"].to_numpy(), OstLists.of([o or [] for o in lus["osts"].to_list()]))
 
