@@ -150,3 +150,82 @@ def test_counter_tables_hold_the_reader_arrays(path):
         for i, name in enumerate(fnames):
             assert df.schema[name] == pl.Float64
             assert np.array_equal(df[name].to_numpy(), recs.fcounters[:, i], equal_nan=True)
+
+
+def _per_file_reference(inv, nfiles, values, reduce=np.add, start=0):
+    out = np.full(nfiles, start, dtype=np.int64)
+    reduce.at(out, inv, values)
+    return out
+
+
+@pytest.mark.parametrize("path", SMALL, ids=log_id)
+def test_context_counter_helpers_agree_with_their_definitions(path):
+    """The per-file and per-record helpers over the module's clipped counter matrix (`RecordCounters.clipped`,
+    `counter_rows`, `per_file_sums`, `per_file_total`, `per_file_max`, `total`, `data_records`, `own_records`,
+    `on_files_of`, `add_per_rank`)
+    give what their definitions give column by column, over the reader's arrays and over the tables."""
+    from iolens.reader.counter_names import COUNTER_NAMES
+
+    log = _read(path)
+    for ctx in (Context(Log(log.raw), Thresholds({})), Context(Tabled(log.raw), Thresholds({}))):
+        for module, c in ctx.records.items():
+            if not ctx.has(module):
+                continue
+            names, fnames = COUNTER_NAMES[module]
+            fid, rank = c.raw("file_id"), c.raw("rank")
+            ids, inv = ctx.file_groups(module)
+            want_ids, want_inv = np.unique(fid, return_inverse=True)
+            assert ids.dtype == want_ids.dtype and np.array_equal(ids, want_ids) and np.array_equal(inv, want_inv)
+            for name in fnames:
+                got = ctx.column(module, name)
+                assert got.flags.c_contiguous and np.array_equal(got, np.maximum(c.raw(name), 0), equal_nan=True)
+            picked = [names[0], names[-1], names[len(names) // 2]]
+            assert np.array_equal(ctx.counter_rows(module, picked), np.stack([ctx.column(module, n) for n in picked]))
+            assert np.array_equal(ctx.counter_rows(module, names[2:6]),
+                                  np.stack([ctx.column(module, n) for n in names[2:6]]))
+            for name in names:
+                values = ctx.column(module, name)
+                assert values.dtype == np.int64 and np.array_equal(values, np.maximum(c.raw(name), 0))
+                want = _per_file_reference(inv, len(ids), values)
+                assert np.array_equal(ctx.per_file_total(module, name), want), (module, name)
+                assert np.array_equal(ctx.per_file_sums(module, values), want), (module, name)
+                assert ctx.total(module, name) == int(values.sum())
+                assert np.array_equal(ctx.per_file_max(module, name),
+                                      _per_file_reference(inv, len(ids), c.raw(name), np.maximum,
+                                                          np.iinfo(np.int64).min)), (module, name)
+            both = ctx.per_file_total(module, names[0], names[1])
+            assert np.array_equal(both, ctx.per_file_total(module, names[0]) + ctx.per_file_total(module, names[1]))
+            assert ctx.total(module, names[0], names[1]) == int(ctx.column(module, names[0]).sum()
+                                                                + ctx.column(module, names[1]).sum())
+            rows = ctx.counter_rows(module, names[:4])
+            assert np.array_equal(ctx.per_file_sums(module, rows),
+                                  np.stack([_per_file_reference(inv, len(ids), r) for r in rows]))
+            std = np.fromiter(ctx.std_ids, dtype=np.uint64)
+            assert np.array_equal(ctx.data_records(module), ~np.isin(fid, std))
+            assert np.array_equal(ctx.own_records(module), (rank >= 0) & (rank < ctx.nprocs))
+            if fnames:
+                values, own = ctx.column(module, fnames[-1]) / 3.0, (rank >= 0) & (rank < ctx.nprocs)
+                got, want = np.zeros(ctx.nprocs), np.zeros(ctx.nprocs)
+                ctx.add_per_rank(got, module, values)
+                np.add.at(want, rank[own], values[own])
+                assert [v.hex() for v in got.tolist()] == [v.hex() for v in want.tolist()], module
+            for other in (*ctx.records, "NO_SUCH_MODULE"):
+                assert np.array_equal(ctx.on_files_of(module, other),
+                                      np.isin(fid, np.fromiter(ctx.ids_in(other), dtype=np.uint64))), (module, other)
+
+
+def test_without_heatmaps_equals_a_test_of_each_name():
+    from iolens.analysis.diagnosis.context import without_heatmaps
+
+    def plain(names):
+        return {int(k): v for k, v in names.items() if not v.startswith("heatmap:")}
+
+    cases = [{}, {1: "a"}, {1: "heatmap:POSIX"}, {5: "/x/heatmap:y", 6: "heatmap:STDIO", 7: "heatmap:heatmap:z",
+                                                   8: "", 9: "heatmap:"},
+             {1: "a\nheatmap:b", 2: "heatmap:c"}, {np.uint64(3): "heatmap:x", np.uint64(4): "y"}, {np.uint64(3): "heatmap:x", 4: "y"},
+             {(1 << 64) - 1: "z", 2: "heatmap:MPIIO", 3: "w"}]
+    rng = np.random.default_rng(1)
+    big = {int(k): ("heatmap:" if rng.random() < 0.01 else "/p/") + str(k) for k in rng.integers(0, 1 << 62, 3000)}
+    for names in cases + [big]:
+        got, want = without_heatmaps(names), plain(names)
+        assert got == want and list(got) == list(want) and all(type(k) is int for k in got)

@@ -60,6 +60,9 @@ class TableCounters:
         return name in self.df.columns
 
 
+CLIP_AT_ONCE = 512  # records: up to this many, a module's counters are clipped at once (`RecordCounters.clipped`)
+
+
 class RecordCounters:
     """`Counters` over the reader's arrays of one module (the fleet's light read: no table is built)."""
 
@@ -69,14 +72,42 @@ class RecordCounters:
         self.ids = recs.ids
         self.ints, self.flts = _index(module)
         self._sums = None
+        self._clipped = None
 
     def has(self, name: str) -> bool:
         return name in self.ints or name in self.flts
 
     def col(self, name: str) -> np.ndarray:
+        """Counter `name`, -1 read as 0 (a row of the clipped matrix on a few records, else a clip of it)."""
+        matrix = self._clipped if self._clipped is not None else self._clip()
         if name in self.ints:
-            return np.maximum(self.recs.counters[:, self.ints[name]], 0)
-        return np.maximum(self.recs.fcounters[:, self.flts[name]], 0.0)
+            return matrix[0][self.ints[name]] if matrix else np.maximum(self.recs.counters[:, self.ints[name]], 0)
+        return matrix[1][self.flts[name]] if matrix else np.maximum(self.recs.fcounters[:, self.flts[name]], 0.0)
+
+    def rows(self, names) -> np.ndarray:
+        """Integer counters `names` (-1 read as 0) as rows, one per name, records along them: a slice of the
+        clipped matrix when they are consecutive there (the size bins), no copy."""
+        at = [self.ints[n] for n in names]
+        matrix = self.clipped()
+        if not at:
+            return np.zeros((0, len(self.ranks)), np.int64)
+        if matrix is None:
+            return np.stack([self.col(n) for n in names])
+        if at == list(range(at[0], at[0] + len(at))):
+            return matrix[0][at[0]:at[0] + len(at)]
+        return matrix[0][at]
+
+    def clipped(self):
+        """(integer counters, float counters) with -1 read as 0, one contiguous row per counter (its records
+        along the row), made once for a module of at most CLIP_AT_ONCE records: a column is then a view and
+        several (the size bins) a slice, not a clip each. None on more records (a column is clipped when read:
+        the checks read half the counters, and the whole matrix's transposition costs more there)."""
+        return (self._clipped if self._clipped is not None else self._clip()) or None
+
+    def _clip(self):
+        self._clipped = False if len(self.ranks) > CLIP_AT_ONCE else (
+            np.maximum(self.recs.counters.T, 0, order="C"), np.maximum(self.recs.fcounters.T, 0, order="C"))
+        return self._clipped
 
     def raw(self, name: str) -> np.ndarray:
         """Column `name` as the log's table holds it (-1 kept; file_id, rank, file_rec_id too)."""
@@ -108,7 +139,8 @@ class RecordCounters:
 
     def _column_sums(self) -> tuple:
         if self._sums is None:
-            self._sums = (np.maximum(self.recs.counters, 0).sum(axis=0),
+            matrix = self.clipped()  # integers: exact in any order
+            self._sums = (matrix[0].sum(axis=1) if matrix else np.maximum(self.recs.counters, 0).sum(axis=0),
                           np.maximum(self.recs.fcounters, 0).sum(axis=0))
         return self._sums
 
@@ -157,7 +189,10 @@ def slowest_rank_time(c: Counters, layer: Layer) -> float:
     record order (np.bincount), the same in every caller, so every view prints the same bits."""
     ranks = c.ranks
     own = ranks >= 0
-    own_max = largest_rank_sum(ranks, record_io_time(c, layer)) or 0.0
+    if len(ranks) and own.all():  # no shared record (most logs): the per-rank sums unmasked, nothing to add
+        return float(np.bincount(ranks, weights=record_io_time(c, layer)).max()) + 0.0
+    # (no own record: no per-rank sum to make, `largest_rank_sum` would say None)
+    own_max = (largest_rank_sum(ranks, record_io_time(c, layer)) or 0.0) if own.any() else 0.0
     shared = float(c.col(layer.slowest_time)[~own].sum()) if (~own).any() and c.has(layer.slowest_time) else 0.0
     return own_max + shared
 

@@ -64,7 +64,7 @@ def job_features(raw, path: str) -> dict:
         row[f"{p}_reads"] = int(m.total(*layer.reads))
         row[f"{p}_writes"] = int(m.total(*layer.writes))
         row[f"{p}_meta_ops"] = int(m.total(*layer.meta_ops))
-        row[f"{p}_files"] = int(len(np.unique(m.recs.ids)))
+        row[f"{p}_files"] = distinct(m.recs.ids)
         row[f"{p}_io_time"] = float(times.sum())
         row[f"{p}_meta_time"] = m.total(layer.meta_time)
         slowest[layer.module] = row[f"{p}_slowest_rank_time"] = measures.slowest_rank_time(m, layer)
@@ -80,6 +80,14 @@ def job_features(raw, path: str) -> dict:
     row["uses_pnetcdf"] = any(k in raw.counters and len(raw.counters[k].ids) for k in ("PNETCDF_FILE",
                                                                                         "PNETCDF_VAR"))
     return row
+
+
+def distinct(values: np.ndarray) -> int:
+    """How many distinct values (`len(np.unique(values))` without its set-up)."""
+    if not len(values):
+        return 0
+    ordered = np.sort(values)
+    return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1
 
 
 def _job_io(row: dict, slowest: dict) -> None:
@@ -103,10 +111,11 @@ def _requests(row: dict, m) -> None:
     present = m is not None and len(m.recs.ids)
     hist = np.array(list(measures.size_histogram(m if present else None).values()), dtype=float)
     total = row["posix_reads"] + row["posix_writes"] if present else 0
-    n = hist.sum()
+    n = float(hist.sum())
+    counts = hist.tolist()  # Python floats: the same divisions as numpy's, without a scalar each
     for k, b in enumerate(SIZE_BIN_NAMES):
-        row[f"size_{b}"] = float(hist[k] / n) if n else None
-    small = sum(hist[SIZE_BIN_NAMES.index(b)] for b in SMALL_BINS)
+        row[f"size_{b}"] = counts[k] / n if n else None
+    small = sum(counts[SIZE_BIN_NAMES.index(b)] for b in SMALL_BINS)
     row["small_share"] = float(small / n) if n else None
     row["seq_share"] = m.total("POSIX_SEQ_READS", "POSIX_SEQ_WRITES") / total if total else None
     row["consec_share"] = m.total("POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES") / total if total else None
@@ -124,14 +133,14 @@ def _files(row: dict, raw) -> None:
         # a file is shared when some record of it is reduced (rank -1) or its records name two ranks
         order = np.argsort(recs.ids, kind="stable")
         sid, rank = recs.ids[order], recs.ranks[order]
-        first = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]])
+        first = np.flatnonzero(np.concatenate(([True], sid[1:] != sid[:-1])))
         lo, hi = np.minimum.reduceat(rank, first), np.maximum.reduceat(rank, first)
         shared.append(sid[first][(lo < 0) | (lo != hi)])
-    all_ids = np.unique(np.concatenate(ids)) if ids else np.empty(0, np.uint64)
-    n_shared = len(np.unique(np.concatenate(shared))) if shared else 0
-    row["files"] = int(len(all_ids))
+    n_files = distinct(np.concatenate(ids)) if ids else 0
+    n_shared = distinct(np.concatenate(shared)) if shared else 0
+    row["files"] = int(n_files)
     row["shared_files"] = int(n_shared)
-    row["unique_files"] = int(len(all_ids) - n_shared)
+    row["unique_files"] = int(n_files - n_shared)
 
 
 def _dxt(row: dict, raw, mods: dict) -> None:

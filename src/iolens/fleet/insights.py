@@ -23,10 +23,14 @@ REBUILD = ("this store has no rule features (built before `fleet report -t`, or 
            "rebuild it with `iolens fleet build LOGS -o NEW_STORE` to change thresholds")
 
 
+_PER_LOG_INSIGHTS = {f"insight_{c}": None for c in CODES if c not in rules.RULES}  # the per-log codes' columns
+_RULE_CHECKS = frozenset(r.check for r in rules.RULES.values())  # the checks the rule codes replace
+
+
 def log_columns(log, th) -> dict:
     """One log's rule features, and the per-log diagnosis without the rule codes' checks: its insight
     columns and its own headline (`per_log_*`), which `with_insights` merges with the rule codes'."""
-    out = {f"insight_{c}": None for c in CODES if c not in rules.RULES}
+    out = dict(_PER_LOG_INSIGHTS)
     try:
         ctx = Context(log, th)
         row = rules.common_features(ctx)
@@ -38,21 +42,24 @@ def log_columns(log, th) -> dict:
                 out["insight_CHECK_FAILED"] = "info"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            found = diagnose_context(ctx, skip={r.check for r in rules.RULES.values()})
+            found = diagnose_context(ctx, skip=_RULE_CHECKS)
     except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
         return {**dict.fromkeys(rules.feature_dtypes()), **out, **dict.fromkeys(PER_LOG), "per_log_insights": 0,
                 "diagnosis_error": f"{type(exc).__name__}: {exc}"}
-    row = {k: row.get(k) for k in rules.feature_dtypes()}  # one column order in every batch (the store's schema)
+    names = rules.feature_names()
+    row = dict(zip(names, map(row.get, names)))  # one column order in every batch (the store's schema)
     for i in found:  # most severe first: keep the first severity seen per code
         key = f"insight_{i.code}"
         if out.get(key) is None:
             out[key] = i.severity
     top = next((i for i in found if i.severity in SERIOUS), None)
-    return {**row, **out, "per_log_headline": top.code if top else None,
-            "per_log_headline_severity": top.severity if top else None,
-            "per_log_headline_score": top.score if top else None,
-            "per_log_headline_title": top.title if top else None,
-            "per_log_insights": sum(i.severity in SERIOUS for i in found), "diagnosis_error": None}
+    row.update(out)  # (the row itself, not a copy of its few hundred columns)
+    row.update({"per_log_headline": top.code if top else None,
+                "per_log_headline_severity": top.severity if top else None,
+                "per_log_headline_score": top.score if top else None,
+                "per_log_headline_title": top.title if top else None,
+                "per_log_insights": sum(i.severity in SERIOUS for i in found), "diagnosis_error": None})
+    return row
 
 
 def dtypes() -> dict:

@@ -9,7 +9,7 @@ import polars as pl
 from ...model.log import reader_arrays
 from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
 from .. import measures
-from ..measures import recorded
+from ..measures import RecordCounters, recorded
 from ...reader.lustre import COMPONENT_FIELDS
 from ..segments import MODULE_CODES, SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
 from ..segments import distinct, is_in
@@ -33,7 +33,26 @@ def _file_names(log) -> dict:
     if raw is None:
         files = log.files
         return dict(zip(files["file_id"].to_list(), files["name"].to_list()))
-    return {int(rec_id): name for rec_id, name in raw.names.items() if not name.startswith("heatmap:")}
+    return without_heatmaps(raw.names)
+
+
+def without_heatmaps(names: dict) -> dict:
+    """`names` (record id -> name) less the heatmaps' pseudo-records ('heatmap:POSIX', ...), ids as ints: a
+    copy of the dict and a search of the names joined, not a test of each name in Python (0.4 ms on a log of
+    two thousand files). A name holding a newline, or ids not ints (the reader's are), take the plain way."""
+    values = list(names.values())
+    joined = "\n".join(values)
+    if not values or type(next(iter(names))) is not int or joined.count("\n") != len(values) - 1:
+        return {int(rec_id): name for rec_id, name in names.items() if not name.startswith("heatmap:")}
+    out = dict(names)
+    keys = list(names)
+    at = joined.find("heatmap:")
+    while at >= 0:
+        i = joined.count("\n", 0, at)  # the name it is in
+        if values[i].startswith("heatmap:"):
+            out.pop(keys[i], None)
+        at = joined.find("heatmap:", at + 1)
+    return out
 
 
 class Context:
@@ -113,28 +132,106 @@ class Context:
         """Counter `name` of `module`, one value per record, -1 ('not recorded') read as 0 (`clip`)."""
         cache = self.__dict__.setdefault("_columns", {})
         key = (module, name)
-        if key not in cache:
-            c = self.records[module]
-            values = c.raw(name)
-            cache[key] = np.maximum(values, 0) if name not in ("file_id", "rank") else values
-        return cache[key]
+        values = cache.get(key)
+        if values is None:
+            values = cache[key] = self._column(module, name)
+        return values
+
+    def _column(self, module: str, name: str) -> np.ndarray:
+        c = self.records[module]
+        if name in ("file_id", "rank"):
+            return c.raw(name)
+        if isinstance(c, RecordCounters) and c.has(name):  # the reader's arrays: a row of the clipped matrix
+            return c.col(name)
+        return np.maximum(c.raw(name), 0)
+
+    def counter_rows(self, module: str, names) -> np.ndarray:
+        """Integer counters `names` of `module` (clipped at 0) as rows, one per name, records along them: a
+        slice of the module's clipped matrix when they are consecutive there (the size bins), no copy."""
+        cache = self.__dict__.setdefault("_counter_rows_cache", {})
+        key = (module, tuple(names))
+        rows = cache.get(key)
+        if rows is None:
+            rows = cache[key] = self._counter_rows(module, key[1])
+        return rows
+
+    def _counter_rows(self, module: str, names: tuple) -> np.ndarray:
+        c = self.records[module]
+        if isinstance(c, RecordCounters) and all(n in c.ints for n in names):
+            return c.rows(names)
+        return np.stack([self.column(module, n) for n in names]) if names else np.zeros((0, len(c.ranks)), np.int64)
 
     def total(self, module: str, *names: str) -> int:
         """The integer sum over records of counters `names` (clipped at 0); 0 when the module is absent."""
         if not self.has(module):
             return 0
+        sums = self._int_totals(module)
+        c = self.records[module]
+        if sums is not None and all(n in c.ints for n in names):  # integers: exact in any order
+            return int(sum(int(sums[c.ints[n]]) for n in names))
         return int(sum(int(self.column(module, n).sum()) for n in names if self.records[module].has(n)))
+
+    def _int_totals(self, module: str):
+        """Every integer counter of `module` summed over its records, at once, from its clipped matrix (a module
+        of a few records); None for a table's counters or a module of many records (summing every counter of
+        thousands costs more than the few a check reads)."""
+        cache = self.__dict__.setdefault("_int_totals_cache", {})
+        if module not in cache:
+            c = self.records[module]
+            matrix = c.clipped() if isinstance(c, RecordCounters) else None
+            cache[module] = matrix[0].sum(axis=1) if matrix else None
+        return cache[module]
 
     def file_groups(self, module: str) -> tuple:
         """(file ids, sorted; index of each record's file in them): the per-file sums' grouping."""
         cache = self.__dict__.setdefault("_file_groups", {})
         if module not in cache:
-            cache[module] = np.unique(self.column(module, "file_id"), return_inverse=True)
+            cache[module] = self._file_grouping(module)[:2]
         return cache[module]
+
+    def _file_grouping(self, module: str) -> tuple:
+        """`file_groups` (np.unique's, from one stable sort), and the records by file (`order`) with each
+        file's first place in that order (`starts`): the grouping of the per-file reductions (`reduceat`)."""
+        cache = self.__dict__.setdefault("_file_grouping_cache", {})
+        if module not in cache:
+            fid = self.column(module, "file_id")
+            if len(fid) < 2 or bool((fid[1:] > fid[:-1]).all()):  # a record per file, in id order: no sort
+                every = np.arange(len(fid))
+                cache[module] = (fid.copy(), every, every, every)
+                return cache[module]
+            order = np.argsort(fid, kind="stable")
+            s = fid[order]
+            new = np.ones(len(s), dtype=bool)
+            new[1:] = s[1:] != s[:-1]
+            inv = np.empty(len(s), dtype=np.int64)
+            inv[order] = np.cumsum(new) - 1
+            cache[module] = (s[new], inv, order, np.flatnonzero(new))
+        return cache[module]
+
+    def per_file_sums(self, module: str, values: np.ndarray) -> np.ndarray:
+        """Integer sums per file (in `file_groups` order) of per-record `values` (a row, or rows: one sum per
+        row and file), exact in any order."""
+        ids, _, order, starts = self._file_grouping(module)
+        if not len(ids):
+            return np.zeros(values.shape[:-1] + (0,), dtype=np.int64)
+        if len(starts) == len(order):  # a record per file (a shared file's reduced record): nothing to add
+            return values[..., order]
+        return np.add.reduceat(values[..., order], starts, axis=-1)
 
     def per_file_total(self, module: str, *names: str) -> np.ndarray:
         """Integer sum per file (in `file_groups` order) of counters `names`, clipped at 0."""
+        cache = self.__dict__.setdefault("_per_file_totals", {})
+        key = (module, names)
+        if key not in cache:
+            cache[key] = self._per_file_total(module, names)
+        return cache[key].copy()  # a new array each call, as before the cache: callers may write to it
+
+    def _per_file_total(self, module: str, names: tuple) -> np.ndarray:
+        c = self.records[module]
         ids, inv = self.file_groups(module)
+        if names and isinstance(c, RecordCounters) and all(n in c.ints for n in names):
+            rows = self.column(module, names[0]) if len(names) == 1 else self.counter_rows(module, names).sum(axis=0)
+            return self.per_file_sums(module, rows)
         out = np.zeros(len(ids), dtype=np.int64)
         for n in names:
             values = self.column(module, n)
@@ -146,15 +243,57 @@ class Context:
 
     def per_file_max(self, module: str, name: str) -> np.ndarray:
         """Largest raw value (-1 kept) per file (in `file_groups` order) of counter `name`."""
-        ids, inv = self.file_groups(module)
+        cache = self.__dict__.setdefault("_per_file_maxima", {})
+        key = (module, name)
+        if key not in cache:
+            cache[key] = self._per_file_max(module, name)
+        return cache[key].copy()  # a new array each call, as before the cache
+
+    def _per_file_max(self, module: str, name: str) -> np.ndarray:
+        raw = self.records[module].raw(name)
+        ids, inv, order, starts = self._file_grouping(module)
+        if raw.dtype == np.int64 and len(ids):
+            return np.maximum.reduceat(raw[order], starts)
         out = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(out, inv, self.records[module].raw(name))
+        np.maximum.at(out, inv, raw)
         return out
 
     def own_records(self, module: str) -> np.ndarray:
         """Mask of the records of one rank within 0..nprocs-1 (not shared, not out of range)."""
-        rank = self.column(module, "rank")
-        return (rank >= 0) & (rank < self.nprocs)
+        cache = self.__dict__.setdefault("_own_records", {})
+        if module not in cache:
+            rank = self.column(module, "rank")
+            cache[module] = (rank >= 0) & (rank < self.nprocs)
+        return cache[module]
+
+    def on_files_of(self, module: str, other: str) -> np.ndarray:
+        """Mask of the records of `module` on a file that `other` has records of (np.isin of their file ids, by a
+        search in `other`'s sorted ids: no set-up per call)."""
+        fid = self.column(module, "file_id")
+        if not self.has(other):
+            return np.zeros(len(fid), dtype=bool)
+        return rules_common.is_among(fid, self.file_groups(other)[0])
+
+    def add_per_rank(self, out: np.ndarray, module: str, values: np.ndarray) -> None:
+        """Adds the `values` of `module`'s own records (`own_records`) to their ranks' places in `out`, in
+        record order (np.add.at), without masks when every record is one rank's."""
+        own = self.own_records(module)
+        if own.all():
+            np.add.at(out, self.column(module, "rank"), values)
+        elif own.any():
+            np.add.at(out, self.column(module, "rank")[own], values[own])
+
+    def data_records(self, module: str) -> np.ndarray:
+        """Mask of the records not on stdin/stdout/stderr (`std_ids`): a comparison per stream, a few at most
+        (np.isin's set-up costs more on a few dozen records)."""
+        cache = self.__dict__.setdefault("_data_records", {})
+        if module not in cache:
+            fid = self.column(module, "file_id")
+            std = np.zeros(len(fid), dtype=bool)
+            for f in self.std_ids:
+                std |= fid == np.uint64(f)
+            cache[module] = ~std
+        return cache[module]
 
     def has(self, module: str) -> bool:
         """Does `module` have records? (`counters(module) is not None`, without building its table)"""

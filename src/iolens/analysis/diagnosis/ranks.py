@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ...model.darshan import COUNTER_PREFIX, DXT_MODULES
+from ...model.darshan import DXT_MODULES
 from ..measures import busy_runs
 from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups, per_group_at
 from . import recommendations as rec

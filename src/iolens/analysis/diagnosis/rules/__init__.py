@@ -24,8 +24,8 @@ from . import (collective_io, data_sieving, fsync_heavy, hdf5_metadata, lustre_s
                mpiio_overhead, no_collective_io, ost_imbalance, random_access, rank_imbalance, redundant_io, slow_ost,
                small_io, stdio_heavy)
 
-__all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "judge", "matters", "demoted",
-           "edge_index", "common_features", "one_row", "with_stages", "drop_stages", "stage", "stale_expr"]
+__all__ = ["RULES", "Rule", "RuleError", "evaluate", "features", "feature_dtypes", "feature_names", "judge", "matters",
+           "demoted", "edge_index", "common_features", "one_row", "with_stages", "drop_stages", "stage", "stale_expr"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,12 @@ def features(ctx, codes=None) -> dict:
 def feature_dtypes() -> dict:
     """{column: polars dtype} of every rule feature a fleet row holds, in the store's column order."""
     return dict(_feature_dtypes())
+
+
+@functools.cache
+def feature_names() -> tuple:
+    """The columns of `feature_dtypes`, in order (made once per process: a fleet row is assembled per log)."""
+    return tuple(_feature_dtypes())
 
 
 @functools.cache

@@ -1,9 +1,12 @@
 """What every rule shares: the job facts it reads, `matters`/`judge` and the global demotion as expressions."""
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
+from ...measures import largest_rank_sum
 from ...measures import small_bins  # noqa: F401 - the bins below an edge, as the checks count them
+from ...segments import float_sum
 from ....model.darshan import SIZE_BINS
 
 # the size-bin edges a threshold in bytes can fall between: counters round a limit down to one of these
@@ -78,12 +81,30 @@ def demoted(severity: pl.Expr, demotable: pl.Expr, th) -> pl.Expr:
 def counter_stake(ctx, rank, values) -> float:
     """The largest per-rank sum of `values` (seconds, one per counter record): a rank's own records plus an
     even share of the records of files shared by all ranks."""
-    from ...measures import largest_rank_sum
-    from ..context import float_sum
-
+    if len(rank) and not (rank < 0).any():  # every record one rank's (most logs): `largest_rank_sum` unmasked
+        return float(np.bincount(rank, weights=values).max()) + 0.0
     own = largest_rank_sum(rank, values)
     shared = float(float_sum(values[rank < 0]) or 0.0) / ctx.nprocs if (rank < 0).any() else 0.0
     return float(own or 0.0) + shared
+
+
+# --- small arrays: the set operations without numpy's set-up (a few dozen files cost microseconds) -------
+def first_of_each(values: np.ndarray) -> tuple:
+    """(the distinct values, sorted; the place of each one's first occurrence): `np.unique(values,
+    return_index=True)` from one stable sort, without its set-up."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    return ordered[new], order[new]
+
+
+def is_among(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """`np.isin(values, sorted_ids)` for sorted `sorted_ids`, by a search (np.isin's set-up costs more on a few
+    dozen files)."""
+    if not len(sorted_ids):
+        return np.zeros(len(values), dtype=bool)
+    return sorted_ids[np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)] == values
 
 
 def dxt_stake(seg: pl.DataFrame) -> float:

@@ -21,12 +21,44 @@ P = "lustre_striping_"
 
 
 @dataclass
+class OstLists:
+    """The OST ids of each of several layouts, one layout's after the other's (`flat`): layout i's are
+    flat[start[i]:start[i] + count[i]]. Indexing gives one layout's (numpy); no array per layout is made for
+    the checks that read them all at once (thousands of files)."""
+    flat: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.count)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.flat[self.start[i]:self.start[i] + self.count[i]]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def take(self, rows) -> "OstLists":
+        return OstLists(self.flat, self.start[rows], self.count[rows])
+
+    @staticmethod
+    def of(lists) -> "OstLists":
+        """From one array (or list) of OST ids per layout."""
+        count = np.fromiter((len(o) for o in lists), dtype=np.int64, count=len(lists))
+        flat = np.concatenate([np.asarray(o, dtype=np.int64) for o in lists]) if len(lists) else np.zeros(0, np.int64)
+        return OstLists(flat, np.cumsum(count) - count, count)
+
+
+NO_OSTS = OstLists(*(np.zeros(0, dtype=np.int64),) * 3)  # no layout at all (most logs): made once
+
+
+@dataclass
 class Layouts:
     """One Lustre layout per file (its first component with a stripe size), files in id order."""
     file_id: np.ndarray  # uint64, sorted
     stripe_size: np.ndarray
     stripe_count: np.ndarray
-    osts: list  # per file, its OST ids (numpy)
+    osts: OstLists  # per file, its OST ids
 
 
 @dataclass
@@ -52,20 +84,21 @@ def layouts(ctx):
 
 
 def lustre_records(log) -> tuple:
-    """(file_id, component, stripe_size, stripe_count, OST lists) per layout component: the reader's arrays
-    of a Darshan log (no table built), else the log's `lustre` table (Recorder, a job's `JobLog`)."""
+    """(file_id, component, stripe_size, stripe_count, OST lists: `OstLists`) per layout component: the
+    reader's arrays of a Darshan log (no table built), else the log's `lustre` table (Recorder, a job's
+    `JobLog`)."""
     recs = getattr(getattr(log, "raw", None), "lustre", None)
     if recs is not None:
         if not len(recs.file_id):
-            return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + ([],)
-        off = recs.ost_offsets.tolist()
+            return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + (NO_OSTS,)
+        off = recs.ost_offsets
         return (recs.file_id, recs.component, recs.values[:, 0], recs.values[:, 1],
-                [recs.osts[a:b] for a, b in zip(off[:-1], off[1:])])
+                OstLists(recs.osts, off[:-1], np.diff(off)))
     lus = log.lustre
     if lus.is_empty():
-        return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + ([],)
+        return (np.zeros(0, dtype=np.uint64),) + (np.zeros(0, dtype=np.int64),) * 3 + (NO_OSTS,)
     return (lus["file_id"].to_numpy(), lus["component"].to_numpy(), lus["stripe_size"].to_numpy(),
-            lus["stripe_count"].to_numpy(), [np.asarray(o or [], dtype=np.int64) for o in lus["osts"].to_list()])
+            lus["stripe_count"].to_numpy(), OstLists.of([o or [] for o in lus["osts"].to_list()]))
 
 
 def _layouts_of(file_id, component, stripe_size, stripe_count, osts):
@@ -78,7 +111,7 @@ def _layouts_of(file_id, component, stripe_size, stripe_count, osts):
     first = np.ones(len(order), dtype=bool)
     first[1:] = fid[1:] != fid[:-1]
     rows = order[first]
-    return Layouts(file_id[rows], stripe_size[rows], stripe_count[rows], [osts[i] for i in rows.tolist()])
+    return Layouts(file_id[rows], stripe_size[rows], stripe_count[rows], osts.take(rows))
 
 
 def file_sizes(ctx):

@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from ..units import fmt_bytes, fmt_count, fmt_pct
+from ...segments import float_sum
 from .common import COMMON_THRESHOLDS, RUN_TIME, matters
 
 THRESHOLDS = ("metadata_min_share", "tiny_file_bytes", "tiny_files_min", "tiny_files_min_share") + COMMON_THRESHOLDS
@@ -23,8 +24,6 @@ OVERLAP = 1.05  # a rank's metadata time beyond this share of the run: threads o
 
 def times(ctx) -> tuple:
     """(metadata seconds, data seconds, metadata seconds per rank) over POSIX and STDIO."""
-    from ..context import float_sum
-
     meta = data = 0.0
     per_rank = np.zeros(ctx.nprocs)
     for module, p in (("POSIX", "POSIX"), ("STDIO", "STDIO")):
@@ -33,9 +32,7 @@ def times(ctx) -> tuple:
         m = ctx.column(module, f"{p}_F_META_TIME")
         meta += float(float_sum(m))
         data += float(float_sum(ctx.column(module, f"{p}_F_READ_TIME") + ctx.column(module, f"{p}_F_WRITE_TIME")))
-        own = ctx.own_records(module)
-        if own.any():
-            np.add.at(per_rank, ctx.column(module, "rank")[own], m[own])
+        ctx.add_per_rank(per_rank, module, m)
         shared = ctx.column(module, "rank") < 0
         if shared.any():
             per_rank += float(float_sum(m[shared])) / ctx.nprocs

@@ -11,14 +11,16 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ....model.darshan import SIZE_BINS
 from ..units import fmt_bytes, fmt_count, fmt_pct
-from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
+from .common import COMMON_THRESHOLDS, counter_stake, first_of_each, is_among, judge, stage
 from .random_access import most_first
 from ...segments import RUN_ROWS, run_heads
-from .small_io import rank_stake, trace_arrays
+from .small_io import rank_stake, size_rows, trace_arrays
 
 THRESHOLDS = ("misaligned_min_ops", "misaligned_min_share", "misaligned_min_bytes") + COMMON_THRESHOLDS
 P = "misaligned_io_"
+BIN_LOWS = np.array([lo for _, lo, _ in SIZE_BINS], dtype=np.int64)  # each size bin's lower edge (exclusive)
 
 
 def S(name: str) -> pl.Expr:
@@ -27,14 +29,18 @@ def S(name: str) -> pl.Expr:
 
 def alignments(ctx) -> tuple:
     """(file ids, sorted; their alignment unit, > 1 byte): the Lustre stripe size when known, else Darshan's
-    POSIX_FILE_ALIGNMENT (its largest value over the file's records)."""
+    POSIX_FILE_ALIGNMENT (its largest value over the file's records). Once per log (the rule and the check)."""
+    return ctx.memo("misaligned_io.alignments", lambda: _alignments(ctx))
+
+
+def _alignments(ctx) -> tuple:
     ids, units = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
     if ctx.has_counter("POSIX", "POSIX_FILE_ALIGNMENT"):
         ids, units = ctx.file_groups("POSIX")[0], ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT")
     lus_ids, size = ctx.lustre_stripes
     if len(lus_ids):  # each file's first positive stripe size, over the counters' unit
-        striped, first = np.unique(lus_ids[size > 0], return_index=True)
-        keep = ~np.isin(ids, striped)
+        striped, first = first_of_each(lus_ids[size > 0])
+        keep = ~is_among(ids, striped)
         ids = np.concatenate([ids[keep], striped.astype(ids.dtype)])
         units = np.concatenate([units[keep], size[size > 0][first].astype(np.int64)])
         order = np.argsort(ids)
@@ -46,8 +52,6 @@ def measure(ctx) -> dict | None:
     """The requests on files with an alignment unit (`total`), the misaligned ones (`count`) and, from the
     trace, their bytes; None when no file has a unit (or the counters lack POSIX_FILE_NOT_ALIGNED). The cost
     and the files: `cost`, only for a finding (the check) or a fleet row."""
-    from ..context import SIZE_BINS
-
     keys, units = alignments(ctx)
     if not len(keys):
         return None
@@ -72,12 +76,9 @@ def measure(ctx) -> dict | None:
     unit = np.where(on, units[at], 0)
     not_aligned = ctx.per_file_total("POSIX", "POSIX_FILE_NOT_ALIGNED")
     ops = ctx.per_file_total("POSIX", "POSIX_READS", "POSIX_WRITES")
-    below = np.zeros(len(ids), dtype=np.int64)
-    for b, lo, _ in SIZE_BINS:
-        below_unit = lo < unit  # bin b may hold requests shorter than the file's unit
-        if below_unit.any():
-            below += np.where(below_unit, ctx.per_file_total("POSIX", *(f"POSIX_SIZE_{OP}_{b}"
-                                                                        for OP in ("WRITE", "READ"))), 0)
+    # requests per size bin and file; a bin counts where it may hold requests shorter than the file's unit
+    per_bin = ctx.per_file_sums("POSIX", size_rows(ctx, "WRITE") + size_rows(ctx, "READ"))
+    below = np.where(BIN_LOWS[:, None] < unit, per_bin, 0).sum(axis=0)  # integers: exact in any order
     n = np.maximum(0, not_aligned - below)
     count = int(n[on].sum())
     return {"source": "counters", "partial": False, "total": int(ops[on].sum()), "count": count, "bytes": None,

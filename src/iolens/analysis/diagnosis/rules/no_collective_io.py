@@ -22,6 +22,15 @@ OPS = (("write", "WRITES", "WRITE"), ("read", "READS", "READ"))
 PARTS = tuple(op for op, *_ in OPS)
 P = "no_collective_io_"
 MOST_SMALL = 0.5  # independent requests of large blocks are fine: only when most requests are small
+SIZE_NAMES = {OP: tuple(f"MPIIO_SIZE_{OP}_AGG_{b}" for b, _, _ in SIZE_BINS) for OP in ("READ", "WRITE")}
+# the call counters, in the counters' order (a slice): each kind's READS then WRITES
+CALLS = tuple(f"MPIIO_{kind}_{OPS_}" for kind in ("INDEP", "COLL", "SPLIT", "NB") for OPS_ in ("READS", "WRITES"))
+BELOW_NAMES = {op: tuple(f"{P}below_{op}s_{k}" for k in range(1, len(SIZE_BINS) + 1)) for op in PARTS}
+KEYS = ([f"{P}{k}_{op}s" for op in PARTS for k in ("independent", "mpi", "all", "ranks", "files")]
+        + [f"{P}stake_{op}" for op in PARTS] + [n for op in PARTS for n in BELOW_NAMES[op]])
+NOTHING_SHARED = {**{f"{P}{k}_{op}s": 0 for op in PARTS for k in ("independent", "all", "mpi", "files")},
+                  **{n: 0 for op in PARTS for n in BELOW_NAMES[op]}, **{f"{P}ranks_{op}s": 1 for op in PARTS},
+                  **{f"{P}stake_{op}": 0.0 for op in PARTS}}
 
 
 def S(name: str) -> pl.Expr:
@@ -37,56 +46,53 @@ def features(ctx, edges=None) -> dict:
     """Per kind, over the MPI-IO files shared by several ranks: independent, collective + independent, and
     all requests; those in the first k size bins (k = 1..10); the most ranks on a file with independent
     requests; the busiest rank's time in independent calls on those files (counters)."""
-    keys = [f"{P}{k}_{op}s" for op in PARTS for k in ("independent", "mpi", "all", "ranks", "files")]
-    keys += [f"{P}stake_{op}" for op in PARTS]
-    keys += [f"{P}below_{op}s_{k}" for op in PARTS for k in range(1, len(SIZE_BINS) + 1)]
     if not ctx.has("MPI-IO"):
-        return dict.fromkeys(keys)
+        return dict.fromkeys(KEYS)
     shared = mpi_file_ranks(ctx) >= 2
-    row = {}
-    for op, OPS_, OP in OPS:
-        row.update(_kind_features(ctx, op, OPS_, OP, shared))
-    return row
-
-
-def _kind_features(ctx, op: str, OPS_: str, OP: str, shared) -> dict:
-    """One kind's features over the files in the `shared` mask (numpy integer sums: exact)."""
     if not shared.any():  # no file shared by several ranks (file per process): nothing to count
-        return {f"{P}independent_{op}s": 0, f"{P}all_{op}s": 0, f"{P}mpi_{op}s": 0,
-                **{f"{P}below_{op}s_{k}": 0 for k in range(1, len(SIZE_BINS) + 1)},
-                f"{P}ranks_{op}s": 1, f"{P}files_{op}s": 0, f"{P}stake_{op}": 0.0}
+        return dict(NOTHING_SHARED)
     _, inv = ctx.file_groups("MPI-IO")
     recs = shared[inv]  # the records of shared files
-
-    def total(*names) -> int:
-        return int(sum(int(ctx.column("MPI-IO", n)[recs].sum()) for n in names))
-
-    indep = ctx.per_file_total("MPI-IO", f"MPIIO_INDEP_{OPS_}")[shared]
-    coll = total(f"MPIIO_COLL_{OPS_}")
-    other = total(f"MPIIO_SPLIT_{OPS_}", f"MPIIO_NB_{OPS_}")
-    row = {f"{P}independent_{op}s": int(indep.sum()), f"{P}all_{op}s": int(indep.sum()) + coll + other,
-           f"{P}mpi_{op}s": int(indep.sum()) + coll}
-    below = np.cumsum([total(f"MPIIO_SIZE_{OP}_AGG_{b}") for b, _, _ in SIZE_BINS])
-    row.update({f"{P}below_{op}s_{k}": int(n) for k, n in enumerate(below, 1)})
-    on = np.zeros_like(shared)
-    on[shared] = indep > 0  # files with independent requests of this kind
-    row[f"{P}ranks_{op}s"] = int(mpi_file_ranks(ctx)[on].max()) if on.any() else 1
-    row[f"{P}files_{op}s"] = int(on.sum())
-    row[f"{P}stake_{op}"] = _stake(ctx, OPS_, OP, on) if row[f"{P}independent_{op}s"] else 0.0
+    every = bool(recs.all())
+    calls = ctx.counter_rows("MPI-IO", CALLS)  # the call kinds x records: one slice
+    sizes = ctx.counter_rows("MPI-IO", SIZE_NAMES["READ"] + SIZE_NAMES["WRITE"])
+    # integer sums over the shared files' records, every call kind and size bin at once: exact in any order
+    calls_on = dict(zip(CALLS, (calls if every else calls[:, recs]).sum(axis=1).tolist()))
+    below = np.cumsum((sizes if every else sizes[:, recs]).sum(axis=1).reshape(2, len(SIZE_BINS)), axis=1).tolist()
+    indep = ctx.per_file_sums("MPI-IO", calls[:2])  # independent calls per file, (READ, WRITE) x files
+    row, per_record = {}, None
+    for k, (op, OPS_, OP) in enumerate(OPS[::-1]):  # READ first, as the counters' rows
+        on = shared & (indep[k] > 0)  # files with independent requests of this kind
+        row.update(_kind_features(ctx, op, OPS_, on, calls_on, below[k]))
+        if row[f"{P}independent_{op}s"]:
+            per_record = _independent_times(ctx, calls) if per_record is None else per_record
+            row[f"{P}stake_{op}"] = counter_stake(ctx, ctx.column("MPI-IO", "rank")[on[inv]], per_record[k][on[inv]])
+        else:
+            row[f"{P}stake_{op}"] = 0.0
     return row
 
 
-def _stake(ctx, OPS_: str, OP: str, on) -> float:
-    """The busiest rank's time in independent calls on the files in `on`: each record's time in proportion to
-    its independent share of its calls (counters; record order, as `counter_stake` sums)."""
-    col = ctx.column
-    _, inv = ctx.file_groups("MPI-IO")
-    recs = on[inv]
-    every = sum(col("MPI-IO", f"MPIIO_{k}_{OPS_}")[recs] for k in ("INDEP", "COLL", "SPLIT", "NB"))
-    values = col("MPI-IO", f"MPIIO_F_{OP}_TIME")[recs] * col("MPI-IO", f"MPIIO_INDEP_{OPS_}")[recs]
-    values = (values / np.maximum(every, 1)).astype(np.float64)
-    values[np.isnan(values)] = 0.0
-    return counter_stake(ctx, col("MPI-IO", "rank")[recs], values)
+def _kind_features(ctx, op: str, OPS_: str, on, calls_on: dict, below: list) -> dict:
+    """One kind's features over the files shared by several ranks, from the integer sums over their records
+    of each call kind (`calls_on`) and size bin (`below`, running), and the files with independent calls
+    of the kind (`on`)."""
+    independent, coll = calls_on[f"MPIIO_INDEP_{OPS_}"], calls_on[f"MPIIO_COLL_{OPS_}"]
+    row = {f"{P}independent_{op}s": independent,
+           f"{P}all_{op}s": independent + coll + calls_on[f"MPIIO_SPLIT_{OPS_}"] + calls_on[f"MPIIO_NB_{OPS_}"],
+           f"{P}mpi_{op}s": independent + coll}
+    row.update(zip(BELOW_NAMES[op], below))
+    row[f"{P}ranks_{op}s"] = int(mpi_file_ranks(ctx)[on].max()) if on.any() else 1
+    row[f"{P}files_{op}s"] = int(on.sum())
+    return row
+
+
+def _independent_times(ctx, calls) -> np.ndarray:
+    """(READ, WRITE) x records: each record's time in independent calls, its time in proportion to its
+    independent share of its calls (element-wise: the bits of the polars expression)."""
+    every = calls.reshape(len(CALLS) // 2, 2, -1).sum(axis=0)  # integers: exact in any order
+    time = np.stack([ctx.column("MPI-IO", "MPIIO_F_READ_TIME"), ctx.column("MPI-IO", "MPIIO_F_WRITE_TIME")])
+    values = time * calls[:2] / np.maximum(every, 1)
+    return np.where(np.isnan(values), 0.0, values)
 
 
 def dtypes() -> dict:

@@ -79,7 +79,8 @@ def _sum_per_ost(ost, fid, share) -> dict:
     """{ost: its shares summed one after the other, in their order}, OSTs in the order first met."""
     if not len(ost):
         return {}
-    ids, first, inv = np.unique(ost, return_index=True, return_inverse=True)
+    first, inv = groups(ost)  # np.unique's (first occurrence, inverse) from one stable sort, without its set-up
+    ids = ost[first]
     sums = np.zeros(len(ids))
     np.add.at(sums, inv, share)  # unbuffered: each OST's shares added in their order
     met = np.argsort(first, kind="stable")
@@ -95,7 +96,7 @@ def _spread_by_layout(ctx) -> tuple:
         return none
     ids, extent, nbytes, _ = sizes
     at = np.minimum(np.searchsorted(ids, lay.file_id), len(ids) - 1)
-    c = np.array([len(o) for o in lay.osts], dtype=np.int64)
+    c = lay.osts.count
     on = np.flatnonzero((ids[at] == lay.file_id) & (nbytes[at] > 0) & (c > 0))
     if not len(on):
         return none
@@ -104,7 +105,7 @@ def _spread_by_layout(ctx) -> tuple:
     j = np.arange(c.sum()) - np.repeat(np.cumsum(c) - c, c)  # each OST's place in its file's layout
     per = np.repeat(stripes // c, c) + (j < np.repeat(stripes % c, c))  # stripes on it
     share = np.repeat(nbytes[k].astype(float), c) * (per / np.repeat(stripes.astype(float), c))
-    ost = np.concatenate([lay.osts[i] for i in on.tolist()]).astype(np.int64)
+    ost = lay.osts.flat[np.repeat(lay.osts.start[on], c) + j].astype(np.int64)  # each file's, in layout order
     fid = np.repeat(lay.file_id[on], c)
     keep = per > 0
     return ost[keep], fid[keep], share[keep]

@@ -17,7 +17,7 @@ from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
 from ...segments import OP_CODES, is_in
-from .small_io import bin_counts, rank_stake, trace_arrays
+from .small_io import SIZES, rank_stake, trace_arrays
 
 THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -63,11 +63,22 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
         return m
     if not ctx.has("POSIX"):
         return None
-    # per file, in integers: requests, and those Darshan did not count as sequential
-    ops_ = ctx.per_file_total("POSIX", f"POSIX_{OPS_}")
-    rnd = np.maximum(ops_ - ctx.per_file_total("POSIX", f"POSIX_SEQ_{OPS_}"), 0)
-    below = np.cumsum(bin_counts(ctx, OP, len(SIZE_BINS)).sum(axis=0)).tolist()  # integers: exact
-    return {"source": "counters", "total": int(ops_.sum()), "n_random": int(rnd.sum()), "rnd": rnd, "below": below}
+    total, n_random, rnd, below = counter_requests(ctx)[OP]
+    return {"source": "counters", "total": total, "n_random": n_random, "rnd": rnd, "below": below}
+
+
+def counter_requests(ctx) -> dict:
+    """Per kind ("READ", "WRITE"), from the POSIX counters: (requests, those Darshan did not count as
+    sequential, those per file, requests in the first k size bins for k = 1..10), both kinds in one pass over
+    the records (integers: exact in any order), once per log."""
+    def compute():
+        ops_ = ctx.per_file_sums("POSIX", ctx.counter_rows("POSIX", ("POSIX_READS", "POSIX_WRITES")))
+        seq = ctx.per_file_sums("POSIX", ctx.counter_rows("POSIX", ("POSIX_SEQ_READS", "POSIX_SEQ_WRITES")))
+        rnd = np.maximum(ops_ - seq, 0)  # per file: requests Darshan did not count as sequential
+        below = np.cumsum(ctx.counter_rows("POSIX", SIZES).sum(axis=1).reshape(2, len(SIZE_BINS)), axis=1)
+        totals, n_random = ops_.sum(axis=1).tolist(), rnd.sum(axis=1).tolist()
+        return {OP: (totals[k], n_random[k], rnd[k], below[k].tolist()) for k, OP in enumerate(("READ", "WRITE"))}
+    return ctx.memo("random_access.counter_requests", compute)
 
 
 def transition_arrays(ctx) -> dict:
@@ -127,8 +138,7 @@ def most_first(values: np.ndarray) -> list:
 
 def values(m: dict | None, op: str, large: int) -> dict:
     """Kind `op`'s features of `measure` (and `cost` when it ran) as a row."""
-    row = {f"{P}{k}_{op}": None for k in ("from_trace", "requests", "nonsequential", "trace_small", "stake")}
-    row.update({f"{P}below_{op}s_{k}": None for k in range(1, len(SIZE_BINS) + 1)})
+    row = dict.fromkeys(VALUE_NAMES[op])
     if m is None:
         return row
     dxt = m["source"] == "dxt"
@@ -136,8 +146,13 @@ def values(m: dict | None, op: str, large: int) -> dict:
                 f"{P}trace_small_{op}": m["n_small"] if dxt else None,
                 f"{P}stake_{op}": m.get("stake", 0.0)})  # no random request: no time
     if not dxt:
-        row.update({f"{P}below_{op}s_{k}": v for k, v in enumerate(m["below"], 1)})
+        row.update(zip(BELOW_NAMES[op], m["below"]))
     return row
+
+
+BELOW_NAMES = {op: tuple(f"{P}below_{op}s_{k}" for k in range(1, len(SIZE_BINS) + 1)) for op in PARTS}
+VALUE_NAMES = {op: tuple(f"{P}{k}_{op}" for k in ("from_trace", "requests", "nonsequential", "trace_small", "stake"))
+               + BELOW_NAMES[op] for op in PARTS}
 
 
 def features(ctx, edges=None) -> dict:

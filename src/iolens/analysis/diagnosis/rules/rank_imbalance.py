@@ -14,6 +14,8 @@ more precisely), is dropped: SERIALIZED_IO's rank, time alone and share are kept
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 
@@ -31,6 +33,9 @@ P = "rank_imbalance_"
 # (module, counter prefix) of the layers a rank's load is read at, the application's first
 LAYERS = tuple((m, COUNTER_PREFIX[m]) for m in ("MPI-IO", "POSIX", "STDIO"))
 ANGLES = ("bytes", "operations", "time", "fsyncs")
+# the requests a rank's operations count, per layer (MPI-IO: its independent and collective calls)
+COUNTED = {"MPI-IO": ("MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES", "MPIIO_COLL_READS", "MPIIO_COLL_WRITES"),
+           "POSIX": ("POSIX_READS", "POSIX_WRITES"), "STDIO": ("STDIO_READS", "STDIO_WRITES")}
 MIN_EXCESS_FSYNCS = 10  # a few more fsyncs on one rank (closing its own files) is not an imbalance
 SLOWER_RATIO = 1.25  # a rank with more bytes/operations matters when its I/O time is at least this × the mean
 TOP = 4  # the heaviest ranks a title names
@@ -107,32 +112,33 @@ def _counter_loads(ctx, modules):
             continue
         if not ctx.has(module):
             continue
-        fid = ctx.column(module, "file_id")
-        keep = np.ones(len(fid), dtype=bool)
+        keep = ctx.data_records(module) if module != "STDIO" else np.ones(len(ctx.column(module, "rank")), bool)
         if module == "POSIX":
-            keep &= ~np.isin(fid, np.fromiter(ctx.ids_in("MPI-IO"), dtype=np.uint64))
-        if module != "STDIO":
-            keep &= ~np.isin(fid, np.fromiter(ctx.std_ids, dtype=np.uint64))
+            keep = keep & ~ctx.on_files_of("POSIX", "MPI-IO")
         if not keep.any():
             continue
         any_rows = True
-        count = ([f"{p}_INDEP_READS", f"{p}_INDEP_WRITES", f"{p}_COLL_READS", f"{p}_COLL_WRITES"]
-                 if module == "MPI-IO" else [f"{p}_READS", f"{p}_WRITES"])
         col = ctx.column
         # element-wise, in the order polars' expressions added them: the same floats
         rt = col(module, f"{p}_F_READ_TIME") + col(module, f"{p}_F_WRITE_TIME") + col(module, f"{p}_F_META_TIME")
-        rb = col(module, f"{p}_BYTES_READ") + col(module, f"{p}_BYTES_WRITTEN")
-        rn = sum(col(module, c) for c in count if ctx.records[module].has(c))
+        # integers, each record's counters summed at once (a slice): exact in any order
+        rb = ctx.counter_rows(module, (f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN")).sum(axis=0)
+        rn = ctx.counter_rows(module, [c for c in COUNTED[module] if ctx.records[module].has(c)]).sum(axis=0)
         rank = col(module, "rank")
         own = keep & ctx.own_records(module)
-        if own.any():
+        if own.all():  # every record one rank's (most logs): no mask to apply
+            np.add.at(t, rank, rt)
+            np.add.at(b, rank, rb)
+            np.add.at(ops, rank, rn)
+        elif own.any():
             np.add.at(t, rank[own], rt[own])
             np.add.at(b, rank[own], rb[own])
             np.add.at(ops, rank[own], rn[own])
         shared = np.flatnonzero(keep & (rank < 0))
         if len(shared):
             raw = _recorded(ctx, module, shared)
-            for i, rt_, rb_, rn_ in zip(range(len(shared)), rt[shared], rb[shared], rn[shared]):
+            for i, rt_, rb_, rn_ in zip(range(len(shared)), rt[shared].tolist(), rb[shared].tolist(),
+                                        rn[shared].tolist()):
                 _spread(t, float(rt_), raw(f"{p}_SLOWEST_RANK")[i], raw(f"{p}_F_SLOWEST_RANK_TIME")[i],
                         raw(f"{p}_FASTEST_RANK")[i], raw(f"{p}_F_FASTEST_RANK_TIME")[i])
                 _spread(b, int(rb_), raw(f"{p}_SLOWEST_RANK")[i], raw(f"{p}_SLOWEST_RANK_BYTES")[i],
@@ -178,21 +184,55 @@ def _spread(arr, total, slow, slow_v, fast, fast_v):
 def angle_features(loads) -> dict:
     """Per angle: the heaviest rank over the mean, its excess over the mean, its I/O time over the mean time,
     the mean, and the `TOP` heaviest ranks and their loads (heaviest first; null when the mean is 0)."""
+    per = [loads[angle] for angle in ANGLES]
+    if len(per[0]) <= SORT_EVERY_RANK_BELOW:  # a few ranks: each reduction once for the four angles
+        stacked = np.stack(per)  # a row's mean has the bits of the array's own
+        means, tops = stacked.mean(axis=1).tolist(), stacked.max(axis=1).tolist()
+        orders = np.argsort(-stacked, axis=1, kind="stable")[:, :TOP].tolist()
+    else:
+        means, tops = [float(a.mean()) for a in per], [float(a.max()) for a in per]
+        orders = [heaviest(a, TOP) for a in per]
     t = loads["time"]
-    t_mean = float(t.mean())
+    t_mean = means[ANGLES.index("time")]
     out = {}
-    for angle in ANGLES:
-        arr = loads[angle]
-        mean, top = float(arr.mean()), float(arr.max())
+    for i, angle in enumerate(ANGLES):
+        mean, top = means[i], tops[i]
         if mean <= 0:
             out.update(dict.fromkeys(P + f"{angle}_{k}" for k in ANGLE_FEATURES))
             continue
-        order = np.argsort(-arr, kind="stable")[:TOP]
-        heavy = int(order[0])
+        order = orders[i]
+        heavy = order[0]
         out.update({P + f"{angle}_ratio": top / mean, P + f"{angle}_excess": top - mean, P + f"{angle}_mean": mean,
                     P + f"{angle}_time_ratio": float(t[heavy]) / t_mean if t_mean > 0 else 0.0,
-                    P + f"{angle}_top_ranks": [int(r) for r in order],
-                    P + f"{angle}_top_loads": [float(arr[r]) for r in order]})
+                    P + f"{angle}_top_ranks": order, P + f"{angle}_top_loads": per[i][order].tolist()})
+    return out
+
+
+SORT_EVERY_RANK_BELOW = 256
+
+
+def heaviest(row: np.ndarray, k: int) -> list:
+    """The `k` heaviest ranks of per-rank loads `row`, heaviest first and the lowest rank first among equals
+    (the first `k` of a stable argsort of -row): the ranks at the largest load (in rank order), then at the
+    next largest, until `k` (a few passes over the ranks, where a sort of 65,536 ranks costs milliseconds)."""
+    top = row.max()
+    if np.isnan(top):  # NaN sorts last in the argsort, first in a max: sort
+        return np.argsort(-row, kind="stable")[:k].tolist()
+    out = []
+    while True:
+        out += _first(row == top, k - len(out))
+        lower = row < top
+        if len(out) >= k or not lower.any():
+            return out
+        top = row.max(where=lower, initial=-np.inf)
+
+
+def _first(mask: np.ndarray, n: int) -> list:
+    """The first `n` places where `mask` is true, searched in growing prefixes (every rank equal: a few)."""
+    out, start, size = [], 0, 64
+    while len(out) < n and start < len(mask):
+        out += (np.flatnonzero(mask[start:start + size]) + start)[:n - len(out)].tolist()
+        start, size = start + size, size * 4
     return out
 
 
@@ -323,7 +363,7 @@ def _heaviest_rank(rank: np.ndarray, length: np.ndarray, duration: np.ndarray) -
 
 # --- the rule -------------------------------------------------------------------------------------
 def features(ctx, edges=None) -> dict:
-    row = dict.fromkeys(dtypes())
+    row = dict.fromkeys(feature_names())
     if ctx.nprocs < 2:
         return row
     row[P + "aggregators"] = [{k: c[k] for k in AGGREGATOR_FIELDS} for c in aggregator_candidates(ctx)]
@@ -337,6 +377,12 @@ def features(ctx, edges=None) -> dict:
     if not ctx.trace.empty:
         row[P + "serial_gap"] = float(ctx.th.serialized_gap)
     return row
+
+
+@functools.cache
+def feature_names() -> tuple:
+    """The columns of `dtypes`, made once per process (its polars types cost microseconds per log)."""
+    return tuple(dtypes())
 
 
 def dtypes() -> dict:

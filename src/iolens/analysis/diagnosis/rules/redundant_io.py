@@ -105,7 +105,9 @@ def _redundant_files(ctx, ids, moved, extent) -> dict:
     files at or above the build's ratio, the most excess first, as numpy columns (file_id, bytes, extent,
     ratio, excess), or None} (numpy: most logs have none)."""
     std = ctx.std_ids  # a handful at most: a set lookup per file costs less than np.isin's set-up
-    keep = (extent > 0) & ~np.array([i in std for i in ids.tolist()], dtype=bool)
+    keep = extent > 0
+    if std:  # (most logs name no standard stream among these files' ids: nothing to drop)
+        keep &= ~np.array([i in std for i in ids.tolist()], dtype=bool)
     if not keep.any():
         return {"table": None, "max_ratio": None}
     ids, moved, extent = ids[keep], moved[keep], extent[keep]

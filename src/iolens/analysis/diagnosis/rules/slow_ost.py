@@ -47,10 +47,10 @@ def records(ctx):
     big = (b >= MIN_BYTES) & (t > 0)
     if int(big.sum()) < 4:
         return None
-    one = np.flatnonzero((lay.stripe_count == 1) & np.array([len(o) > 0 for o in lay.osts], dtype=bool))
+    one = np.flatnonzero((lay.stripe_count == 1) & (lay.osts.count > 0))
     if not len(one):
         return None
-    single, ost_of = lay.file_id[one], np.array([int(lay.osts[i][0]) for i in one.tolist()], dtype=np.int64)
+    single, ost_of = lay.file_id[one], lay.osts.flat[lay.osts.start[one]].astype(np.int64)  # each one's OST
     fid = ctx.column("POSIX", "file_id")
     at = np.minimum(np.searchsorted(single, fid), len(single) - 1)
     rows = np.flatnonzero(big & (single[at] == fid))
@@ -63,6 +63,35 @@ def median(values: np.ndarray) -> float:
     v = np.sort(values)
     n = len(v)
     return float(v[n // 2]) if n % 2 else float(v[n // 2 - 1] + (v[n // 2] - v[n // 2 - 1]) * 0.5)
+
+
+def group_medians(inv: np.ndarray, ngroups: int, values: np.ndarray) -> list:
+    """`median` of each group's values (`inv`: each value's group, every group non-empty), from one sort by
+    group then value (not a sort per group: an OST each on thousands of files)."""
+    v = values[np.lexsort((values, inv))]
+    counts = np.bincount(inv, minlength=ngroups)
+    mid = np.cumsum(counts) - counts + counts // 2  # each group's middle place (the upper one when even)
+    med = v[mid]
+    even = np.flatnonzero(counts % 2 == 0)
+    a = v[mid[even] - 1]
+    med[even] = a + (med[even] - a) * 0.5  # as `median` interpolates: the same bits
+    return med.tolist()
+
+
+def medians_of_others(values: list) -> list:
+    """For each value, `median` of the others (every value but it), from one sort (not one per value: an OST
+    each on thousands of files): the others sorted are the values sorted less that value's place."""
+    order = np.argsort(np.asarray(values, dtype=np.float64), kind="stable")
+    ordered = np.asarray(values, dtype=np.float64)[order].tolist()
+    place = np.empty(len(order), dtype=np.int64)
+    place[order] = np.arange(len(order))
+    m = len(values) - 1  # how many others
+    out = []
+    for p in place.tolist():
+        lo, hi = (m - 1) // 2, m // 2  # the middle of the others (one place when m is odd)
+        a, b = ordered[lo + (lo >= p)], ordered[hi + (hi >= p)]
+        out.append(float(a) if m % 2 else float(a + (b - a) * 0.5))
+    return out
 
 
 @dataclass
@@ -87,9 +116,7 @@ def per_ost(rec_):
     ids, inv = np.unique(rec_.ost, return_inverse=True)
     if len(ids) < 4:
         return None
-    order = np.argsort(inv, kind="stable")
-    bounds = np.cumsum(np.bincount(inv, minlength=len(ids)))[:-1]
-    med = [median(g) for g in np.split(rec_.s_per_gib[order], bounds)]
+    med = group_medians(inv, len(ids), rec_.s_per_gib)
     tmax = np.full(len(ids), -np.inf)
     np.maximum.at(tmax, inv, rec_.t)
     nbytes = np.zeros(len(ids), dtype=np.int64)
@@ -102,9 +129,8 @@ def osts(per) -> list:
     if per is None:
         return []
     out = []
-    for i, ost in enumerate(per.ost.tolist()):
+    for i, (ost, others) in enumerate(zip(per.ost.tolist(), medians_of_others(per.med))):
         med = per.med[i]
-        others = median(np.array(per.med[:i] + per.med[i + 1:]))
         if others:
             out.append({"ost": int(ost), "ratio": med / others, "seconds_per_gib": med,
                         "typical_seconds_per_gib": others, "files": int(per.files[i]),

@@ -10,6 +10,8 @@ needs the trace again (`stale`).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 
@@ -52,16 +54,22 @@ def features(ctx, edges=None, sets=None) -> dict:
 def counts(ctx, edges) -> dict:
     """Requests per kind, and those in the bins below each edge, over the data files (not stdin/out/err)."""
     row = {P + "from_trace": False, P + "trace_small_writes": None, P + "trace_small_reads": None}
-    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
     if ctx.has("POSIX"):
-        data = ~np.isin(ctx.column("POSIX", "file_id"), std_ids)
-        top = max(edges, default=0)
-        for op, OP, OPS_ in OPS:
-            row[f"{P}{op}s"] = int(ctx.column("POSIX", f"POSIX_{OPS_}")[data].sum())
-            if top:  # integer sums per bin, then running totals: exact in any order
-                running = np.cumsum(bin_counts(ctx, OP, top)[data].sum(axis=0)).tolist()
-                row.update({f"{P}small_{op}s_{edge_suffix(k)}": running[k - 1] for k in edges})
+        requests = ctx.counter_rows("POSIX", ("POSIX_READS", "POSIX_WRITES"))
+        sizes = ctx.counter_rows("POSIX", SIZES)
+        data = ctx.data_records("POSIX")
+        if not data.all():  # most logs name no standard stream at POSIX: no mask to apply
+            requests, sizes = requests[:, data], sizes[:, data]
+        # both kinds at once: integer sums per bin, then running totals (exact in any order)
+        n = dict(zip(("read", "write"), requests.sum(axis=1).tolist()))
+        running = np.cumsum(sizes.sum(axis=1).reshape(2, len(SIZE_BINS)), axis=1).tolist()
+        running = dict(zip(("read", "write"), running))
+        edges = tuple(edges)
+        for op, *_ in OPS:
+            row[f"{P}{op}s"] = n[op]
+            row.update(zip(small_names(op, edges), [running[op][k - 1] for k in edges]))
         return row
+    std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
     empty = ctx.trace_posix.empty
     limit = int(ctx.th.small_request_bytes)
     row[P + "from_trace"] = not empty
@@ -83,7 +91,17 @@ def counts(ctx, edges) -> dict:
 
 def bin_counts(ctx, OP: str, top: int) -> np.ndarray:
     """Records x the first `top` size bins of kind `OP` (integers, clipped at 0)."""
-    return np.column_stack([ctx.column("POSIX", f"POSIX_SIZE_{OP}_{SIZE_BINS[k][0]}") for k in range(top)])
+    return size_rows(ctx, OP, top).T
+
+
+def size_rows(ctx, OP: str, top: int = len(SIZE_BINS)) -> np.ndarray:
+    """The first `top` size bins (default: all) of kind `OP` x records (integers, clipped at 0): a slice of the POSIX
+    counters, not a column each."""
+    return ctx.counter_rows("POSIX", SIZE_NAMES[OP][:top])
+
+
+SIZE_NAMES = {OP: tuple(f"POSIX_SIZE_{OP}_{b}" for b, _, _ in SIZE_BINS) for OP in ("READ", "WRITE")}
+SIZES = SIZE_NAMES["READ"] + SIZE_NAMES["WRITE"]  # every size bin, in the counters' order (a slice)
 
 
 def trace_arrays(ctx) -> dict:
@@ -135,37 +153,74 @@ def counter_stakes_per_edge(ctx, edges, sets) -> dict:
     """`counter_stake` of each flagged set at each edge, all in one pass over the records."""
     rank = ctx.column("POSIX", "rank")
     top = max(edges)
-    terms = {}
-    for op, OP, OPS_ in OPS:
-        time = ctx.column("POSIX", f"POSIX_F_{OP}_TIME").astype(np.float64)
-        per = np.maximum(ctx.column("POSIX", f"POSIX_{OPS_}"), 1)
-        running = np.cumsum(bin_counts(ctx, OP, top), axis=1)  # integers: exact
-        terms[op] = time[:, None] * running / per[:, None]
-    cols = [k - 1 for k in edges]
+    rows = [k - 1 for k in edges]
+    # (read, write) x edges x records: each record's time x its share of requests below the edge, both kinds
+    # in one pass (element-wise: the bits of one kind at a time)
+    time = np.stack([ctx.column("POSIX", "POSIX_F_READ_TIME"), ctx.column("POSIX", "POSIX_F_WRITE_TIME")])
+    per = np.maximum(ctx.counter_rows("POSIX", ("POSIX_READS", "POSIX_WRITES")), 1)
+    running = running_bins(ctx.counter_rows("POSIX", SIZES).reshape(2, len(SIZE_BINS), -1)[:, :top])
+    both = time[:, None] * (running if len(rows) == top else running[:, rows]) / per[:, None]
+    terms = {"read": both[0], "write": both[1]}
     per_set = []
-    for s in sets:  # records x edges, the flagged kinds added in order as the rule's expression adds them
+    for s in sets:  # the flagged kinds added in order as the rule's expression adds them
         est = 0.0
         for op in SETS[s]:
-            est = est + terms[op][:, cols]
-        per_set.append(np.where(np.isnan(est), 0.0, est))
-    values = np.stack(per_set, axis=2).reshape(len(rank), len(cols) * len(sets))  # edge-major, then set
-    names = [f"{P}counter_stake_{s}_{edge_suffix(k)}" for k in edges for s in sets]
-    return dict(zip(names, counter_stakes(ctx, rank, values)))
+            est = est + terms[op]
+        per_set.append(est)
+    values = np.stack(per_set, axis=1).reshape(len(rows) * len(sets), len(rank))  # edge-major, then set
+    values = np.where(np.isnan(values), 0.0, values)
+    return dict(zip(stake_names(tuple(edges), tuple(sets)), column_stakes(ctx, rank, values)))
+
+
+def running_bins(counts: np.ndarray) -> np.ndarray:
+    """Running totals over the size bins (axis 1) of integer request counts (kinds x bins x records): exact
+    in any order. numpy's accumulate along that middle axis crawls on thousands of records, a loop of adds
+    over the bins does not (on a few records the accumulate costs less)."""
+    if counts.shape[-1] <= 64:
+        return np.add.accumulate(counts, axis=1)
+    out = np.empty(counts.shape, dtype=counts.dtype)
+    out[:, 0] = counts[:, 0]
+    for k in range(1, counts.shape[1]):
+        np.add(out[:, k - 1], counts[:, k], out=out[:, k])
+    return out
+
+
+@functools.cache
+def small_names(op: str, edges: tuple) -> tuple:
+    """The features of kind `op`'s small requests below each edge (made once per process)."""
+    return tuple(f"{P}small_{op}s_{edge_suffix(k)}" for k in edges)
+
+
+@functools.cache
+def stake_names(edges: tuple, sets: tuple) -> tuple:
+    """The features `counter_stakes_per_edge` fills, edge-major then set (made once per process)."""
+    return tuple(f"{P}counter_stake_{s}_{edge_suffix(k)}" for k in edges for s in sets)
 
 
 # --- shared with the other request rules (they belong in rules/common.py) -------------------------
 def counter_stakes(ctx, rank: np.ndarray, values: np.ndarray) -> list:
     """`common.counter_stake` of each column of `values` (records x columns), with the same bits: per-rank
     sums in record order (as `np.bincount`), the shared records' sums as polars sums them (`float_sums`)."""
+    return column_stakes(ctx, rank, values.T)
+
+
+def column_stakes(ctx, rank: np.ndarray, columns: np.ndarray) -> list:
+    """`counter_stakes` of `columns` (columns x records, each a row)."""
     own = rank >= 0
-    out = np.zeros(values.shape[1])
-    if own.any():
-        per_rank = np.zeros((int(rank[own].max()) + 1, values.shape[1]))
-        np.add.at(per_rank, rank[own], values[own])
+    every = bool(own.all())  # no shared record (most logs): no mask to apply
+    out = np.zeros(columns.shape[0])
+    if every or own.any():
+        mine, columns_mine = (rank, columns) if every else (rank[own], columns[:, own])
+        nranks, k = int(mine.max()) + 1, columns.shape[0]
+        # every (rank, column) sum as np.add.at adds them (from 0.0, in record order: a column's records are
+        # met in order), in one bincount over the cells (np.add.at over rows costs a millisecond on two
+        # thousand records)
+        cells = (mine * k + np.arange(k)[:, None]).ravel()
+        per_rank = np.bincount(cells, weights=columns_mine.ravel(), minlength=nranks * k).reshape(nranks, k)
         out = per_rank.max(axis=0)
-    if (~own).any():
-        out = out + float_sums(values[~own]) / ctx.nprocs
-    return [float(v) for v in out]
+    if not every:
+        out = out + float_sums(columns[:, ~own].T) / ctx.nprocs
+    return out.tolist()
 
 
 SEQUENTIAL_SUM_BELOW = 128  # polars sums fewer floats than its pairwise block in order, one by one

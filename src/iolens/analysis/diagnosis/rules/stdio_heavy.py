@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 
 from ..units import fmt_bytes, fmt_pct, fmt_time
+from ...segments import float_sum
 from .common import COMMON_THRESHOLDS, matters
 
 THRESHOLDS = ("stdio_min_share", "stdio_min_bytes") + COMMON_THRESHOLDS
@@ -17,8 +18,6 @@ NAMES = ("bytes", "time", "posix_bytes", "posix_time", "max_rank_time")
 def measure(ctx) -> tuple:
     """(features, STDIO time per record, per rank) of a log with STDIO counters; (features of nulls, None,
     None) without."""
-    from ..context import float_sum
-
     if not ctx.has("STDIO"):
         return {P + n: None for n in NAMES}, None, None
     n = ctx.nprocs
@@ -31,10 +30,10 @@ def measure(ctx) -> tuple:
         pt = float(float_sum(ctx.column("POSIX", "POSIX_F_READ_TIME") + ctx.column("POSIX", "POSIX_F_WRITE_TIME")
                              + ctx.column("POSIX", "POSIX_F_META_TIME")) or 0)
     per_rank = np.zeros(n)
-    own = ctx.own_records("STDIO")
-    if own.any():
-        np.add.at(per_rank, ctx.column("STDIO", "rank")[own], t[own])
-    per_rank += float(float_sum(t[ctx.column("STDIO", "rank") < 0])) / n
+    ctx.add_per_rank(per_rank, "STDIO", t)
+    shared = ctx.column("STDIO", "rank") < 0
+    if shared.any():  # (adding 0.0 to sums from 0.0 would change no bit)
+        per_rank += float(float_sum(t[shared])) / n
     row = {P + "bytes": sb, P + "time": float(float_sum(t)), P + "posix_bytes": pb, P + "posix_time": pt,
            P + "max_rank_time": float(per_rank.max())}
     return row, t, per_rank
