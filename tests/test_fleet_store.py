@@ -268,16 +268,21 @@ def test_readme_queries_read_the_store(tmp_path, monkeypatch, logs_dir):
 def _worker_settings():
     import dask
 
-    return os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get("distributed.worker.profile.enabled")
+    import polars as pl
+
+    return (os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get("distributed.worker.profile.enabled"),
+            pl.thread_pool_size())
 
 
-def test_local_workers_keep_glibcs_adaptive_malloc_and_no_profiler():
+def test_local_workers_keep_glibcs_adaptive_malloc_no_profiler_one_polars_thread(monkeypatch):
     """Dask's default MALLOC_TRIM_THRESHOLD_ turns off glibc's adaptive mmap threshold (5x the page faults of a
-    build, BENCHMARKS.md) and its profiler samples every task's stack: the build's own workers have neither."""
+    build, BENCHMARKS.md) and its profiler samples every task's stack: the build's own workers have neither,
+    and one polars thread each (the workers use every core)."""
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
     from distributed import Client
 
     from iolens.fleet.workers import local_cluster
 
     with local_cluster(1) as cluster, Client(cluster) as client:
         settings = list(client.run(_worker_settings).values())
-    assert settings == [(None, False)]
+    assert settings == [(None, False, 1)]
