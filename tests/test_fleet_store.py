@@ -278,7 +278,8 @@ def test_local_workers_keep_glibcs_adaptive_malloc_no_profiler_one_polars_thread
     """Dask's default MALLOC_TRIM_THRESHOLD_ turns off glibc's adaptive mmap threshold (5x the page faults of a
     build, BENCHMARKS.md) and its profiler samples every task's stack: the build's own workers have neither,
     and one polars thread each (the workers use every core)."""
-    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)  # as a build's own process starts, not a test's
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # (another test's Dask cluster may set it here)
     from distributed import Client
 
     from iolens.fleet.workers import local_cluster

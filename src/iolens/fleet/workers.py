@@ -55,9 +55,14 @@ def local_cluster(workers: int):
 
     # silence_logs: Dask's own notes (shutdown, a missed heartbeat on a loaded machine, logged with its
     # traceback) are not the user's business on a terminal; a failed task still fails the build
+    # one polars thread per worker (unless the user says otherwise): the workers use every core already, and
+    # each pool's idle threads spinning beside the other worker's cost 5-10 %. Given as the worker's own
+    # environment (set in the worker before it imports anything), not Dask's pre-spawn one, which Dask also
+    # writes into the build's process
+    env = {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")}
     with dask.config.set(worker_config()):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                            preload=[__name__], silence_logs=logging.CRITICAL)
+                            preload=[__name__], silence_logs=logging.CRITICAL, env=env)
 
 
 def worker_config() -> dict:
@@ -65,12 +70,10 @@ def worker_config() -> dict:
     - no MALLOC_TRIM_THRESHOLD_: Dask sets it to return memory eagerly, which also turns off glibc's
       adaptive mmap threshold, so every array over 128 KiB is mapped and unmapped anew: 5x the page faults
       and a fifth of a build's time in the kernel. A worker's memory is bounded by its batch either way;
-    - no statistical profiler: it samples the task's stack every 10 ms for a dashboard a build never shows;
-    - one polars thread per worker (unless POLARS_MAX_THREADS says otherwise): the workers already use every
-      core, and each polars pool's idle threads spinning beside the other worker's cost 5-10 %."""
+    - no statistical profiler: it samples the task's stack every 10 ms for a dashboard a build never shows.
+    (A MALLOC_TRIM_THRESHOLD_ of the user's own environment is inherited as it is.)"""
     import dask
 
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    environ.setdefault("POLARS_MAX_THREADS", os.environ.get("POLARS_MAX_THREADS", "1"))
     return {"distributed.nanny.pre-spawn-environ": environ, "distributed.worker.profile.enabled": False}
