@@ -35,6 +35,8 @@ ORDER: list[tuple[str, ...]] = [
 ]
 PREFIXES = {
     "analysis.runs": ("analysis.compare", "analysis.fleet", "analysis.runs", "analysis.run_config"),
+    # the trace as numpy columns and its groupings sit beside the measures, which read the trace through them
+    "analysis.measures": ("analysis.measures", "analysis.segments"),
 }
 # At the edge, beside the format: processes and environments. Any layer may use them; they import only these.
 EDGE = ("collect", "knobs")
