@@ -149,6 +149,28 @@ def test_groups_and_sorts_of_a_trace_are_the_sorts(path):
         assert np.array_equal(is_in(values, some), np.isin(values, some))
 
 
+def test_member_is_np_isin():
+    """`member` (a search in the sorted ids below SEARCH_ROWS values) answers as np.isin: integers of any
+    type, ids in any order, with repeats, none or one, ids of another type than the values (np.isin's way)."""
+    from iolens.analysis.segments import SEARCH_ROWS, member
+
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        n = int(rng.choice([0, 1, 7, 300, SEARCH_ROWS - 1, SEARCH_ROWS]))
+        dt = [np.uint64, np.int64, np.uint8, np.int32][trial % 4]
+        values = rng.integers(0, 40, n).astype(dt)
+        ids = rng.integers(0, 50, int(rng.choice([0, 1, 2, 5, 60]))).astype(dt)
+        if trial % 5 == 0 and dt is np.uint64:  # file ids near the top of the range
+            values, ids = values + np.uint64(1 << 63), ids + np.uint64(1 << 63)
+        if trial % 7 == 0 and dt is np.int64:  # negative ranks
+            values, ids = values - 20, ids - 20
+        if trial % 11 == 0:  # another type: np.isin's own way
+            ids = ids.astype(np.int64 if dt is not np.int64 else np.uint64)
+        got = member(values, ids)
+        assert got.dtype == bool and np.array_equal(got, np.isin(values, ids)), trial
+        assert np.array_equal(member(values, ids.tolist()), np.isin(values, ids.tolist())), trial
+
+
 def test_take_of_a_block_is_the_take_of_its_rows():
     """`Segments.take` of consecutive rows (views of the columns) holds what the copy of those rows holds."""
     from dataclasses import fields

@@ -6,7 +6,7 @@ import polars as pl
 
 from ...model.darshan import DXT_MODULES
 from ..measures import busy_runs
-from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups, per_group_at
+from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups, is_in, per_group_at
 from . import recommendations as rec
 from .context import MAX_RANKS
 from .rules import one_row, rank_imbalance
@@ -205,7 +205,7 @@ def check_straggler(ctx) -> list:
     if n_late == 0 or n_late > 0.25 * len(rank_ids):
         return []  # most logs: no more work
     # per late rank: its time busy after the median rank's end, and its bytes then
-    after = np.isin(seg.rank, rank_ids[late]) & (seg.end > median_end)
+    after = is_in(seg.rank, rank_ids[late]) & (seg.end > median_end)
     ar = seg.rank[after]
     at_first, at = groups(ar)
     busy = np.zeros(len(rank_ids))
@@ -229,7 +229,7 @@ def check_straggler(ctx) -> list:
     n_ranks, n_stragglers = len(rank_ids), len(keep)
     waiting = n_ranks - n_stragglers
     partial = any(ctx.trace_truncated(m) for m in DXT_MODULES)
-    files = files_by_bytes(seg.take(np.isin(seg.rank, rank_ids[keep]) & (seg.end > median_end)))
+    files = files_by_bytes(seg.take(is_in(seg.rank, rank_ids[keep]) & (seg.end > median_end)))
     first_late = float(first[keep].min())
     last_late = float(last[keep].max())
     most_busy = float(busy[keep].max())
