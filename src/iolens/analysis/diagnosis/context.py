@@ -504,6 +504,18 @@ class Context:
         return {**v, "file_id": seg.file_id[v["first"]], "op": seg.op[v["first"]]}
 
     @cached_property
+    def posix_random(self) -> dict:
+        """`posix_patterns`' file_id and op, and whether each pattern is "random" (what RANDOM_ACCESS reads of
+        them): from the transitions' shares alone (`access.random_groups`), unless classified already."""
+        if "posix_patterns" in self.__dict__:
+            pat = self.posix_patterns
+            return {"file_id": pat["file_id"], "op": pat["op"], "random": pat["pattern"] == "random"}
+        from ..access import random_groups
+        seg = self.trace_posix
+        first, random = random_groups(seg, (seg.file_id, seg.op), self.posix_transitions)
+        return {"file_id": seg.file_id[first], "op": seg.op[first], "random": random}
+
+    @cached_property
     def seg_app(self) -> pl.DataFrame:
         """The layer the application called: MPI-IO operations for files traced at MPI-IO, POSIX for the rest."""
         if self.seg.is_empty() or self.seg_mpiio.is_empty():

@@ -52,8 +52,8 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
             return m
         # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
         # the backward ones are
-        pat, trans = ctx.posix_patterns, transition_arrays(ctx)
-        random_files = pat["file_id"][(pat["op"] == OP_CODES[op]) & (pat["pattern"] == "random")]
+        pat, trans = ctx.posix_random, transition_arrays(ctx)
+        random_files = pat["file_id"][(pat["op"] == OP_CODES[op]) & pat["random"]]
         back = trans[op] & (trans["offset"] < trans["prev_end"])
         small_here = mine & is_in(tr["file_id"], random_files) & (tr["length"] < large)
         # (tested per request in trace order, then read at the transitions' rows: one gather, not two)
