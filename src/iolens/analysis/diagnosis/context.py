@@ -12,7 +12,7 @@ from .. import measures
 from ..measures import RecordCounters, recorded
 from ...reader.lustre import COMPONENT_FIELDS
 from ..segments import MODULE_CODES, SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
-from ..segments import distinct, is_in
+from ..segments import distinct, group_sums, groups, is_in
 from ..summary import dxt_summary
 from .rules import common as rules_common
 from .thresholds import Thresholds
@@ -479,6 +479,28 @@ class Context:
                                np.flatnonzero((seg.module == MODULE_CODES["DXT_POSIX"])
                                               & ~is_in(seg.file_id, distinct(mpi.file_id)))])
         return seg.take(rows)  # the MPI-IO part's columns themselves when every POSIX file was traced at MPI-IO
+
+    def rank_groups(self, seg: Segments) -> tuple:
+        """`segments.groups(seg.rank)` of one of this log's traces (`trace_posix`, `trace_app`...): (the first
+        operation of each rank, ranks ascending; each operation's rank number), once per trace (the rules'
+        stakes, RANK_IMBALANCE's loads and the straggler check group the same ranks)."""
+        return self._of_trace("rank_groups", seg, lambda: groups(seg.rank))
+
+    def rank_times(self, seg: Segments) -> np.ndarray:
+        """The time each rank of `rank_groups` spent in the traced operations of `seg`: the float sums of their
+        durations per rank with a polars group-by's bits (`group_sums`), once per trace."""
+        def compute():
+            first, inv = self.rank_groups(seg)
+            return group_sums(inv, seg.duration, len(first), keys=seg.rank)
+        return self._of_trace("rank_times", seg, compute)
+
+    def _of_trace(self, name: str, seg: Segments, compute):
+        """`compute()` once per (name, trace): the trace kept beside its value, so that its id stays its own."""
+        cache = self.__dict__.setdefault("_trace_memo", {})
+        key = (name, id(seg))
+        if key not in cache:
+            cache[key] = (seg, compute())
+        return cache[key][1]
 
     @staticmethod
     def trace_window(seg: Segments):

@@ -191,7 +191,7 @@ def check_straggler(ctx) -> list:
     seg = ctx.trace_app
     if seg.empty:
         return []
-    rank_ids, first, last, nbytes = _rank_spans(seg)
+    rank_ids, first, last, nbytes = _rank_spans(seg, ctx.rank_groups(seg))
     if len(rank_ids) < 4:
         return []
     t0, t1 = float(first.min()), float(last.max())
@@ -268,9 +268,10 @@ def check_straggler(ctx) -> list:
                     recs, source="dxt", partial=partial, score=worst / window if window else 0)]
 
 
-def _rank_spans(seg: Segments) -> tuple:
-    """Per rank with traced I/O (ascending): its first start, last end and bytes, as numpy arrays."""
-    head, at = groups(seg.rank)  # np.unique(seg.rank, return_inverse=True), from the trace's runs
+def _rank_spans(seg: Segments, rank_groups: tuple) -> tuple:
+    """Per rank with traced I/O (ascending): its first start, last end and bytes, as numpy arrays, from
+    `groups(seg.rank)` (np.unique(seg.rank, return_inverse=True): `Context.rank_groups`)."""
+    head, at = rank_groups
     ranks = seg.rank[head]
     first, last = np.full(len(ranks), np.inf), np.full(len(ranks), -np.inf)
     per_group_at(np.minimum, first, at, seg.start)  # once per run of a rank's operations

@@ -17,7 +17,7 @@ from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
 from ...segments import OP_CODES, is_in
-from .small_io import SIZES, rank_stake, trace_arrays
+from .small_io import SIZES, rank_stake, trace_arrays, trace_stake
 
 THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -112,7 +112,10 @@ def cost(ctx, m: dict, op: str) -> None:
         here, back = m["small_here"], m["small_back_here"]  # the traced requests, then the backward jumps
         tr, back = m["tr"], m["trans"].rows[back]  # the backward jumps' own rows: only theirs gathered
         rank = np.concatenate([tr["rank"][here], tr["rank"][back]])
-        m["stake"] = rank_stake(rank, np.concatenate([tr["duration"][here], tr["duration"][back]]))
+        if len(back):
+            m["stake"] = rank_stake(rank, np.concatenate([tr["duration"][here], tr["duration"][back]]))
+        else:  # the traced requests in trace order: the whole trace's per-rank times when they are all of it
+            m["stake"] = trace_stake(ctx, here)
         m["ranks"] = most_first(rank)[:MAX_RANKS]
         m["files"] = most_first(np.concatenate([tr["file_id"][here], tr["file_id"][back]]))
         if here.any() or len(back):
