@@ -379,8 +379,11 @@ def dxt_counts(ids: np.ndarray, read_counts: np.ndarray, write_counts: np.ndarra
            "counter_reads": None, "counter_writes": None}
     if c is not None and len(c.ids):
         on = member(c.ids, ids)
-        out["counter_reads"] = sum(int(c.col(n)[on].sum()) for n in layer.reads if c.has(n))
-        out["counter_writes"] = sum(int(c.col(n)[on].sum()) for n in layer.writes if c.has(n))
+        if on.all():  # every record on a traced file (most logs): the columns' integer totals, summed once
+            out["counter_reads"], out["counter_writes"] = total(c, *layer.reads), total(c, *layer.writes)
+        else:
+            out["counter_reads"] = sum(int(c.col(n)[on].sum()) for n in layer.reads if c.has(n))
+            out["counter_writes"] = sum(int(c.col(n)[on].sum()) for n in layer.writes if c.has(n))
     return out
 
 

@@ -65,7 +65,7 @@ class Context:
         self.run_time = max(float(job.get("run_time") or 0.0), 0.0)
         self.names = _file_names(log)
         self.records = measures.log_counters(log)  # numpy over the reader's arrays: no table built for them
-        self.dxt = {d["module"]: d for d in dxt_summary(log)}
+        self.dxt = {d["module"]: d for d in dxt_summary(log, self.records)}
 
     # --- names and kinds ---------------------------------------------------------------------
     def name(self, file_id) -> str:
