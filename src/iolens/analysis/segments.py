@@ -46,7 +46,8 @@ class Segments:
         """The operations a boolean mask or an index array selects, in that order (views of these columns
         when they are one block of consecutive rows: a module's part of the trace is)."""
         block = _block(index)
-        return Segments(*(getattr(self, f.name)[index if block is None else block] for f in fields(self)))
+        at = index if block is None else block
+        return Segments(*(getattr(self, name)[at] for name in COLUMNS))
 
     def of_module(self, module: str) -> "Segments":
         """The operations of one DXT module; the same object when the trace is all or none of it."""
@@ -68,6 +69,9 @@ class Segments:
         i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
         return Segments(np.zeros(0, np.uint8), np.zeros(0, np.uint64), i64, np.zeros(0, np.uint8), i64, i64, f64,
                         f64)
+
+
+COLUMNS = tuple(f.name for f in fields(Segments))  # (dataclasses.fields builds its tuple on each call)
 
 
 def _block(index) -> slice | None:

@@ -475,10 +475,11 @@ class Context:
         seg, mpi = self.trace, self.trace_mpiio
         if seg.empty or mpi.empty:
             return self.trace_posix
-        rows = np.concatenate([np.flatnonzero(seg.module == MODULE_CODES["DXT_MPIIO"]),
-                               np.flatnonzero((seg.module == MODULE_CODES["DXT_POSIX"])
-                                              & ~is_in(seg.file_id, distinct(mpi.file_id)))])
-        return seg.take(rows)  # the MPI-IO part's columns themselves when every POSIX file was traced at MPI-IO
+        posix_only = np.flatnonzero((seg.module == MODULE_CODES["DXT_POSIX"])
+                                    & ~is_in(seg.file_id, distinct(mpi.file_id)))
+        if not len(posix_only):  # every POSIX file traced at MPI-IO: the MPI-IO part itself
+            return mpi
+        return seg.take(np.concatenate([np.flatnonzero(seg.module == MODULE_CODES["DXT_MPIIO"]), posix_only]))
 
     def rank_groups(self, seg: Segments) -> tuple:
         """`segments.groups(seg.rank)` of one of this log's traces (`trace_posix`, `trace_app`...): (the first
