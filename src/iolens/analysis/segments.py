@@ -421,6 +421,8 @@ def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int, keys: np.ndarr
         out[per["g"].to_numpy()] = per["v"].to_numpy()
         return out
     # a few hundred values: Python floats are IEEE doubles, and a plain loop beats any numpy set-up here
+    if ngroups == 1:  # one rank (many small traces): the same steps on two floats, not on lists
+        return np.array([_kahan_sum(values.tolist())])
     s, c = [0.0] * ngroups, [0.0] * ngroups
     for g, v in zip(inv.tolist(), values.tolist()):
         y = v - c[g]
@@ -428,3 +430,14 @@ def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int, keys: np.ndarr
         c[g] = (t - s[g]) - y
         s[g] = t
     return np.array(s)
+
+
+def _kahan_sum(values: list) -> float:
+    """Kahan's compensated sum of `values` in their order, from 0.0 (one group of `group_sums`' loop)."""
+    s = c = 0.0
+    for v in values:
+        y = v - c
+        t = s + y
+        c = (t - s) - y
+        s = t
+    return s
