@@ -22,6 +22,23 @@ def _read(path):
         return read(str(path))
 
 
+@pytest.mark.parametrize("runlen", [1, 3, 16, 40, 300])
+def test_group_sums_of_rows_in_runs_have_the_bits_of_a_polars_group_by(runlen):
+    """Below POLARS_SMALL_GROUP_BY rows, groups whose rows come in runs (a trace's records) are summed run by
+    run (`_kahan_by_runs`), one group alone on two floats: the bits of the polars group-by still."""
+    rng = np.random.default_rng(runlen)
+    for trial in range(60):
+        n = int(rng.integers(1, POLARS_SMALL_GROUP_BY))
+        ngroups = int(rng.choice([1, 2, 5, 30]))
+        inv = np.repeat(rng.integers(0, ngroups, n // runlen + 1), runlen)[:n]
+        values = rng.random(n) * 10.0 ** rng.uniform(-9, 4, n)
+        ref = pl.DataFrame({"g": inv, "v": values}).group_by("g").agg(pl.col("v").sum())
+        got = group_sums(inv, values, ngroups)
+        for g, v in zip(ref["g"].to_list(), ref["v"].to_list()):
+            assert got[g].hex() == v.hex(), (n, ngroups, g)
+        assert np.all(got[np.bincount(inv, minlength=ngroups) == 0] == 0)
+
+
 @pytest.mark.parametrize("path", SMALL, ids=log_id)
 def test_segments_are_the_table_rows_in_order(path):
     log = _read(path)

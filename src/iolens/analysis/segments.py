@@ -423,6 +423,9 @@ def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int, keys: np.ndarr
     # a few hundred values: Python floats are IEEE doubles, and a plain loop beats any numpy set-up here
     if ngroups == 1:  # one rank (many small traces): the same steps on two floats, not on lists
         return np.array([_kahan_sum(values.tolist())])
+    heads = _run_starts((inv,)).nonzero()[0]
+    if len(heads) * KAHAN_RUN <= len(values):  # long runs of a group's rows (a trace's records): run by run
+        return _kahan_by_runs(inv, values.tolist(), heads, ngroups)
     s, c = [0.0] * ngroups, [0.0] * ngroups
     for g, v in zip(inv.tolist(), values.tolist()):
         y = v - c[g]
@@ -432,12 +435,29 @@ def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int, keys: np.ndarr
     return np.array(s)
 
 
+KAHAN_RUN = 16  # rows per run of one group from which `group_sums` sums run by run
+
+
+def _kahan_by_runs(inv: np.ndarray, values: list, heads: np.ndarray, ngroups: int) -> np.ndarray:
+    """`group_sums`' loop over runs of one group's rows (starting at `heads`): each run's steps on two floats,
+    its group's sum and compensation carried from its previous run (the same steps, in the same order)."""
+    s, c = [0.0] * ngroups, [0.0] * ngroups
+    at = heads.tolist()
+    for g, a, b in zip(inv[heads].tolist(), at, at[1:] + [len(values)]):
+        s[g], c[g] = _kahan_step(values[a:b], s[g], c[g])
+    return np.array(s)
+
+
 def _kahan_sum(values: list) -> float:
     """Kahan's compensated sum of `values` in their order, from 0.0 (one group of `group_sums`' loop)."""
-    s = c = 0.0
+    return _kahan_step(values, 0.0, 0.0)[0]
+
+
+def _kahan_step(values: list, s: float, c: float) -> tuple:
+    """(sum, compensation) after Kahan's steps over `values` from the sum `s` and compensation `c`."""
     for v in values:
         y = v - c
         t = s + y
         c = (t - s) - y
         s = t
-    return s
+    return s, c
