@@ -136,6 +136,33 @@ def test_groups_and_sort_order_from_runs_are_the_sorts(seed):
         assert np.array_equal(sort_order(keys, last), np.lexsort((last, *keys[::-1]))), trial
 
 
+def test_groups_of_a_key_in_order_are_the_sorts():
+    """`_sorted_groups` of one key already in order (no sort: `_groups_in_order`) is np.lexsort's grouping, and
+    so are keys out of order, with NaN, or of one row."""
+    from iolens.analysis.segments import _sorted_groups
+
+    def lexsorted(k):
+        order = np.lexsort((k,))
+        new = np.zeros(len(k), dtype=bool)
+        new[:1] = True
+        new[1:] = k[order][1:] != k[order][:-1]
+        inv = np.empty(len(k), dtype=np.int64)
+        inv[order] = np.cumsum(new) - 1
+        return order[new], inv
+
+    rng = np.random.default_rng(9)
+    for trial in range(400):
+        n = int(rng.choice([1, 2, 5, 64, 999]))
+        k = np.sort(rng.integers(-3, int(rng.choice([1, 4, 100])), n)).astype([np.int64, np.uint8, np.float64][trial % 3])
+        if trial % 4 == 1:
+            k = k[::-1].copy()
+        if trial % 3 == 2 and n > 2 and trial % 5 == 0:
+            k[n // 2] = np.nan
+        first, inv = _sorted_groups((k,))
+        want_first, want_inv = lexsorted(k)
+        assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv) and inv.dtype == np.int64, trial
+
+
 def test_time_order_is_a_stable_argsort():
     from iolens.analysis.segments import time_order
 
