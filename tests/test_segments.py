@@ -163,6 +163,25 @@ def test_groups_of_a_key_in_order_are_the_sorts():
         assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv) and inv.dtype == np.int64, trial
 
 
+def test_median_is_the_polars_median():
+    """`median` (numpy's sort, polars' interpolation) gives `pl.Series(values).median()` to the bit: odd and even
+    counts, ties, negative values, magnitudes apart; zeros, NaN, inf and no value at all are polars' own."""
+    from iolens.analysis.segments import median
+
+    rng = np.random.default_rng(13)
+    cases = [np.array([0.0, -0.0, 1.0]), np.array([-0.0, 0.0]), np.array([np.nan, 1.0, 2.0]), np.array([np.inf, 1.0]),
+             np.array([]), np.array([3.0]), np.array([1e300, -1e300, 5.0, 7.0])]
+    for trial in range(3000):
+        n = int(rng.integers(1, 80))
+        cases.append([rng.random(n) * 10.0 ** rng.uniform(-4, 6), np.round(rng.random(n), 1) + rng.uniform(0, 1e6),
+                      rng.choice([1.0, 2.5, 1e9 + 0.3], n), rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 8)][trial % 4])
+    for values in cases:
+        want = pl.Series(values, dtype=pl.Float64).median()
+        got = median(values)
+        assert (got is None and want is None) or (np.isnan(got) and np.isnan(want)) or \
+            (got == want and np.signbit(got) == np.signbit(want)), values
+
+
 def test_time_order_is_a_stable_argsort():
     from iolens.analysis.segments import time_order
 

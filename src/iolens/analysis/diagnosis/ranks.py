@@ -6,7 +6,7 @@ import polars as pl
 
 from ...model.darshan import DXT_MODULES
 from ..measures import busy_runs
-from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups, is_in, per_group_at
+from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups, is_in, median, per_group_at
 from . import recommendations as rec
 from .context import MAX_RANKS
 from .rules import one_row, rank_imbalance
@@ -196,8 +196,8 @@ def check_straggler(ctx) -> list:
         return []
     t0, t1 = float(first.min()), float(last.max())
     window = t1 - t0
-    median_end = float(pl.Series(last).median())  # polars' median: the same bits as before
-    median_first = float(pl.Series(first).median())
+    median_end = float(median(last))  # polars' median: the same bits as before
+    median_first = float(median(first))
     need = max(th.straggler_min_delay, th.straggler_min_delay_share * window,
                min(th.min_runtime_share * ctx.run_time, th.min_stake_seconds) if ctx.run_time > 0 else 0.0)
     late = last - median_end >= need
