@@ -93,6 +93,24 @@ def _check(seg: Segments, by: tuple) -> None:
     for f in ("rows", "prev_off", "prev_end"):
         assert np.array_equal(getattr(trans, f), getattr(want_trans, f)), f
     _same(access.segment_shares(seg, by, trans), reference_shares(seg, by, want_trans))
+    # the random groups alone (RANDOM_ACCESS's read of `Context.posix_random`): classify's own
+    first, random = access.random_groups(seg, by, trans)
+    v = access.classify_segments(seg, by, trans)
+    assert np.array_equal(first, v["first"]) and np.array_equal(random, v["pattern"] == "random")
+
+
+def test_is_random_is_classify_random():
+    """`is_random` on shares at and around every threshold, with and without strides and overlapping ranks."""
+    rng = np.random.default_rng(7)
+    grid = np.array([0.0, 0.1, 0.2, 0.25, 0.5, 0.6, 0.79, 0.8, 0.81, 1.0])
+    n = 20000
+    consec = rng.choice(grid, n)
+    gap = np.minimum(rng.choice(grid, n), 1 - consec)
+    v = {"consecutive_share": consec, "forward_gap_share": gap, "backward_share": 1 - consec - gap,
+         "dominant_stride_share": rng.choice(grid, n), "stride_known": rng.random(n) < 0.5,
+         "ranks": rng.integers(1, 4, n), "rank_overlap": rng.choice([np.nan, 1.0, 1.5, 2.0], n)}
+    v["backward_share"][rng.random(n) < 0.3] = 0.2  # exactly at BACKWARD_SHARE
+    assert np.array_equal(access.is_random(v), access.classify(v) == "random")
 
 
 @pytest.mark.parametrize("path", SMALL, ids=log_id)

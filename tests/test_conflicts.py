@@ -176,6 +176,25 @@ def test_precheck_by_clusters_says_no_pair_only_without_one(seed):
             assert not brute_force(seg) and bound >= overlapping
 
 
+def test_shared_written_files_are_those_tested_one_by_one():
+    """`_shared_written`: the rows of each file (operations sorted by file) with a write and more than one
+    rank, in file order, as the per-file loop it replaces picked them."""
+    from iolens.analysis.conflicts import _shared_written
+
+    rng = np.random.default_rng(11)
+    for trial in range(200):
+        n = int(rng.choice([0, 1, 2, 7, 50, 300]))
+        fid = np.sort(rng.integers(0, int(rng.choice([1, 3, 40])), n)).astype(np.uint64)
+        rank = rng.integers(0, int(rng.choice([1, 2, 5])), n)
+        is_write = rng.random(n) < rng.choice([0.0, 0.1, 0.5])
+        want = []
+        bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True]).tolist() if n else []
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            if is_write[lo:hi].any() and not (rank[lo:hi] == rank[lo]).all():
+                want.append((lo, hi))
+        assert _shared_written(fid, rank, is_write) == want, trial
+
+
 def test_ranges_merge_pairs_per_kind():
     seg = ops([(0, "write", 0, 100, 0.0, 1.0), (1, "write", 50, 100, 2.0, 3.0), (2, "write", 90, 100, 4.0, 5.0),
                (3, "write", 1000, 10, 6.0, 7.0), (4, "write", 1005, 10, 8.0, 9.0)])

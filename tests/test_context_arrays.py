@@ -88,7 +88,10 @@ def test_context_arrays_equal_the_tables(path):
 def test_dxt_summary_from_arrays_equals_the_tables(path):
     """dxt_summary over the reader's arrays equals it over the tables."""
     log = _read(path)
-    assert dxt_summary(Log(log.raw)) == dxt_summary(Tabled(log.raw))
+    want = dxt_summary(Tabled(log.raw))
+    assert dxt_summary(Log(log.raw)) == want
+    arrays = Log(log.raw)  # with the log's counters made already (a Context's)
+    assert dxt_summary(arrays, measures.log_counters(arrays)) == want
 
 
 @pytest.mark.parametrize("path", [p for p in all_logs() if p.stat().st_size < (8 << 20)], ids=log_id)

@@ -366,6 +366,11 @@ class _FakeCtx:
     def trace_truncated(self, module):
         return False
 
+    def rank_groups(self, seg):  # `Context.rank_groups`
+        from iolens.analysis.segments import groups
+
+        return groups(seg.rank)
+
     def names_of(self, ids, limit=10):
         return [f"file{i}" for i in ids][:limit]
 

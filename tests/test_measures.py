@@ -127,6 +127,11 @@ def test_dxt_counts_compare_the_trace_with_the_counters_on_the_traced_files():
     assert counts == {"reads": 4, "writes": 6, "counter_reads": 4, "counter_writes": 10}
     assert measures.dxt_truncated(counts, partial=False)
     assert measures.dxt_coverage([counts]) == (4 + 6) / (4 + 10)
+    # every record on a traced file: the columns' totals (-1, not recorded, read as 0)
+    records.append({"rank": 1, "file_id": 1, "POSIX_WRITES": -1, "POSIX_READS": 3})
+    counts = both("POSIX", records, lambda c: measures.dxt_counts(
+        np.array([2, 1], dtype=np.uint64), np.array([4, 0]), np.array([6, 0]), c, POSIX))
+    assert counts == {"reads": 4, "writes": 6, "counter_reads": 7, "counter_writes": 109}
 
 
 def test_a_complete_trace_is_not_truncated_unless_flagged_partial():

@@ -58,3 +58,31 @@ def test_batched_stakes_match_the_common_ones(logs_dir, path):
         for mask in (tr["write"], tr["read"], tr["write"] | tr["read"], tr["length"] < 4096):
             keep = pl.Series(mask)
             assert rank_stake(tr["rank"][mask], tr["duration"][mask]) == dxt_stake(seg.filter(keep))
+
+
+@pytest.mark.parametrize("path", LOGS, ids=log_id)
+def test_trace_stake_is_rank_stake(path):
+    """`trace_stake` (the whole trace's per-rank times of `Context.rank_times` when a mask holds every request)
+    is `rank_stake` of the masked requests, bit for bit; `rank_groups`/`rank_times` are computed once per trace
+    and are `groups` and `group_sums` of its ranks."""
+    from iolens.analysis.diagnosis.rules.small_io import trace_stake
+    from iolens.analysis.segments import group_sums, groups
+
+    ctx = context(path)
+    seg = ctx.trace_posix
+    if seg.empty:
+        return
+    first, inv = groups(seg.rank)
+    times = ctx.rank_times(seg)
+    assert times.tobytes() == group_sums(inv, seg.duration, len(first), keys=seg.rank).tobytes()
+    assert ctx.rank_times(seg) is times and ctx.rank_groups(seg) is ctx.rank_groups(seg)
+    assert np.array_equal(ctx.rank_groups(seg)[0], first) and np.array_equal(ctx.rank_groups(seg)[1], inv)
+    rng = np.random.default_rng(len(seg))
+    n = len(seg)
+    for mask in (np.ones(n, dtype=bool), np.zeros(n, dtype=bool), rng.random(n) < 0.5, seg.is_op("write")):
+        want = rank_stake(seg.rank[mask], seg.duration[mask])
+        assert trace_stake(ctx, mask) == want and np.signbit(trace_stake(ctx, mask)) == np.signbit(want)
+        assert trace_stake(ctx, mask, bool(mask.all())) == want
+    app = ctx.trace_app  # another trace of the log: its own groups (or the same object, the same ones)
+    app_first, _ = groups(app.rank)
+    assert np.array_equal(ctx.rank_groups(app)[0], app_first)

@@ -22,6 +22,23 @@ def _read(path):
         return read(str(path))
 
 
+@pytest.mark.parametrize("runlen", [1, 3, 16, 40, 300])
+def test_group_sums_of_rows_in_runs_have_the_bits_of_a_polars_group_by(runlen):
+    """Below POLARS_SMALL_GROUP_BY rows, groups whose rows come in runs (a trace's records) are summed run by
+    run (`_kahan_by_runs`), one group alone on two floats: the bits of the polars group-by still."""
+    rng = np.random.default_rng(runlen)
+    for trial in range(60):
+        n = int(rng.integers(1, POLARS_SMALL_GROUP_BY))
+        ngroups = int(rng.choice([1, 2, 5, 30]))
+        inv = np.repeat(rng.integers(0, ngroups, n // runlen + 1), runlen)[:n]
+        values = rng.random(n) * 10.0 ** rng.uniform(-9, 4, n)
+        ref = pl.DataFrame({"g": inv, "v": values}).group_by("g").agg(pl.col("v").sum())
+        got = group_sums(inv, values, ngroups)
+        for g, v in zip(ref["g"].to_list(), ref["v"].to_list()):
+            assert got[g].hex() == v.hex(), (n, ngroups, g)
+        assert np.all(got[np.bincount(inv, minlength=ngroups) == 0] == 0)
+
+
 @pytest.mark.parametrize("path", SMALL, ids=log_id)
 def test_segments_are_the_table_rows_in_order(path):
     log = _read(path)
@@ -119,6 +136,52 @@ def test_groups_and_sort_order_from_runs_are_the_sorts(seed):
         assert np.array_equal(sort_order(keys, last), np.lexsort((last, *keys[::-1]))), trial
 
 
+def test_groups_of_a_key_in_order_are_the_sorts():
+    """`_sorted_groups` of one key already in order (no sort: `_groups_in_order`) is np.lexsort's grouping, and
+    so are keys out of order, with NaN, or of one row."""
+    from iolens.analysis.segments import _sorted_groups
+
+    def lexsorted(k):
+        order = np.lexsort((k,))
+        new = np.zeros(len(k), dtype=bool)
+        new[:1] = True
+        new[1:] = k[order][1:] != k[order][:-1]
+        inv = np.empty(len(k), dtype=np.int64)
+        inv[order] = np.cumsum(new) - 1
+        return order[new], inv
+
+    rng = np.random.default_rng(9)
+    for trial in range(400):
+        n = int(rng.choice([1, 2, 5, 64, 999]))
+        k = np.sort(rng.integers(-3, int(rng.choice([1, 4, 100])), n)).astype([np.int64, np.uint8, np.float64][trial % 3])
+        if trial % 4 == 1:
+            k = k[::-1].copy()
+        if trial % 3 == 2 and n > 2 and trial % 5 == 0:
+            k[n // 2] = np.nan
+        first, inv = _sorted_groups((k,))
+        want_first, want_inv = lexsorted(k)
+        assert np.array_equal(first, want_first) and np.array_equal(inv, want_inv) and inv.dtype == np.int64, trial
+
+
+def test_median_is_the_polars_median():
+    """`median` (numpy's sort, polars' interpolation) gives `pl.Series(values).median()` to the bit: odd and even
+    counts, ties, negative values, magnitudes apart; zeros, NaN, inf and no value at all are polars' own."""
+    from iolens.analysis.segments import median
+
+    rng = np.random.default_rng(13)
+    cases = [np.array([0.0, -0.0, 1.0]), np.array([-0.0, 0.0]), np.array([np.nan, 1.0, 2.0]), np.array([np.inf, 1.0]),
+             np.array([]), np.array([3.0]), np.array([1e300, -1e300, 5.0, 7.0])]
+    for trial in range(3000):
+        n = int(rng.integers(1, 80))
+        cases.append([rng.random(n) * 10.0 ** rng.uniform(-4, 6), np.round(rng.random(n), 1) + rng.uniform(0, 1e6),
+                      rng.choice([1.0, 2.5, 1e9 + 0.3], n), rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 8)][trial % 4])
+    for values in cases:
+        want = pl.Series(values, dtype=pl.Float64).median()
+        got = median(values)
+        assert (got is None and want is None) or (np.isnan(got) and np.isnan(want)) or \
+            (got == want and np.signbit(got) == np.signbit(want)), values
+
+
 def test_time_order_is_a_stable_argsort():
     from iolens.analysis.segments import time_order
 
@@ -147,6 +210,28 @@ def test_groups_and_sorts_of_a_trace_are_the_sorts(path):
         assert np.array_equal(distinct(values), np.unique(values))
         some = np.unique(values)[::2]
         assert np.array_equal(is_in(values, some), np.isin(values, some))
+
+
+def test_member_is_np_isin():
+    """`member` (a search in the sorted ids below SEARCH_ROWS values) answers as np.isin: integers of any
+    type, ids in any order, with repeats, none or one, ids of another type than the values (np.isin's way)."""
+    from iolens.analysis.segments import SEARCH_ROWS, member
+
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        n = int(rng.choice([0, 1, 7, 300, SEARCH_ROWS - 1, SEARCH_ROWS]))
+        dt = [np.uint64, np.int64, np.uint8, np.int32][trial % 4]
+        values = rng.integers(0, 40, n).astype(dt)
+        ids = rng.integers(0, 50, int(rng.choice([0, 1, 2, 5, 60]))).astype(dt)
+        if trial % 5 == 0 and dt is np.uint64:  # file ids near the top of the range
+            values, ids = values + np.uint64(1 << 63), ids + np.uint64(1 << 63)
+        if trial % 7 == 0 and dt is np.int64:  # negative ranks
+            values, ids = values - 20, ids - 20
+        if trial % 11 == 0:  # another type: np.isin's own way
+            ids = ids.astype(np.int64 if dt is not np.int64 else np.uint64)
+        got = member(values, ids)
+        assert got.dtype == bool and np.array_equal(got, np.isin(values, ids)), trial
+        assert np.array_equal(member(values, ids.tolist()), np.isin(values, ids.tolist())), trial
 
 
 def test_take_of_a_block_is_the_take_of_its_rows():

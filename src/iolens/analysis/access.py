@@ -98,7 +98,20 @@ def segment_shares(seg: Segments, by: tuple, trans: Transitions) -> dict:
     spans = np.bincount(owner, weights=span, minlength=n) if span.sum() < (1 << 53) else _int_sums(owner, span, n)
     extent = _group_max(owner, r_hi, n) - _group_min(owner, r_lo, n)  # the ranks' extremes are the group's
     # transitions: the group of each transition's row, and how it moves on from the previous request
-    if every:
+    tg, t_off, at, (back, consec, gap, tn) = _moves(seg, valid, g, n, trans)
+    jump = ~at
+    stride, k = _dominant(tg[jump], (t_off - trans.prev_off)[jump], n)
+    return {"first": valid[first], "requests": requests, "ranks": ranks,
+            "median_request_bytes": _group_median(g, length, n, requests),
+            "rank_overlap": spans / np.maximum(extent, 1), **_move_shares(back, consec, gap, tn),
+            "dominant_stride_bytes": stride, "dominant_stride_share": k / np.maximum(tn - consec, 1),
+            "stride_known": k > 0}
+
+
+def _moves(seg: Segments, valid: np.ndarray, g: np.ndarray, n: int, trans: Transitions) -> tuple:
+    """(each transition's group, its offset, whether it is consecutive, (backward, consecutive, forward-gap
+    and all transitions per group)) of the groups `g` of the requests with an offset (`valid`)."""
+    if len(valid) == len(seg):
         tg = g[trans.rows]
     else:
         row_group = np.full(len(seg), -1, dtype=np.int64)
@@ -109,16 +122,31 @@ def segment_shares(seg: Segments, by: tuple, trans: Transitions) -> dict:
     at = t_off == trans.prev_end
     moves = np.bincount(tg * 3 + (ahead * 2 + at), minlength=3 * n).reshape(n, 3)  # backward, consecutive, gap
     back, consec, gap = moves[:, 0], moves[:, 1], moves[:, 2]
-    tn = back + consec + gap
-    jump = ~at
-    stride, k = _dominant(tg[jump], (t_off - trans.prev_off)[jump], n)
-    return {"first": valid[first], "requests": requests, "ranks": ranks,
-            "median_request_bytes": _group_median(g, length, n, requests),
-            "rank_overlap": spans / np.maximum(extent, 1),
-            "consecutive_share": np.where(tn > 0, consec / np.maximum(tn, 1), 1.0),
-            "forward_gap_share": gap / np.maximum(tn, 1), "backward_share": back / np.maximum(tn, 1),
-            "dominant_stride_bytes": stride, "dominant_stride_share": k / np.maximum(tn - consec, 1),
-            "stride_known": k > 0}
+    return tg, t_off, at, (back, consec, gap, back + consec + gap)
+
+
+def _move_shares(back, consec, gap, tn) -> dict:
+    return {"consecutive_share": np.where(tn > 0, consec / np.maximum(tn, 1), 1.0),
+            "forward_gap_share": gap / np.maximum(tn, 1), "backward_share": back / np.maximum(tn, 1)}
+
+
+def random_groups(seg: Segments, by: tuple, trans: Transitions) -> tuple:
+    """(the first row of each group of `segment_shares`, whether `classify` calls the group "random"), from
+    the transitions' shares alone: what a check needing only the random groups reads, without the medians,
+    strides and rank spans of the other patterns."""
+    valid = np.flatnonzero(seg.offset >= 0)
+    every = len(valid) == len(seg)
+    first, g = groups(*(k if every else k[valid] for k in by))
+    return valid[first], is_random(_move_shares(*_moves(seg, valid, g, len(first), trans)[3]))
+
+
+def is_random(v: dict) -> np.ndarray:
+    """`classify(v) == "random"` from three shares: `classify`'s first true condition is its last (backward
+    at least BACKWARD_SHARE, which rules out its strided case before it) only when the requests are neither
+    consecutive nor mostly forward, whatever the strides and the ranks' overlap."""
+    consec, back = v["consecutive_share"], v["backward_share"]
+    return (~(consec >= CONSECUTIVE_SHARE) & ~(consec + v["forward_gap_share"] >= FORWARD_SHARE)
+            & (back >= BACKWARD_SHARE))
 
 
 def _group_max(g, values, n):

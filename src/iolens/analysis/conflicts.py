@@ -85,13 +85,10 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
     hosts = hosts() if callable(hosts) else hosts
     ops["start"], ops["end"] = start[rows], end[rows]
     # each file more than one rank touched and someone wrote, in id order (the table path: in a group-by's)
-    bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True]).tolist()
     budget = _budget(max_candidates)
     parts = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        r, w = ops["rank"][lo:hi], ops["is_write"][lo:hi]
-        if w.any() and not (r == r[0]).all():
-            parts.extend(_file_pairs(fid[lo], {c: v[lo:hi] for c, v in ops.items()}, skew, hosts, budget))
+    for lo, hi in _shared_written(fid, ops["rank"], ops["is_write"]):
+        parts.extend(_file_pairs(fid[lo], {c: v[lo:hi] for c, v in ops.items()}, skew, hosts, budget))
     complete = not budget["stopped"]
     if not parts:
         return None, complete
@@ -156,12 +153,9 @@ def _no_pairs_of(file_id, rank, is_write, offset, length, limit: int) -> bool:
 def _no_pairs_sorted(fid, rank, is_write, start, end, limit: int, search: bool = True) -> bool:
     """`_no_pairs_of` on the operations with an offset and bytes, sorted by file, then offset; without
     `search`, False where the quick tests (no overlap, overlaps of one rank only) leave a file undecided."""
-    bounds = np.flatnonzero(np.r_[True, fid[1:] != fid[:-1], True])
     left = limit
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in _shared_written(fid, rank, is_write):  # (one rank, or read only: no conflict on a file)
         r, w = rank[lo:hi], is_write[lo:hi]
-        if not w.any() or (r == r[0]).all():  # one rank, or read only: no conflict on this file
-            continue
         if (np.maximum.accumulate(end[lo:hi - 1]) <= start[lo + 1:hi]).all():  # no two overlap at all
             continue
         bound = _pairs_within_one_rank(start[lo:hi], end[lo:hi], r)
@@ -174,6 +168,23 @@ def _no_pairs_sorted(fid, rank, is_write, start, end, limit: int, search: bool =
         if left < 0:
             return False
     return True
+
+
+def _shared_written(fid, rank, is_write) -> list:
+    """(first, end) rows of each file (operations sorted by file) that more than one rank touched and someone
+    wrote, in file order: tested for every file at once (a few tests per file cost more on hundreds)."""
+    n = len(fid)
+    if not n:
+        return []
+    new = np.empty(n + 1, dtype=bool)
+    new[0] = new[n] = True
+    np.not_equal(fid[1:], fid[:-1], out=new[1:n])
+    bounds = np.flatnonzero(new)
+    lo, hi = bounds[:-1], bounds[1:]
+    written = np.logical_or.reduceat(is_write, lo)
+    several = np.logical_or.reduceat(rank != np.repeat(rank[lo], hi - lo), lo)  # a rank other than the first
+    keep = written & several
+    return list(zip(lo[keep].tolist(), hi[keep].tolist()))
 
 
 def _pairs_within_one_rank(start, end, rank) -> int | None:

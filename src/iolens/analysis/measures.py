@@ -15,7 +15,7 @@ import polars as pl
 from ..model.darshan import COUNTER_PREFIX, FILE_LAYERS, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
 from ..model.log import reader_arrays
 from ..reader.counter_names import COUNTER_NAMES
-from .segments import RUN_ROWS, sort_order
+from .segments import RUN_ROWS, member, sort_order
 
 
 @lru_cache(maxsize=4096)
@@ -378,9 +378,12 @@ def dxt_counts(ids: np.ndarray, read_counts: np.ndarray, write_counts: np.ndarra
     out = {"reads": int(read_counts.sum()), "writes": int(write_counts.sum()),
            "counter_reads": None, "counter_writes": None}
     if c is not None and len(c.ids):
-        on = np.isin(c.ids, ids)
-        out["counter_reads"] = sum(int(c.col(n)[on].sum()) for n in layer.reads if c.has(n))
-        out["counter_writes"] = sum(int(c.col(n)[on].sum()) for n in layer.writes if c.has(n))
+        on = member(c.ids, ids)
+        if on.all():  # every record on a traced file (most logs): the columns' integer totals, summed once
+            out["counter_reads"], out["counter_writes"] = total(c, *layer.reads), total(c, *layer.writes)
+        else:
+            out["counter_reads"] = sum(int(c.col(n)[on].sum()) for n in layer.reads if c.has(n))
+            out["counter_writes"] = sum(int(c.col(n)[on].sum()) for n in layer.writes if c.has(n))
     return out
 
 

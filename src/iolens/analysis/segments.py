@@ -46,7 +46,8 @@ class Segments:
         """The operations a boolean mask or an index array selects, in that order (views of these columns
         when they are one block of consecutive rows: a module's part of the trace is)."""
         block = _block(index)
-        return Segments(*(getattr(self, f.name)[index if block is None else block] for f in fields(self)))
+        at = index if block is None else block
+        return Segments(*(getattr(self, name)[at] for name in COLUMNS))
 
     def of_module(self, module: str) -> "Segments":
         """The operations of one DXT module; the same object when the trace is all or none of it."""
@@ -68,6 +69,9 @@ class Segments:
         i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
         return Segments(np.zeros(0, np.uint8), np.zeros(0, np.uint64), i64, np.zeros(0, np.uint8), i64, i64, f64,
                         f64)
+
+
+COLUMNS = tuple(f.name for f in fields(Segments))  # (dataclasses.fields builds its tuple on each call)
 
 
 def _block(index) -> slice | None:
@@ -173,6 +177,23 @@ def float_sum(values: np.ndarray) -> float:
     return pl.Series(values, dtype=pl.Float64).sum()
 
 
+MEDIAN_SORT = 1 << 16  # up to this many values `median` sorts them itself
+
+
+def median(values: np.ndarray) -> float | None:
+    """The median polars gives for these floats (`pl.Series(values).median()`, its linear interpolation: the
+    lower middle value plus half the gap to the upper one, the lower itself when they are equal), from numpy's
+    sort of finite non-zero values (a Series and its query cost ~30 µs on a few ranks). A zero's sign and
+    NaN's place are polars' own choice: such values, or none, go to polars."""
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    if not n or n > MEDIAN_SORT or not (np.isfinite(values).all() and values.all()):
+        return pl.Series(values, dtype=pl.Float64).median()
+    ordered = np.sort(values)
+    lower, upper = float(ordered[(n - 1) // 2]), float(ordered[n // 2])
+    return lower if lower == upper else 0.5 * (upper - lower) + lower
+
+
 # --- groups ---------------------------------------------------------------------------------------
 # A trace comes in runs: one per DXT record (a file, a rank, an operation kind), each in time order. Grouping
 # or sorting its rows by such keys is then a matter of the runs, a few hundred where the rows are 100,000: the
@@ -198,6 +219,8 @@ def groups(*keys: np.ndarray) -> tuple:
 
 
 def _sorted_groups(keys: tuple) -> tuple:
+    if len(keys) == 1 and len(keys[0]) > 1 and bool((keys[0][1:] >= keys[0][:-1]).all()):
+        return _groups_in_order(keys[0])
     order = np.lexsort(keys[::-1])  # by the first key, then the next...
     n = len(order)
     new = np.zeros(n, dtype=bool)
@@ -205,10 +228,18 @@ def _sorted_groups(keys: tuple) -> tuple:
     for k in keys:
         ks = k[order]
         new[1:] |= ks[1:] != ks[:-1]
-    gid_sorted = np.cumsum(new) - 1
     inv = np.empty(n, dtype=np.int64)
-    inv[order] = gid_sorted
+    inv[order] = new.cumsum() - 1  # (the methods: numpy's functions cost a microsecond more a call)
     return order[new], inv
+
+
+def _groups_in_order(key: np.ndarray) -> tuple:
+    """`_sorted_groups` of one key already in order (most of a small trace's ranks, a sorted key's groups):
+    each group's rows follow one another, no sort needed."""
+    new = np.empty(len(key), dtype=bool)
+    new[0] = True
+    np.not_equal(key[1:], key[:-1], out=new[1:])
+    return new.nonzero()[0], new.cumsum() - 1
 
 
 COUNT_SPAN = 4  # keys are counted (not sorted) when their values span at most this many times the rows
@@ -291,8 +322,24 @@ def is_in(values: np.ndarray, ids) -> np.ndarray:
     """`np.isin(values, ids)` of an integer column, tested once per run."""
     heads = _run_heads((values,))
     if heads is None:
+        return member(values, ids)
+    return np.repeat(member(values[heads], ids), np.diff(np.append(heads, len(values))))
+
+
+SEARCH_ROWS = 4096  # below this many values a membership test searches the sorted ids
+
+
+def member(values: np.ndarray, ids) -> np.ndarray:
+    """`np.isin(values, ids)`: for a few thousand integers, by a search in the sorted `ids` of the same type
+    (np.isin's set-up costs ~25 µs, more than the test on a small trace); else np.isin itself."""
+    ids = np.asarray(ids)
+    if (len(values) >= SEARCH_ROWS or ids.dtype != values.dtype or values.dtype.kind not in "iu"
+            or ids.ndim != 1 or values.ndim != 1):
         return np.isin(values, ids)
-    return np.repeat(np.isin(values[heads], ids), np.diff(np.append(heads, len(values))))
+    if len(ids) <= 1:
+        return values == ids[0] if len(ids) else np.zeros(len(values), dtype=bool)
+    ids = np.sort(ids)
+    return ids[np.minimum(np.searchsorted(ids, values), len(ids) - 1)] == values
 
 
 def sort_order(keys: tuple, last: np.ndarray) -> np.ndarray:
@@ -401,6 +448,11 @@ def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int, keys: np.ndarr
         out[per["g"].to_numpy()] = per["v"].to_numpy()
         return out
     # a few hundred values: Python floats are IEEE doubles, and a plain loop beats any numpy set-up here
+    if ngroups == 1:  # one rank (many small traces): the same steps on two floats, not on lists
+        return np.array([_kahan_sum(values.tolist())])
+    heads = _run_starts((inv,)).nonzero()[0]
+    if len(heads) * KAHAN_RUN <= len(values):  # long runs of a group's rows (a trace's records): run by run
+        return _kahan_by_runs(inv, values.tolist(), heads, ngroups)
     s, c = [0.0] * ngroups, [0.0] * ngroups
     for g, v in zip(inv.tolist(), values.tolist()):
         y = v - c[g]
@@ -408,3 +460,31 @@ def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int, keys: np.ndarr
         c[g] = (t - s[g]) - y
         s[g] = t
     return np.array(s)
+
+
+KAHAN_RUN = 16  # rows per run of one group from which `group_sums` sums run by run
+
+
+def _kahan_by_runs(inv: np.ndarray, values: list, heads: np.ndarray, ngroups: int) -> np.ndarray:
+    """`group_sums`' loop over runs of one group's rows (starting at `heads`): each run's steps on two floats,
+    its group's sum and compensation carried from its previous run (the same steps, in the same order)."""
+    s, c = [0.0] * ngroups, [0.0] * ngroups
+    at = heads.tolist()
+    for g, a, b in zip(inv[heads].tolist(), at, at[1:] + [len(values)]):
+        s[g], c[g] = _kahan_step(values[a:b], s[g], c[g])
+    return np.array(s)
+
+
+def _kahan_sum(values: list) -> float:
+    """Kahan's compensated sum of `values` in their order, from 0.0 (one group of `group_sums`' loop)."""
+    return _kahan_step(values, 0.0, 0.0)[0]
+
+
+def _kahan_step(values: list, s: float, c: float) -> tuple:
+    """(sum, compensation) after Kahan's steps over `values` from the sum `s` and compensation `c`."""
+    for v in values:
+        y = v - c
+        t = s + y
+        c = (t - s) - y
+        s = t
+    return s, c

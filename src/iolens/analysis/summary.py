@@ -60,10 +60,12 @@ def unfinished_processes(log) -> list:
     return [{"ranks": [-1, *range(int(log.job["nprocs"]))], "pid": name.pid if name else None, "log": log.path}]
 
 
-def dxt_summary(log: Log) -> list:
+def dxt_summary(log: Log, records: dict | None = None) -> list:
     """Per DXT module: what was traced, and whether the trace holds fewer operations than the counters
     (`measures.dxt_counts`, `measures.dxt_truncated`). The processes of unfinished logs are left out of that
-    comparison and listed in `unfinished` with the operations their counters record beyond their trace."""
+    comparison and listed in `unfinished` with the operations their counters record beyond their trace.
+    `records`: the log's `measures.log_counters` when made already (a `Context`'s: its clipped counters and
+    column totals then serve the checks too)."""
     out = []
     raw = reader_arrays(log)
     if (not any(len(recs.ids) for recs in raw.dxt.values()) if raw is not None else log.dxt_records.is_empty()) \
@@ -73,7 +75,8 @@ def dxt_summary(log: Log) -> list:
     if unfinished:  # their records are picked out of the tables
         raw = None
     lost = [r for u in unfinished for r in u["ranks"]]
-    records = measures.log_counters(log) if raw is not None else None
+    if raw is not None and records is None:
+        records = measures.log_counters(log)
     for module, counter_module in DXT_LAYERS.items():
         info = log.module(module)
         if info is None:

@@ -12,7 +12,7 @@ from .. import measures
 from ..measures import RecordCounters, recorded
 from ...reader.lustre import COMPONENT_FIELDS
 from ..segments import MODULE_CODES, SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
-from ..segments import distinct, is_in
+from ..segments import distinct, group_sums, groups, is_in
 from ..summary import dxt_summary
 from .rules import common as rules_common
 from .thresholds import Thresholds
@@ -65,7 +65,7 @@ class Context:
         self.run_time = max(float(job.get("run_time") or 0.0), 0.0)
         self.names = _file_names(log)
         self.records = measures.log_counters(log)  # numpy over the reader's arrays: no table built for them
-        self.dxt = {d["module"]: d for d in dxt_summary(log)}
+        self.dxt = {d["module"]: d for d in dxt_summary(log, self.records)}
 
     # --- names and kinds ---------------------------------------------------------------------
     def name(self, file_id) -> str:
@@ -475,10 +475,33 @@ class Context:
         seg, mpi = self.trace, self.trace_mpiio
         if seg.empty or mpi.empty:
             return self.trace_posix
-        rows = np.concatenate([np.flatnonzero(seg.module == MODULE_CODES["DXT_MPIIO"]),
-                               np.flatnonzero((seg.module == MODULE_CODES["DXT_POSIX"])
-                                              & ~is_in(seg.file_id, distinct(mpi.file_id)))])
-        return seg.take(rows)  # the MPI-IO part's columns themselves when every POSIX file was traced at MPI-IO
+        posix_only = np.flatnonzero((seg.module == MODULE_CODES["DXT_POSIX"])
+                                    & ~is_in(seg.file_id, distinct(mpi.file_id)))
+        if not len(posix_only):  # every POSIX file traced at MPI-IO: the MPI-IO part itself
+            return mpi
+        return seg.take(np.concatenate([np.flatnonzero(seg.module == MODULE_CODES["DXT_MPIIO"]), posix_only]))
+
+    def rank_groups(self, seg: Segments) -> tuple:
+        """`segments.groups(seg.rank)` of one of this log's traces (`trace_posix`, `trace_app`...): (the first
+        operation of each rank, ranks ascending; each operation's rank number), once per trace (the rules'
+        stakes, RANK_IMBALANCE's loads and the straggler check group the same ranks)."""
+        return self._of_trace("rank_groups", seg, lambda: groups(seg.rank))
+
+    def rank_times(self, seg: Segments) -> np.ndarray:
+        """The time each rank of `rank_groups` spent in the traced operations of `seg`: the float sums of their
+        durations per rank with a polars group-by's bits (`group_sums`), once per trace."""
+        def compute():
+            first, inv = self.rank_groups(seg)
+            return group_sums(inv, seg.duration, len(first), keys=seg.rank)
+        return self._of_trace("rank_times", seg, compute)
+
+    def _of_trace(self, name: str, seg: Segments, compute):
+        """`compute()` once per (name, trace): the trace kept beside its value, so that its id stays its own."""
+        cache = self.__dict__.setdefault("_trace_memo", {})
+        key = (name, id(seg))
+        if key not in cache:
+            cache[key] = (seg, compute())
+        return cache[key][1]
 
     @staticmethod
     def trace_window(seg: Segments):
@@ -502,6 +525,18 @@ class Context:
         seg = self.trace_posix
         v = classify_segments(seg, (seg.file_id, seg.op), self.posix_transitions)
         return {**v, "file_id": seg.file_id[v["first"]], "op": seg.op[v["first"]]}
+
+    @cached_property
+    def posix_random(self) -> dict:
+        """`posix_patterns`' file_id and op, and whether each pattern is "random" (what RANDOM_ACCESS reads of
+        them): from the transitions' shares alone (`access.random_groups`), unless classified already."""
+        if "posix_patterns" in self.__dict__:
+            pat = self.posix_patterns
+            return {"file_id": pat["file_id"], "op": pat["op"], "random": pat["pattern"] == "random"}
+        from ..access import random_groups
+        seg = self.trace_posix
+        first, random = random_groups(seg, (seg.file_id, seg.op), self.posix_transitions)
+        return {"file_id": seg.file_id[first], "op": seg.op[first], "random": random}
 
     @cached_property
     def seg_app(self) -> pl.DataFrame:

@@ -6,7 +6,7 @@ import polars as pl
 
 from ...model.darshan import DXT_MODULES
 from ..measures import busy_runs
-from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups, per_group_at
+from ..segments import MODULE_CODES, Segments, float_sum, group_sums, groups, is_in, median, per_group_at
 from . import recommendations as rec
 from .context import MAX_RANKS
 from .rules import one_row, rank_imbalance
@@ -191,13 +191,13 @@ def check_straggler(ctx) -> list:
     seg = ctx.trace_app
     if seg.empty:
         return []
-    rank_ids, first, last, nbytes = _rank_spans(seg)
+    rank_ids, first, last, nbytes = _rank_spans(seg, ctx.rank_groups(seg))
     if len(rank_ids) < 4:
         return []
     t0, t1 = float(first.min()), float(last.max())
     window = t1 - t0
-    median_end = float(pl.Series(last).median())  # polars' median: the same bits as before
-    median_first = float(pl.Series(first).median())
+    median_end = float(median(last))  # polars' median: the same bits as before
+    median_first = float(median(first))
     need = max(th.straggler_min_delay, th.straggler_min_delay_share * window,
                min(th.min_runtime_share * ctx.run_time, th.min_stake_seconds) if ctx.run_time > 0 else 0.0)
     late = last - median_end >= need
@@ -205,7 +205,7 @@ def check_straggler(ctx) -> list:
     if n_late == 0 or n_late > 0.25 * len(rank_ids):
         return []  # most logs: no more work
     # per late rank: its time busy after the median rank's end, and its bytes then
-    after = np.isin(seg.rank, rank_ids[late]) & (seg.end > median_end)
+    after = is_in(seg.rank, rank_ids[late]) & (seg.end > median_end)
     ar = seg.rank[after]
     at_first, at = groups(ar)
     busy = np.zeros(len(rank_ids))
@@ -229,7 +229,7 @@ def check_straggler(ctx) -> list:
     n_ranks, n_stragglers = len(rank_ids), len(keep)
     waiting = n_ranks - n_stragglers
     partial = any(ctx.trace_truncated(m) for m in DXT_MODULES)
-    files = files_by_bytes(seg.take(np.isin(seg.rank, rank_ids[keep]) & (seg.end > median_end)))
+    files = files_by_bytes(seg.take(is_in(seg.rank, rank_ids[keep]) & (seg.end > median_end)))
     first_late = float(first[keep].min())
     last_late = float(last[keep].max())
     most_busy = float(busy[keep].max())
@@ -268,9 +268,10 @@ def check_straggler(ctx) -> list:
                     recs, source="dxt", partial=partial, score=worst / window if window else 0)]
 
 
-def _rank_spans(seg: Segments) -> tuple:
-    """Per rank with traced I/O (ascending): its first start, last end and bytes, as numpy arrays."""
-    head, at = groups(seg.rank)  # np.unique(seg.rank, return_inverse=True), from the trace's runs
+def _rank_spans(seg: Segments, rank_groups: tuple) -> tuple:
+    """Per rank with traced I/O (ascending): its first start, last end and bytes, as numpy arrays, from
+    `groups(seg.rank)` (np.unique(seg.rank, return_inverse=True): `Context.rank_groups`)."""
+    head, at = rank_groups
     ranks = seg.rank[head]
     first, last = np.full(len(ranks), np.inf), np.full(len(ranks), -np.inf)
     per_group_at(np.minimum, first, at, seg.start)  # once per run of a rank's operations

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..layers import LAYER_BY_MODULE
+from ..segments import per_group_at
 from . import recommendations as rec
 from .insight import Evidence, Insight, Recommendation
 from .units import fmt_bytes, fmt_count, fmt_pct
@@ -69,12 +70,13 @@ def _dxt_insight(ctx, module, d) -> Insight:
             summary += (f" The {layer} counters recorded {fmt_count(d['counter_' + op + 's'])} {op}s "
                         f"({fmt_bytes(nbytes)}) that the trace does not show: they happened, they were not traced.")
     window = None
-    seg = ctx.trace.of_module(module)
+    seg = ctx.trace_posix if module == "DXT_POSIX" else ctx.trace_mpiio  # (the DXT modules: `DXT_LAYERS`)
     if not seg.empty and ctx.run_time > 0:
-        # from where the first rank stopped being traced to the end of the job
-        _, at = np.unique(seg.rank, return_inverse=True)
-        ends = np.full(at.max() + 1, -np.inf)
-        np.maximum.at(ends, at, seg.end)
+        # from where the first rank stopped being traced to the end of the job (the ranks grouped once per
+        # trace, as np.unique groups them)
+        first, at = ctx.rank_groups(seg)
+        ends = np.full(len(first), -np.inf)
+        per_group_at(np.maximum, ends, at, seg.end)
         last = float(ends.min())
         if last < ctx.run_time:
             window = (last, float(ctx.run_time))

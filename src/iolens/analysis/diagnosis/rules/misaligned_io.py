@@ -16,7 +16,7 @@ from ..units import fmt_bytes, fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, first_of_each, is_among, judge, stage
 from .random_access import most_first
 from ...segments import RUN_ROWS, run_heads
-from .small_io import rank_stake, size_rows, trace_arrays
+from .small_io import size_rows, trace_arrays, trace_stake
 
 THRESHOLDS = ("misaligned_min_ops", "misaligned_min_share", "misaligned_min_bytes") + COMMON_THRESHOLDS
 P = "misaligned_io_"
@@ -112,7 +112,7 @@ def cost(ctx, m: dict) -> None:
     if m["source"] == "dxt":
         misaligned, unit_of, tr = m["misaligned"], m["unit_of"], m["tr"]
         rank = tr["rank"][misaligned]
-        m["stake"] = rank_stake(rank, tr["duration"][misaligned])
+        m["stake"] = trace_stake(ctx, misaligned)
         m["ranks"] = most_first(rank)[:MAX_RANKS]
         if misaligned.any():
             m["window"] = (float(tr["start"][misaligned].min()), float(tr["end"][misaligned].max()))

@@ -17,7 +17,7 @@ from ....model.darshan import SIZE_BINS
 from ..units import fmt_count, fmt_pct
 from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
 from ...segments import OP_CODES, is_in
-from .small_io import SIZES, rank_stake, trace_arrays
+from .small_io import SIZES, rank_stake, trace_arrays, trace_stake
 
 THRESHOLDS = ("random_min_ops", "random_min_share", "large_request_bytes") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -52,8 +52,8 @@ def measure(ctx, op: str, large: int, prune=None) -> dict | None:
             return m
         # on a file whose pattern is random every request is random (forward jumps too); elsewhere only
         # the backward ones are
-        pat, trans = ctx.posix_patterns, transition_arrays(ctx)
-        random_files = pat["file_id"][(pat["op"] == OP_CODES[op]) & (pat["pattern"] == "random")]
+        pat, trans = ctx.posix_random, transition_arrays(ctx)
+        random_files = pat["file_id"][(pat["op"] == OP_CODES[op]) & pat["random"]]
         back = trans[op] & (trans["offset"] < trans["prev_end"])
         small_here = mine & is_in(tr["file_id"], random_files) & (tr["length"] < large)
         # (tested per request in trace order, then read at the transitions' rows: one gather, not two)
@@ -112,7 +112,10 @@ def cost(ctx, m: dict, op: str) -> None:
         here, back = m["small_here"], m["small_back_here"]  # the traced requests, then the backward jumps
         tr, back = m["tr"], m["trans"].rows[back]  # the backward jumps' own rows: only theirs gathered
         rank = np.concatenate([tr["rank"][here], tr["rank"][back]])
-        m["stake"] = rank_stake(rank, np.concatenate([tr["duration"][here], tr["duration"][back]]))
+        if len(back):
+            m["stake"] = rank_stake(rank, np.concatenate([tr["duration"][here], tr["duration"][back]]))
+        else:  # the traced requests in trace order: the whole trace's per-rank times when they are all of it
+            m["stake"] = trace_stake(ctx, here)
         m["ranks"] = most_first(rank)[:MAX_RANKS]
         m["files"] = most_first(np.concatenate([tr["file_id"][here], tr["file_id"][back]]))
         if here.any() or len(back):

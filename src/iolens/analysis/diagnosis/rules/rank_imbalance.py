@@ -64,9 +64,9 @@ def _rank_loads(ctx):
     seg = ctx.trace_app
     fsyncs = _fsyncs(ctx)
     if not seg.empty and complete:
-        first, inv = groups(seg.rank)
+        first, inv = ctx.rank_groups(seg)
         r = seg.rank[first]
-        per_t = group_sums(inv, seg.duration, len(r), keys=seg.rank)  # a polars group-by's float sums
+        per_t = ctx.rank_times(seg)  # a polars group-by's float sums (the POSIX trace's: shared with the stakes)
         per_b = np.zeros(len(r), dtype=np.int64)  # integers: exact in any order
         per_group_at(np.add, per_b, inv, seg.length)
         per_e = np.full(len(r), -np.inf)

@@ -141,9 +141,9 @@ def stakes(ctx, edges, sets, limit: int) -> dict:
             continue
         same = next((v for m, *v in done if np.array_equal(m, mask)), None)
         if same is None:
-            duration = tr["duration"][mask]
-            small_t = float_sum(duration)
-            same = [small_t / total_t if total_t > 0 else None, rank_stake(tr["rank"][mask], duration)]
+            every = bool(mask.all())  # every request small (many small logs): the whole trace's sums
+            small_t = total_t if every else float_sum(tr["duration"][mask])
+            same = [small_t / total_t if total_t > 0 else None, trace_stake(ctx, mask, every)]
             done.append((mask, *same))
         row[f"{P}trace_time_share_{s}"], row[f"{P}trace_stake_{s}"] = same
     return row
@@ -233,6 +233,16 @@ def float_sums(values: np.ndarray) -> np.ndarray:
     else:
         sums = np.array([pl.Series(values[:, i], dtype=pl.Float64).sum() or 0.0 for i in range(values.shape[1])])
     return np.where(sums == 0, 0.0, sums)
+
+
+def trace_stake(ctx, mask: np.ndarray, every: bool | None = None) -> float:
+    """`rank_stake` of the traced POSIX requests where `mask` is true; when that is every request (`every`,
+    if known), the largest of the whole trace's per-rank times (`Context.rank_times`: the same group-by, once
+    per log for the request rules and RANK_IMBALANCE)."""
+    seg = ctx.trace_posix
+    if (bool(mask.all()) if every is None else every) and len(mask):
+        return float(ctx.rank_times(seg).max())
+    return rank_stake(seg.rank[mask], seg.duration[mask])
 
 
 def rank_stake(rank: np.ndarray, duration: np.ndarray) -> float:
