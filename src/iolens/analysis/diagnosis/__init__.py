@@ -109,6 +109,11 @@ def _demote_if_io_is_negligible(ctx, found: list) -> None:
     if not found:
         return
     share = ctx.io_time_share
+    # `demoted` moves only a demotable critical or warning, and only when the share is below the threshold:
+    # where neither can hold it changes nothing, and its query is skipped
+    if share is None or not share < ctx.th.min_io_time_share or not any(
+            i.demotable and i.severity in ("critical", "warning") for i in found):
+        return
     frame = pl.DataFrame({"severity": [i.severity for i in found], "demotable": [i.demotable for i in found],
                           IO_TIME_SHARE: pl.Series([share] * len(found), dtype=pl.Float64)})
     after = frame.select(demoted(pl.col("severity"), pl.col("demotable"), ctx.th).alias("s"))["s"].to_list()
