@@ -1,6 +1,6 @@
 """The trace as numpy columns (`analysis.segments`) holds the rows of the log's segments table, in its order,
-and its per-group float sums have the bits of a polars group-by: the checks moved onto it report what they
-reported over the table."""
+and its per-group float sums have the bits of a polars group-by (below POLARS_SMALL_GROUP_BY rows; sums in row
+order above): the checks moved onto it report what they reported over the table."""
 from __future__ import annotations
 
 import warnings
@@ -37,6 +37,23 @@ def test_group_sums_of_rows_in_runs_have_the_bits_of_a_polars_group_by(runlen):
         for g, v in zip(ref["g"].to_list(), ref["v"].to_list()):
             assert got[g].hex() == v.hex(), (n, ngroups, g)
         assert np.all(got[np.bincount(inv, minlength=ngroups) == 0] == 0)
+
+
+def test_group_sums_of_many_rows_are_sums_in_row_order():
+    """From POLARS_SMALL_GROUP_BY rows on, each group's float sum is its values added in row order: the same bits
+    run after run (a polars group-by's depend on how its threads split the rows), within rounding of polars'."""
+    rng = np.random.default_rng(7)
+    for n in (POLARS_SMALL_GROUP_BY, 5000, 40_000):
+        ngroups = 12
+        inv = rng.integers(0, ngroups, n)
+        values = rng.random(n) * 10.0 ** rng.uniform(-9, 4, n)
+        want = [0.0] * ngroups
+        for g, v in zip(inv.tolist(), values.tolist()):
+            want[g] += v
+        got = group_sums(inv, values, ngroups)
+        assert [x.hex() for x in got.tolist()] == [x.hex() for x in want]
+        ref = pl.DataFrame({"g": inv, "v": values}).group_by("g").agg(pl.col("v").sum()).sort("g")
+        assert np.allclose(got[ref["g"].to_numpy()], ref["v"].to_numpy(), rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("path", SMALL, ids=log_id)

@@ -5,8 +5,8 @@ fixed cost (~0.1-0.3 ms); on numpy columns an operation costs microseconds. A Da
 columns straight from the reader's arrays (no table is built); a job's merged logs or a Recorder trace from
 their `segments` table.
 
-Float sums per group keep the bits of a polars group-by (`group_sums`), so a check moved from polars to these
-columns reports the same numbers.
+Float sums per group keep the bits of a polars group-by for groups of a few hundred rows, and are plain sums in
+row order for more (`group_sums`), so a check moved from polars to these columns reports the same numbers.
 """
 from __future__ import annotations
 
@@ -433,20 +433,17 @@ def _by_group_then(g: np.ndarray, last: np.ndarray) -> np.ndarray:
 POLARS_SMALL_GROUP_BY = 1000  # below this many rows a polars group-by sums each group's floats with Kahan's
 
 
-def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int, keys: np.ndarray | None = None) -> np.ndarray:
-    """Float sum of `values` per group (`inv`: each row's group) with the bits of polars'
-    `group_by(...).agg(pl.col(...).sum())` over the rows in this order: Kahan-compensated sums in row order
-    below POLARS_SMALL_GROUP_BY rows (tests/test_segments.py checks it), polars' own above (grouped by
-    `keys`, the rows' key values, when given: as the query grouped them)."""
+def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int) -> np.ndarray:
+    """Float sum of `values` per group (`inv`: each row's group). Below POLARS_SMALL_GROUP_BY rows: the bits of
+    polars' `group_by(...).agg(pl.col(...).sum())` over the rows in this order, Kahan-compensated sums in row
+    order (tests/test_segments.py checks it). Above: plain sums in row order (`np.bincount`), deterministic;
+    polars' own bits there depend on how its threads split the rows, which no output should, and a polars
+    query a call cost 0.4 ms a log of a fleet build."""
     values = np.asarray(values, dtype=np.float64)
     if not len(values):
         return np.zeros(ngroups)
     if len(values) >= POLARS_SMALL_GROUP_BY:
-        per = (pl.DataFrame({"k": inv if keys is None else keys, "g": inv, "v": values}).group_by("k")
-               .agg(pl.col("g").first(), pl.col("v").sum()))
-        out = np.zeros(ngroups)
-        out[per["g"].to_numpy()] = per["v"].to_numpy()
-        return out
+        return np.bincount(inv, weights=values, minlength=ngroups)
     # a few hundred values: Python floats are IEEE doubles, and a plain loop beats any numpy set-up here
     if ngroups == 1:  # one rank (many small traces): the same steps on two floats, not on lists
         return np.array([_kahan_sum(values.tolist())])

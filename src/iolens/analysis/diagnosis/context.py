@@ -489,10 +489,10 @@ class Context:
 
     def rank_times(self, seg: Segments) -> np.ndarray:
         """The time each rank of `rank_groups` spent in the traced operations of `seg`: the float sums of their
-        durations per rank with a polars group-by's bits (`group_sums`), once per trace."""
+        durations per rank (`group_sums`), once per trace."""
         def compute():
             first, inv = self.rank_groups(seg)
-            return group_sums(inv, seg.duration, len(first), keys=seg.rank)
+            return group_sums(inv, seg.duration, len(first))
         return self._of_trace("rank_times", seg, compute)
 
     def _of_trace(self, name: str, seg: Segments, compute):

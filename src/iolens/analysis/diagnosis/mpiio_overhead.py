@@ -63,7 +63,7 @@ def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
     by_start = time_order(mpiio.start)
     m_rank, m_fid, m_start, m_end = (c[by_start] for c in (mpiio.rank, mpiio.file_id, mpiio.start, mpiio.end))
     ranks, inv = _rank_groups(mpiio.rank, by_start)
-    mpiio_s = group_sums(inv, m_end - m_start, len(ranks), keys=m_rank)
+    mpiio_s = group_sums(inv, m_end - m_start, len(ranks))
     posix_s = np.zeros(len(ranks))
     if not posix.empty:
         # each POSIX operation's call and time inside it, found in trace order (where a record's operations
@@ -75,7 +75,7 @@ def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
         if len(p):
             p_rank = posix.rank[p]
             p_ranks, inv_p = _rank_groups(posix.rank, p)
-            posix_s[np.searchsorted(ranks, p_ranks)] = group_sums(inv_p, t[p], len(p_ranks), keys=p_rank)
+            posix_s[np.searchsorted(ranks, p_ranks)] = group_sums(inv_p, t[p], len(p_ranks))
     return _per_rank_table(ranks, mpiio_s, np.maximum(mpiio_s - posix_s, 0), posix_s)
 
 
@@ -156,16 +156,16 @@ def collective_files(ctx) -> list:
 
 def _counter_table(ctx, files: list) -> dict:
     """The same table from the counters: per rank where records are per rank, one row (rank -1) for the
-    shared records, over `files` (per-rank time sums with a polars group-by's bits, `group_sums`)."""
+    shared records, over `files` (per-rank time sums, `group_sums`)."""
     m_rank, m_t = _rank_times(ctx, "MPI-IO", "MPIIO", files)
     first, inv = groups(m_rank)
     rank = m_rank[first]
-    mpiio_s = group_sums(inv, m_t, len(rank), keys=m_rank)
+    mpiio_s = group_sums(inv, m_t, len(rank))
     posix_s = np.zeros(len(rank))
     p_rank, p_t = _rank_times(ctx, "POSIX", "POSIX", files)
     if len(p_rank):
         first_p, inv_p = groups(p_rank)
-        sums = group_sums(inv_p, p_t, len(first_p), keys=p_rank)
+        sums = group_sums(inv_p, p_t, len(first_p))
         at = np.minimum(np.searchsorted(p_rank[first_p], rank), len(first_p) - 1)
         found = p_rank[first_p][at] == rank  # a left join on rank
         posix_s[found] = sums[at[found]]
@@ -289,7 +289,7 @@ def _files(ctx, files: list) -> list:
     fid = ctx.column("MPI-IO", "file_id")[mine]
     t = (ctx.column("MPI-IO", "MPIIO_F_READ_TIME") + ctx.column("MPI-IO", "MPIIO_F_WRITE_TIME"))[mine]
     first, inv = groups(fid)
-    per_file = group_sums(inv, t, len(first), keys=fid)
+    per_file = group_sums(inv, t, len(first))
     used = np.flatnonzero(per_file > 0)
     return fid[first][used[np.argsort(-per_file[used], kind="stable")]].tolist()
 

@@ -212,8 +212,7 @@ def check_straggler(ctx) -> list:
     bytes_after = np.zeros(len(rank_ids), dtype=np.int64)
     if len(ar):
         into = np.searchsorted(rank_ids, ar[at_first])
-        busy[into] = group_sums(at, seg.end[after] - np.maximum(seg.start[after], median_end), len(at_first),
-                                keys=ar)
+        busy[into] = group_sums(at, seg.end[after] - np.maximum(seg.start[after], median_end), len(at_first))
         per_rank = np.zeros(len(at_first), dtype=np.int64)  # integers: exact in any order
         np.add.at(per_rank, at, seg.length[after])
         bytes_after[into] = per_rank

@@ -48,7 +48,7 @@ def files(ctx):
     """The files found at the log's thresholds, largest unrequested reads first, as numpy columns (file_id,
     mpi_read, mpi_written, indep/coll_writes/reads, posix_read, posix_reads, posix_written, posix_time,
     posix_read_time, extra, written, base, extra_time), or None: per-file integer sums, and the per-file time
-    sums with a polars group-by's bits (`group_sums`)."""
+    sums of `group_sums`."""
     th = ctx.th
     mpi_ids, _ = ctx.file_groups("MPI-IO")
     posix_ids, inv = ctx.file_groups("POSIX")
@@ -60,9 +60,8 @@ def files(ctx):
     posix = {k: ctx.per_file_total("POSIX", c)[in_posix] for k, c in (
         ("posix_read", "POSIX_BYTES_READ"), ("posix_reads", "POSIX_READS"), ("posix_written", "POSIX_BYTES_WRITTEN"))}
     read_t, write_t = ctx.column("POSIX", "POSIX_F_READ_TIME"), ctx.column("POSIX", "POSIX_F_WRITE_TIME")
-    keys = ctx.column("POSIX", "file_id")
-    posix["posix_time"] = group_sums(inv, read_t + write_t, len(posix_ids), keys=keys)[in_posix]
-    posix["posix_read_time"] = group_sums(inv, read_t, len(posix_ids), keys=keys)[in_posix]
+    posix["posix_time"] = group_sums(inv, read_t + write_t, len(posix_ids))[in_posix]
+    posix["posix_read_time"] = group_sums(inv, read_t, len(posix_ids))[in_posix]
     j = {"file_id": both, **mpi, **posix}
     # written files: read-modify-write, measured against the bytes written; read-only files: sieved reads,
     # measured against the bytes the application asked for

@@ -38,7 +38,7 @@ def bytes_per_ost(ctx) -> tuple:
 
 def _traced_shares(ctx):
     """(OST, file id, bytes) per OST and file from the traced POSIX operations on Lustre files (each operation's
-    bytes split evenly over the OSTs it touches; per-group sums with a polars group-by's bits), or None when
+    bytes split evenly over the OSTs it touches; per-group sums of `group_sums`), or None when
     none touches an OST."""
     osts = _trace_osts(ctx)
     if osts is None:

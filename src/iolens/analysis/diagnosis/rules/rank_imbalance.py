@@ -66,7 +66,7 @@ def _rank_loads(ctx):
     if not seg.empty and complete:
         first, inv = ctx.rank_groups(seg)
         r = seg.rank[first]
-        per_t = ctx.rank_times(seg)  # a polars group-by's float sums (the POSIX trace's: shared with the stakes)
+        per_t = ctx.rank_times(seg)  # the POSIX trace's (shared with the stakes)
         per_b = np.zeros(len(r), dtype=np.int64)  # integers: exact in any order
         per_group_at(np.add, per_b, inv, seg.length)
         per_e = np.full(len(r), -np.inf)
@@ -262,7 +262,7 @@ def alone_spans(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple:
     one = (active == 1) & (dt > 0)
     who, t, dt = who[one], t[one], dt[one]
     first, inv = groups(who)
-    alone = group_sums(inv, dt, len(first), keys=who)  # over the events in time order: a group-by's bits
+    alone = group_sums(inv, dt, len(first))  # over the events in time order
     lo, hi = np.full(len(first), np.inf), np.full(len(first), -np.inf)
     np.minimum.at(lo, inv, t)
     np.maximum.at(hi, inv, t + dt)
@@ -357,7 +357,7 @@ def _heaviest_rank(rank: np.ndarray, length: np.ndarray, duration: np.ndarray) -
     nbytes = np.zeros(len(first), dtype=np.int64)  # integers: exact in any order
     np.add.at(nbytes, inv, length)
     top = int(np.lexsort((rank[first], -nbytes))[0])
-    time = group_sums(inv, duration, len(first), keys=rank)[top]  # a polars group-by's float sums
+    time = group_sums(inv, duration, len(first))[top]
     return int(rank[first][top]), int(nbytes[top]), float(time), len(first)
 
 

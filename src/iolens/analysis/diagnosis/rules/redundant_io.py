@@ -134,7 +134,7 @@ def stake(ctx, op: str, found: dict) -> float:
         if not rows.any():
             return 0.0
         times = seg.duration[rows] * _lookup(ids, frac, seg.file_id[rows])
-        return rank_stake(seg.rank[rows], times)  # per-rank sums with a polars group-by's bits
+        return rank_stake(seg.rank[rows], times)  # per-rank sums (`group_sums`)
     from .common import counter_stake
 
     fid = ctx.column("POSIX", "file_id")

@@ -251,7 +251,7 @@ def rank_stake(rank: np.ndarray, duration: np.ndarray) -> float:
     if not len(rank):
         return 0.0
     first, inv = groups(rank)
-    return float(group_sums(inv, duration, len(first), keys=rank).max())
+    return float(group_sums(inv, duration, len(first)).max())
 
 
 def dtypes() -> dict:
