@@ -265,19 +265,21 @@ def test_readme_queries_read_the_store(tmp_path, monkeypatch, logs_dir):
     assert scope["jobs"].collect().sort("path").equals(jobs.sort("path"))
 
 
-def _worker_settings():
+def _worker_settings(dask_worker):
     import dask
 
     import polars as pl
 
+    memory = dask_worker.memory_manager
     return (os.environ.get("MALLOC_TRIM_THRESHOLD_"), dask.config.get("distributed.worker.profile.enabled"),
-            pl.thread_pool_size())
+            pl.thread_pool_size(), dask.config.get("distributed.admin.tick.interval"),
+            getattr(memory, "memory_monitor_interval", None))
 
 
 def test_local_workers_keep_glibcs_adaptive_malloc_no_profiler_one_polars_thread(monkeypatch):
     """Dask's default MALLOC_TRIM_THRESHOLD_ turns off glibc's adaptive mmap threshold (5x the page faults of a
     build, BENCHMARKS.md) and its profiler samples every task's stack: the build's own workers have neither,
-    and one polars thread each (the workers use every core)."""
+    one polars thread each (the workers use every core), and their event loops' chores slowed to a second."""
     monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)  # as a build's own process starts, not a test's
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # (another test's Dask cluster may set it here)
     from distributed import Client
@@ -286,4 +288,4 @@ def test_local_workers_keep_glibcs_adaptive_malloc_no_profiler_one_polars_thread
 
     with local_cluster(1) as cluster, Client(cluster) as client:
         settings = list(client.run(_worker_settings).values())
-    assert settings == [(None, False, 1)]
+    assert settings == [(None, False, 1, "1s", 1.0)]
