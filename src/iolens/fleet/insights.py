@@ -70,6 +70,9 @@ def has_features(jobs) -> bool:
     return rules.common.RUN_TIME in jobs.collect_schema().names()
 
 
+LAZY_ROWS = 20_000  # from this many rows the rules' stages run as one lazy query (10^6 jobs: 15 % faster)
+
+
 def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False) -> tuple:
     """(jobs with the rule codes' `insight_*` columns and the headline columns evaluated under `th`, a note
     of what was recomputed). `titles`: a mask of the rows whose headline title to write when it is a rule
@@ -83,10 +86,12 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
     codes = [c for c, r in rules.RULES.items() if set(r.dtypes()) <= names]
     missing = [c for c in rules.RULES if c not in codes]
     stale = {}
-    lf = jobs.lazy()
+    # one lazy plan of every rule's stages on a store; a rule level at a time on a build's batch, where
+    # planning that query (~0.15 s whatever the rows) cost twice the eager steps
+    staged = jobs.lazy() if jobs.height >= LAZY_ROWS else jobs
     for code in codes:
-        lf = rules.with_stages(lf, code, th)
-    staged = lf.collect()
+        staged = rules.with_stages(staged, code, th)
+    staged = staged.collect() if isinstance(staged, pl.LazyFrame) else staged
     cols = []
     for code in codes:
         severity, old = rules.stage(code, "insight"), f"insight_{code}"
