@@ -12,7 +12,7 @@ from conftest import all_logs, log_id
 from iolens.analysis.diagnosis import Context, Thresholds
 from iolens.analysis.diagnosis.context import float_sum
 from iolens.analysis.diagnosis.rules.common import counter_stake, dxt_stake
-from iolens.analysis.diagnosis.rules.small_io import (SEQUENTIAL_SUM_BELOW, counter_stakes, float_sums, rank_stake,
+from iolens.analysis.diagnosis.rules.small_io import (SEQUENTIAL_SUM_BELOW, column_stakes, float_sums, rank_stake,
                                                       trace_arrays)
 from iolens.analysis.segments import POLARS_SMALL_GROUP_BY
 from iolens.errors import LogError
@@ -52,7 +52,7 @@ def test_batched_stakes_match_the_common_ones(logs_dir, path):
         columns = [ctx.column("POSIX", c).astype(np.float64) for c in
                    ("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME", "POSIX_BYTES_READ")]
         values = np.column_stack(columns) / 7.0  # inexact quotients: every bit counts
-        assert counter_stakes(ctx, rank, values) == [counter_stake(ctx, rank, v) for v in values.T]
+        assert column_stakes(ctx, rank, values.T) == [counter_stake(ctx, rank, v) for v in values.T]
     seg = ctx.seg_posix
     if not seg.is_empty():
         tr = trace_arrays(ctx)

@@ -56,8 +56,9 @@ def overhead_by_rank(mpiio: pl.DataFrame, posix: pl.DataFrame) -> pl.DataFrame:
 
 def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
     """`overhead_by_rank` on the trace's numpy columns (every DXT operation is a read or a write): its columns
-    as numpy arrays, in its order, or None without MPI-IO operations. The per-rank time sums have the bits of
-    its group-bys (`group_sums`, over the rows in the query's order: by start, ties in trace order)."""
+    as numpy arrays, in its order, or None without MPI-IO operations. The per-rank time sums are `group_sums`
+    over the rows in the query's order (by start, ties in trace order): its group-bys' bits below
+    POLARS_SMALL_GROUP_BY rows."""
     if mpiio.empty:
         return None
     by_start = time_order(mpiio.start)
@@ -73,7 +74,6 @@ def trace_overhead_by_rank(mpiio: Segments, posix: Segments) -> dict | None:
         p = time_order(posix.start)
         p = p[inside[p]]
         if len(p):
-            p_rank = posix.rank[p]
             p_ranks, inv_p = _rank_groups(posix.rank, p)
             posix_s[np.searchsorted(ranks, p_ranks)] = group_sums(inv_p, t[p], len(p_ranks))
     return _per_rank_table(ranks, mpiio_s, np.maximum(mpiio_s - posix_s, 0), posix_s)

@@ -89,11 +89,6 @@ def counts(ctx, edges) -> dict:
     return row
 
 
-def bin_counts(ctx, OP: str, top: int) -> np.ndarray:
-    """Records x the first `top` size bins of kind `OP` (integers, clipped at 0)."""
-    return size_rows(ctx, OP, top).T
-
-
 def size_rows(ctx, OP: str, top: int = len(SIZE_BINS)) -> np.ndarray:
     """The first `top` size bins (default: all) of kind `OP` x records (integers, clipped at 0): a slice of the POSIX
     counters, not a column each."""
@@ -198,14 +193,9 @@ def stake_names(edges: tuple, sets: tuple) -> tuple:
 
 
 # --- shared with the other request rules (they belong in rules/common.py) -------------------------
-def counter_stakes(ctx, rank: np.ndarray, values: np.ndarray) -> list:
-    """`common.counter_stake` of each column of `values` (records x columns), with the same bits: per-rank
-    sums in record order (as `np.bincount`), the shared records' sums as polars sums them (`float_sums`)."""
-    return column_stakes(ctx, rank, values.T)
-
-
 def column_stakes(ctx, rank: np.ndarray, columns: np.ndarray) -> list:
-    """`counter_stakes` of `columns` (columns x records, each a row)."""
+    """`common.counter_stake` of each row of `columns` (columns x records), with the same bits: per-rank sums in
+    record order (as `np.bincount`), the shared records' sums as polars sums them (`float_sums`)."""
     own = rank >= 0
     every = bool(own.all())  # no shared record (most logs): no mask to apply
     out = np.zeros(columns.shape[0])
