@@ -9,7 +9,7 @@ import pytest
 
 from iolens.analysis.diagnosis.rules import common, rank_imbalance
 from iolens.analysis.measures import largest_rank_sum
-from iolens.analysis.segments import float_sum
+from iolens.analysis.segments import float_sum, groups, in_sorted
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # inf - inf in the loads: nan on purpose
 
@@ -107,17 +107,18 @@ def test_counter_stake_equals_the_masked_sums(n):
 
 @pytest.mark.parametrize("n", [0, 1, 2, 5, 40, 1000])
 def test_small_set_operations_equal_numpys(n):
-    """`first_of_each` is np.unique(return_index=True), `is_among` np.isin against sorted ids (file ids near
-    2^64 too: compared as uint64, never as floats)."""
+    """`groups`' first rows are np.unique(return_index=True)'s, `in_sorted` is np.isin against sorted ids (file ids
+    near 2^64 too: compared as uint64, never as floats)."""
     rng = np.random.default_rng(n + 11)
     for high in (5, 1 << 20, (1 << 64) - 1):
         values = rng.integers(0, high, n, dtype=np.uint64, endpoint=True)
-        ids, first = common.first_of_each(values)
+        first, _ = groups(values)
+        ids = values[first]
         want_ids, want_first = np.unique(values, return_index=True)
         assert ids.dtype == want_ids.dtype and np.array_equal(ids, want_ids) and np.array_equal(first, want_first)
         for others in (want_ids, want_ids[::2], np.zeros(0, np.uint64),
                        np.unique(rng.integers(0, high, 7, dtype=np.uint64, endpoint=True))):
-            assert np.array_equal(common.is_among(values, others), np.isin(values, others))
+            assert np.array_equal(in_sorted(values, others), np.isin(values, others))
 
 
 def test_distinct_counts_like_numpy_unique():

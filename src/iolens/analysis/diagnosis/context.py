@@ -12,7 +12,7 @@ from .. import measures
 from ..measures import RecordCounters, recorded
 from ...reader.lustre import COMPONENT_FIELDS
 from ..segments import MODULE_CODES, SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
-from ..segments import distinct, group_sums, groups, is_in
+from ..segments import distinct, group_sums, groups, in_sorted, is_in
 from ..summary import dxt_summary
 from .rules import common as rules_common
 from .thresholds import Thresholds
@@ -272,7 +272,7 @@ class Context:
         fid = self.column(module, "file_id")
         if not self.has(other):
             return np.zeros(len(fid), dtype=bool)
-        return rules_common.is_among(fid, self.file_groups(other)[0])
+        return in_sorted(fid, self.file_groups(other)[0])
 
     def add_per_rank(self, out: np.ndarray, module: str, values: np.ndarray) -> None:
         """Adds the `values` of `module`'s own records (`own_records`) to their ranks' places in `out`, in

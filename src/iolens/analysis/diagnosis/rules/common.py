@@ -88,25 +88,6 @@ def counter_stake(ctx, rank, values) -> float:
     return float(own or 0.0) + shared
 
 
-# --- small arrays: the set operations without numpy's set-up (a few dozen files cost microseconds) -------
-def first_of_each(values: np.ndarray) -> tuple:
-    """(the distinct values, sorted; the place of each one's first occurrence): `np.unique(values,
-    return_index=True)` from one stable sort, without its set-up."""
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
-    new = np.ones(len(order), dtype=bool)
-    new[1:] = ordered[1:] != ordered[:-1]
-    return ordered[new], order[new]
-
-
-def is_among(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
-    """`np.isin(values, sorted_ids)` for sorted `sorted_ids`, by a search (np.isin's set-up costs more on a few
-    dozen files)."""
-    if not len(sorted_ids):
-        return np.zeros(len(values), dtype=bool)
-    return sorted_ids[np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)] == values
-
-
 def dxt_stake(seg: pl.DataFrame) -> float:
     """The largest per-rank time spent in the given traced operations."""
     if seg.is_empty():

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ...segments import group_sums
+from ...segments import group_sums, in_sorted
 from ..units import fmt_bytes
-from .common import COMMON_THRESHOLDS, counter_stake, is_among, judge
+from .common import COMMON_THRESHOLDS, counter_stake, judge
 
 SIEVING = ("sieving_min_bytes", "sieving_min_share")
 THRESHOLDS = SIEVING + COMMON_THRESHOLDS
@@ -39,7 +39,7 @@ def largest_extra(ctx):
 def shared_ids(mpi_ids: np.ndarray, posix_ids: np.ndarray) -> tuple:
     """(the file ids in both sorted, distinct id arrays; their places in each): np.intersect1d's with
     `assume_unique` and `return_indices`, by a search (its set-up costs more on a few files)."""
-    in_mpi = np.flatnonzero(is_among(mpi_ids, posix_ids))
+    in_mpi = np.flatnonzero(in_sorted(mpi_ids, posix_ids))
     both = mpi_ids[in_mpi]
     return both, in_mpi, np.searchsorted(posix_ids, both)
 

@@ -13,9 +13,9 @@ import polars as pl
 
 from ....model.darshan import SIZE_BINS
 from ..units import fmt_bytes, fmt_count, fmt_pct
-from .common import COMMON_THRESHOLDS, counter_stake, first_of_each, is_among, judge, stage
+from .common import COMMON_THRESHOLDS, counter_stake, judge, stage
 from .random_access import most_first
-from ...segments import RUN_ROWS, run_heads
+from ...segments import RUN_ROWS, groups, in_sorted, run_heads
 from .small_io import size_rows, trace_arrays, trace_stake
 
 THRESHOLDS = ("misaligned_min_ops", "misaligned_min_share", "misaligned_min_bytes") + COMMON_THRESHOLDS
@@ -39,8 +39,9 @@ def _alignments(ctx) -> tuple:
         ids, units = ctx.file_groups("POSIX")[0], ctx.per_file_max("POSIX", "POSIX_FILE_ALIGNMENT")
     lus_ids, size = ctx.lustre_stripes
     if len(lus_ids):  # each file's first positive stripe size, over the counters' unit
-        striped, first = first_of_each(lus_ids[size > 0])
-        keep = ~is_among(ids, striped)
+        first, _ = groups(lus_ids[size > 0])  # each file's first stripe size: a stable sort's
+        striped = lus_ids[size > 0][first]
+        keep = ~in_sorted(ids, striped)
         ids = np.concatenate([ids[keep], striped.astype(ids.dtype)])
         units = np.concatenate([units[keep], size[size > 0][first].astype(np.int64)])
         order = np.argsort(ids)
