@@ -189,10 +189,7 @@ def slowest_rank_time(c: Counters, layer: Layer) -> float:
     record order (np.bincount), the same in every caller, so every view prints the same bits."""
     ranks = c.ranks
     own = ranks >= 0
-    if len(ranks) and own.all():  # no shared record (most logs): the per-rank sums unmasked, nothing to add
-        return float(np.bincount(ranks, weights=record_io_time(c, layer)).max()) + 0.0
-    # (no own record: no per-rank sum to make, `largest_rank_sum` would say None)
-    own_max = (largest_rank_sum(ranks, record_io_time(c, layer)) or 0.0) if own.any() else 0.0
+    own_max = largest_rank_sum(ranks, record_io_time(c, layer)) or 0.0
     shared = float(c.col(layer.slowest_time)[~own].sum()) if (~own).any() and c.has(layer.slowest_time) else 0.0
     return own_max + shared
 
@@ -201,6 +198,8 @@ def per_rank_sum(ranks: np.ndarray, values: np.ndarray, nranks: int = 0) -> np.n
     """Per rank 0, 1, …: the sum of `values` over the records of that one rank, in record order (a
     shared record, rank -1, counts for none; ranks at or past `nranks` only when `nranks` is 0)."""
     own = (ranks >= 0) & ((ranks < nranks) if nranks else True)
+    if own.all():  # every record one rank's (most logs): the columns as they are, no masked copies
+        return np.bincount(ranks, weights=values, minlength=nranks).astype(float, copy=False)
     return np.bincount(ranks[own], weights=values[own], minlength=nranks).astype(float)
 
 

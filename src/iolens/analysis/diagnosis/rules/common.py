@@ -1,7 +1,6 @@
 """What every rule shares: the job facts it reads, `matters`/`judge` and the global demotion as expressions."""
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from ...measures import largest_rank_sum
@@ -81,8 +80,6 @@ def demoted(severity: pl.Expr, demotable: pl.Expr, th) -> pl.Expr:
 def counter_stake(ctx, rank, values) -> float:
     """The largest per-rank sum of `values` (seconds, one per counter record): a rank's own records plus an
     even share of the records of files shared by all ranks."""
-    if len(rank) and not (rank < 0).any():  # every record one rank's (most logs): `largest_rank_sum` unmasked
-        return float(np.bincount(rank, weights=values).max()) + 0.0
     own = largest_rank_sum(rank, values)
     shared = float(float_sum(values[rank < 0]) or 0.0) / ctx.nprocs if (rank < 0).any() else 0.0
     return float(own or 0.0) + shared
