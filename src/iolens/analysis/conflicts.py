@@ -69,8 +69,8 @@ def sweep_arrays(file_id, rank, is_write, offset, length, start, end, hosts, ske
     there is none. `first`/`second` are positions in the columns; `hosts` as `_rank_hosts` gives them, or a
     function that does (called only when the pre-check leaves it to the sweep)."""
     keep = (offset >= 0) & (length > 0)
-    if not (keep & is_write).any() or ((rank == rank[int(np.argmax(keep))]) | ~keep).all():
-        return None, True  # (the pre-check's first tests: no write, or one rank)
+    if _no_write_or_one_rank(keep, rank, is_write):
+        return None, True
     # the operations with an offset and bytes, by file then offset (ties in trace order, as the table's sort):
     # the rows sorted once, their columns read in that order
     rows = sort_order((file_id,), offset)
@@ -142,12 +142,18 @@ def _no_pairs_of(file_id, rank, is_write, offset, length, limit: int) -> bool:
     """True when the sweep would find no pair, with every overlapping pair seen: the same searches as
     `_file_pairs`, in numpy on the columns, over at most `limit` overlapping pairs (False past it)."""
     keep = (offset >= 0) & (length > 0)
-    fid, rank, is_write = file_id[keep], rank[keep], is_write[keep]
-    if not is_write.any() or (rank == rank[0]).all():
+    if _no_write_or_one_rank(keep, rank, is_write):
         return True
+    fid, rank, is_write = file_id[keep], rank[keep], is_write[keep]
     start, end = offset[keep], offset[keep] + length[keep]
     order = sort_order((fid,), start)  # by file, then offset
     return _no_pairs_sorted(fid[order], rank[order], is_write[order], start[order], end[order], limit)
+
+
+def _no_write_or_one_rank(keep, rank, is_write) -> bool:
+    """No write among the operations `keep` selects, or all of them of one rank: no pair anywhere (tested on
+    the masks, no copies)."""
+    return not (keep & is_write).any() or bool(((rank == rank[int(np.argmax(keep))]) | ~keep).all())
 
 
 def _no_pairs_sorted(fid, rank, is_write, start, end, limit: int, search: bool = True) -> bool:
