@@ -126,14 +126,11 @@ def _counter_loads(ctx, modules):
         rn = ctx.counter_rows(module, [c for c in COUNTED[module] if ctx.records[module].has(c)]).sum(axis=0)
         rank = col(module, "rank")
         own = keep & ctx.own_records(module)
-        if own.all():  # every record one rank's (most logs): no mask to apply
-            np.add.at(t, rank, rt)
-            np.add.at(b, rank, rb)
-            np.add.at(ops, rank, rn)
-        elif own.any():
-            np.add.at(t, rank[own], rt[own])
-            np.add.at(b, rank[own], rb[own])
-            np.add.at(ops, rank[own], rn[own])
+        if own.any():
+            mine = slice(None) if own.all() else own  # every record one rank's (most logs): no masked copies
+            np.add.at(t, rank[mine], rt[mine])
+            np.add.at(b, rank[mine], rb[mine])
+            np.add.at(ops, rank[mine], rn[mine])
         shared = np.flatnonzero(keep & (rank < 0))
         if len(shared):
             raw = _recorded(ctx, module, shared)
