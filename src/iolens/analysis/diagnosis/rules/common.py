@@ -1,6 +1,8 @@
 """What every rule shares: the job facts it reads, `matters`/`judge` and the global demotion as expressions."""
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 
 from ...measures import largest_rank_sum
@@ -40,6 +42,13 @@ def edge_index(limit: int) -> int:
 
 def edge_suffix(k: int) -> str:
     return f"le{EDGE_NAMES[k - 1]}"
+
+
+@functools.cache
+def edge_names(stem: str, edges: tuple) -> tuple:
+    """The features `stem` at each size-bin edge, `{stem}_le{edge}` (made once per process: per log, the
+    f-strings cost more than the rule's sums)."""
+    return tuple(f"{stem}_{edge_suffix(k)}" for k in edges)
 
 
 def common_features(ctx) -> dict:

@@ -17,10 +17,9 @@ import numpy as np
 import polars as pl
 
 from ....model.darshan import SIZE_BINS
-from ...segments import float_sum
+from ...segments import float_sum, is_in
 from ..units import fmt_count, fmt_pct
-from .common import COMMON_THRESHOLDS, EDGE_NAMES, counter_stake, edge_index, edge_suffix, matters
-from ...segments import is_in
+from .common import COMMON_THRESHOLDS, EDGE_NAMES, counter_stake, edge_index, edge_names, edge_suffix, matters
 from .small_io import rank_stake
 
 THRESHOLDS = ("hdf5_meta_min_share", "hdf5_meta_request_bytes", "small_min_ops") + COMMON_THRESHOLDS
@@ -73,8 +72,8 @@ def small_writes(ctx, fids, edges) -> dict:
     from a complete trace at `hdf5_meta_request_bytes`, else from the counters per size-bin edge."""
     row = {P + "writes": None, P + "from_trace": False, P + "trace_limit": None, P + "trace_small_writes": None,
            P + "trace_stake": None}
-    row.update(dict.fromkeys(_edge_names("small_writes", tuple(edges))))
-    row.update(dict.fromkeys(_edge_names("counter_stake", tuple(edges))))
+    row.update(dict.fromkeys(edge_names(P + "small_writes", tuple(edges))))
+    row.update(dict.fromkeys(edge_names(P + "counter_stake", tuple(edges))))
     if not fids:  # no HDF5 file: the trace is not even looked at
         return row
     if not ctx.trace_posix.empty and ctx.trace_complete("DXT_POSIX", "write"):
@@ -82,12 +81,6 @@ def small_writes(ctx, fids, edges) -> dict:
     elif ctx.has("POSIX"):
         row.update(_counted_writes(ctx, fids, edges))
     return row
-
-
-@functools.cache
-def _edge_names(kind: str, edges: tuple) -> tuple:
-    """The features of `kind` at each size-bin edge (made once per process)."""
-    return tuple(f"{P}{kind}_{edge_suffix(k)}" for k in edges)
 
 
 def _traced_writes(ctx, fids) -> dict:

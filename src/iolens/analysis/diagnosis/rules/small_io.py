@@ -18,7 +18,7 @@ import polars as pl
 from ....model.darshan import SIZE_BINS
 from ...segments import float_sum, group_sums, groups
 from ..units import fmt_bytes, fmt_count, fmt_pct
-from .common import COMMON_THRESHOLDS, EDGES, RUN_TIME, edge_index, edge_suffix, judge, matters, stage
+from .common import COMMON_THRESHOLDS, EDGES, RUN_TIME, edge_index, edge_names, edge_suffix, judge, matters, stage
 
 THRESHOLDS = ("small_request_bytes", "small_min_share", "small_min_ops") + COMMON_THRESHOLDS
 OPS = (("write", "WRITE", "WRITES"), ("read", "READ", "READS"))
@@ -67,7 +67,7 @@ def counts(ctx, edges) -> dict:
         edges = tuple(edges)
         for op, *_ in OPS:
             row[f"{P}{op}s"] = n[op]
-            row.update(zip(small_names(op, edges), [running[op][k - 1] for k in edges]))
+            row.update(zip(edge_names(f"{P}small_{op}s", edges), [running[op][k - 1] for k in edges]))
         return row
     std_ids = np.fromiter(ctx.std_ids, dtype=np.uint64)
     empty = ctx.trace_posix.empty
@@ -178,12 +178,6 @@ def running_bins(counts: np.ndarray) -> np.ndarray:
     for k in range(1, counts.shape[1]):
         np.add(out[:, k - 1], counts[:, k], out=out[:, k])
     return out
-
-
-@functools.cache
-def small_names(op: str, edges: tuple) -> tuple:
-    """The features of kind `op`'s small requests below each edge (made once per process)."""
-    return tuple(f"{P}small_{op}s_{edge_suffix(k)}" for k in edges)
 
 
 @functools.cache
