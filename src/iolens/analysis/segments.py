@@ -223,11 +223,7 @@ def _sorted_groups(keys: tuple) -> tuple:
         return _groups_in_order(keys[0])
     order = np.lexsort(keys[::-1])  # by the first key, then the next...
     n = len(order)
-    new = np.zeros(n, dtype=bool)
-    new[0] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
+    new = _run_starts(tuple(k[order] for k in keys))
     inv = np.empty(n, dtype=np.int64)
     inv[order] = new.cumsum() - 1  # (the methods: numpy's functions cost a microsecond more a call)
     return order[new], inv
@@ -236,9 +232,7 @@ def _sorted_groups(keys: tuple) -> tuple:
 def _groups_in_order(key: np.ndarray) -> tuple:
     """`_sorted_groups` of one key already in order (most of a small trace's ranks, a sorted key's groups):
     each group's rows follow one another, no sort needed."""
-    new = np.empty(len(key), dtype=bool)
-    new[0] = True
-    np.not_equal(key[1:], key[:-1], out=new[1:])
+    new = _run_starts((key,))
     return new.nonzero()[0], new.cumsum() - 1
 
 
@@ -286,11 +280,13 @@ def _run_heads(keys: tuple) -> np.ndarray | None:
 
 
 def _run_starts(keys: tuple) -> np.ndarray:
+    """Whether each row starts a new run of equal key tuples (in sorted keys: a new key tuple)."""
     new = np.empty(len(keys[0]), dtype=bool)
-    new[0] = True
-    new[1:] = keys[0][1:] != keys[0][:-1]
-    for k in keys[1:]:
-        new[1:] |= k[1:] != k[:-1]
+    if len(new):
+        new[0] = True
+        new[1:] = keys[0][1:] != keys[0][:-1]
+        for k in keys[1:]:
+            new[1:] |= k[1:] != k[:-1]
     return new
 
 
@@ -366,7 +362,7 @@ def _sort(keys: tuple, last: np.ndarray, starts: bool = False) -> tuple:
     heads = _run_heads(keys) if n else None
     if heads is None:
         order = np.lexsort((last, *keys[::-1]))
-        return order, (_starts_in(tuple(k[order] for k in keys)) if starts else None)
+        return order, (_run_starts(tuple(k[order] for k in keys)) if starts else None)
     first, inv = _sorted_groups(tuple(k[heads] for k in keys))
     lengths = np.diff(np.append(heads, n))
     if len(first) == len(heads) and _ascending_in_runs(last, heads):
@@ -378,20 +374,10 @@ def _sort(keys: tuple, last: np.ndarray, starts: bool = False) -> tuple:
         return _concat_runs(heads[first], ordered), new
     if len(first) == 1:  # one group: by `last` alone
         order = time_order(last) if last.dtype == np.float64 else np.argsort(last, kind="stable")
-        return order, (_starts_in((np.zeros(n, dtype=np.int8),)) if starts else None)
+        return order, (_run_starts((np.zeros(n, dtype=np.int8),)) if starts else None)
     g = np.repeat(inv, lengths)
     order = _by_group_then(g, last)
-    return order, (_starts_in((g[order],)) if starts else None)
-
-
-def _starts_in(sorted_keys: tuple) -> np.ndarray:
-    """Whether each row of sorted key columns starts a new key tuple."""
-    new = np.zeros(len(sorted_keys[0]), dtype=bool)
-    if len(new):
-        new[0] = True
-        for ks in sorted_keys:
-            new[1:] |= ks[1:] != ks[:-1]
-    return new
+    return order, (_run_starts((g[order],)) if starts else None)
 
 
 FINITE_BITS = 0x7FF0000000000000  # the bits of +inf: a non-negative float below it is finite
