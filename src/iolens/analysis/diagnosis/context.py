@@ -276,17 +276,12 @@ class Context:
 
     def add_per_rank(self, out: np.ndarray, module: str, values: np.ndarray) -> None:
         """Adds the `values` of `module`'s own records (`own_records`) to their ranks' places in `out`, in
-        record order (np.add.at), without masks when every record is one rank's; then the shared records'
-        (rank -1) sum (`float_sum`), evenly over the job's ranks."""
+        record order (np.add.at), without masks when every record is one rank's."""
         own = self.own_records(module)
-        rank = self.column(module, "rank")
         if own.all():
-            np.add.at(out, rank, values)
+            np.add.at(out, self.column(module, "rank"), values)
         elif own.any():
-            np.add.at(out, rank[own], values[own])
-        shared = rank < 0
-        if shared.any():  # (adding 0.0 to sums from 0.0 would change no bit)
-            out += float(float_sum(values[shared])) / self.nprocs
+            np.add.at(out, self.column(module, "rank")[own], values[own])
 
     def data_records(self, module: str) -> np.ndarray:
         """Mask of the records not on stdin/stdout/stderr (`std_ids`): a comparison per stream, a few at most

@@ -33,6 +33,9 @@ def times(ctx) -> tuple:
         meta += float(float_sum(m))
         data += float(float_sum(ctx.column(module, f"{p}_F_READ_TIME") + ctx.column(module, f"{p}_F_WRITE_TIME")))
         ctx.add_per_rank(per_rank, module, m)
+        shared = ctx.column(module, "rank") < 0
+        if shared.any():
+            per_rank += float(float_sum(m[shared])) / ctx.nprocs
     return meta, data, per_rank
 
 

@@ -31,6 +31,9 @@ def measure(ctx) -> tuple:
                              + ctx.column("POSIX", "POSIX_F_META_TIME")) or 0)
     per_rank = np.zeros(n)
     ctx.add_per_rank(per_rank, "STDIO", t)
+    shared = ctx.column("STDIO", "rank") < 0
+    if shared.any():  # (adding 0.0 to sums from 0.0 would change no bit)
+        per_rank += float(float_sum(t[shared])) / n
     row = {P + "bytes": sb, P + "time": float(float_sum(t)), P + "posix_bytes": pb, P + "posix_time": pt,
            P + "max_rank_time": float(per_rank.max())}
     return row, t, per_rank
