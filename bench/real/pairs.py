@@ -35,7 +35,7 @@ SERIES = {
     "smallw2": (2, ["smallw", "FILE", "10000"], (["indep"], {}), (["coll", "2000"], {}), 2 * 10000 * 4096),
     "smallw4": (4, ["smallw", "FILE", "6000"], (["indep"], {}), (["coll", "2000"], {}), 4 * 6000 * 4096),
     "smallw8": (8, ["smallw", "FILE", "4000"], (["indep"], {}), (["coll", "2000"], {}), 8 * 4000 * 4096),
-    "ncw4_cb": (4, ["noncontig_write", "FILE", "-c", "8"], ([], {}), ([], {"romio.romio_cb_write": "disable"}), 0),
+    "ncw4": (4, ["noncontig_write", "FILE", "-c", "8"], ([], {}), ([], {"romio.romio_cb_write": "disable"}), 0),
     "h5flush2": (2, ["h5_many_datasets", "FILE", "-d", "100", "-e", "256", "-t", "indep"], (["-f"], {}),
                  ([], {}), 0),
     "h5collmeta2": (2, ["h5_many_datasets", "FILE", "-d", "100", "-e", "256", "-t", "indep"], ([], {}),
@@ -44,7 +44,7 @@ SERIES = {
                 ([], {"hdf5.fill_time": "never"}), 0),
     "h5xfer4": (4, ["h5_many_datasets", "FILE", "-d", "20", "-e", "1024"], ([], {}),
                 ([], {"hdf5.transfer": "independent"}), 0),
-    "seqw4_align": (4, ["seqwrite", "FILE", "32", "1048576"], (["-s", "512"], {}), ([], {}), 4 * 32 * MiB + MiB),
+    "seqw4": (4, ["seqwrite", "FILE", "32", "1048576"], (["-s", "512"], {}), ([], {}), 4 * 32 * MiB + MiB),
     "fill4": (4, ["fill", "FILE", "32", "1", "1024"], ([], {}), ([], {}), 4 * 32 * MiB),
 }
 # fill4's change is the program's FILL argument: 1 -> 0 (see command())
@@ -89,7 +89,7 @@ def run_one(bin_dir: Path, out: Path, name: str, side: str, i: int) -> dict:
     wall = time.perf_counter() - t0
     if done.returncode != 0 or not log.is_file():
         sys.exit(f"pairs: {name} {side}{i} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-    last = [ln for ln in done.stdout.splitlines() if ln.strip() and not ln.startswith(str(log))]
+    last = [ln for ln in done.stdout.splitlines() if ln.strip() and not ln.startswith("log:")]
     return {"series": name, "side": side, "repeat": i, "log": str(log), "wall": wall, "load": load,
             "command": " ".join(cmd[3:]), "knobs": " ".join(f"{k}={v}" for k, v in knobs.items()),
             "output": last[-1] if last else ""}
