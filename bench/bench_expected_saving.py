@@ -53,14 +53,14 @@ def promised(log, codes: list, thresholds=None) -> tuple:
 
 
 def judge(promise: float, measured: float, noise: float, codes=("?",)) -> str:
-    """holds (within 1.5x, or both within noise) / false promise (a saving promised, a slowdown measured
-    beyond noise) / off (anything else). A pair with no codes changes nothing: it only measures the noise."""
+    """holds (within 1.5x, or both within noise, or no saving promised where the change was slower) / false
+    promise (a saving promised, a slowdown measured beyond noise) / off (anything else). A pair with no codes changes nothing: it only measures the noise."""
     if not codes:
         return "noise pair"
     if abs(promise) <= noise and abs(measured) <= noise:
         return "holds (both within noise)"
-    if measured < -noise and promise > noise:
-        return "FALSE PROMISE (slower)"
+    if measured < -noise:  # slower: right only if no saving is promised (none, or a cost)
+        return "FALSE PROMISE (slower)" if promise > noise else "holds (no saving promised, slower)"
     if measured > 0 and promise > 0 and 1 / FACTOR <= promise / measured <= FACTOR:
         return "holds (within 1.5x)"
     return "off"
