@@ -1,60 +1,124 @@
 #!/usr/bin/env python3
-"""Expected against measured saving on the shared before/after pairs (../shared/logs/pairs, README there).
+"""Expected against measured saving on every real before/after pair of tests/data/pairs/savings.tsv.
 
-Expected: what the base log's diagnosis says its recommendations save (`expected_saving`, the largest of each
-insight's recommendations). Measured: the change of the slowest rank's I/O time from the base log to the
-other (`run_metrics(log)["io_time"]`, the measure `iolens compare` and `iolens tune` judge by). The insights
-the pair's change addresses are marked (*): their expectation is the one to hold against the measurement.
+Promised: what the base log's diagnosis says the recommendation the pair's change applies would save (for each
+of the pair's codes, the largest `expected_saving` of that insight's recommendations; the largest over the
+codes). Measured: the table's saving, the slowest rank's I/O time before minus after as `iolens compare --json`
+measures it (`runs[].io_time`). A promise holds when it is within 1.5x of the measurement, or when both are
+within the noise of two identical runs (the table's noise band); it is a false promise when it promises a
+saving where the change measured a slowdown beyond noise. Issue 32's table (BENCHMARKS.md).
 
-    /work/venvs/NAME/bin/python bench/bench_expected_saving.py [--logs DIR]
+    python bench/bench_expected_saving.py [--logs DIR] [--sensitive] [--json]
 """
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import os
 import sys
 import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_LOGS = Path(os.environ.get("IOLENS_LOGS") or REPO.parent.parent / "shared" / "logs")
+TABLE = REPO / "tests" / "data" / "pairs" / "savings.tsv"
+DEFAULT_LOGS = Path(os.environ.get("IOLENS_LOGS") or next(
+    (p for p in (REPO.parent / "shared" / "logs", REPO.parent.parent / "shared" / "logs") if p.is_dir()),
+    REPO.parent / "shared" / "logs"))  # /work/main or a worktree under /work/wt
+FACTOR = 1.5  # issue 32: a promise within 1.5x of the measurement
 
-# (base, other, what changed, the insights that change addresses): from pairs/README.md
-PAIRS = (
-    ("small_indep", "small_coll", "independent small writes -> collective with cb_nodes=2",
-     ("NO_COLLECTIVE_IO", "SMALL_IO")),
-    ("shifted", "aligned", "64 KiB writes 4,000 B past a boundary -> 4 MiB aligned writes",
-     ("MISALIGNED_IO", "SMALL_IO")),
-    ("repeat_1", "repeat_2", "nothing (same program twice)", ()),
-)
+
+def read_table(path: Path = TABLE) -> list:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def log_path(row: dict, logs: Path) -> tuple:
+    root = logs if row["root"] == "IOLENS_LOGS" else REPO / row["root"]
+    return root / row["base"], root / row["other"]
+
+
+def promised(log, codes: list, thresholds=None) -> tuple:
+    """(largest expected saving among the insights of `codes`, the code it comes from, every code's)."""
+    from iolens.analysis.diagnosis import diagnose
+    per_code: dict = {}
+    for insight in diagnose(log, thresholds):
+        savings = [r.expected_saving for r in insight.recommendations if r.expected_saving is not None]
+        if insight.code in codes and savings:
+            per_code[insight.code] = max(per_code.get(insight.code, 0.0), max(savings))
+    if not per_code:
+        return 0.0, "", per_code
+    code = max(per_code, key=per_code.get)
+    return per_code[code], code, per_code
+
+
+def judge(promise: float, measured: float, noise: float, codes=("?",)) -> str:
+    """holds (within 1.5x, or both within noise, or no saving promised where the change was slower) / false
+    promise (a saving promised, a slowdown measured beyond noise) / off (anything else). A pair with no codes changes nothing: it only measures the noise."""
+    if not codes:
+        return "noise pair"
+    if abs(promise) <= noise and abs(measured) <= noise:
+        return "holds (both within noise)"
+    if measured < -noise:  # slower: right only if no saving is promised (none, or a cost)
+        return "FALSE PROMISE (slower)" if promise > noise else "holds (no saving promised, slower)"
+    if measured > 0 and promise > 0 and 1 / FACTOR <= promise / measured <= FACTOR:
+        return "holds (within 1.5x)"
+    return "off"
+
+
+def evaluate(rows: list, logs: Path, thresholds=None) -> list:
+    import iolens
+    out = []
+    for row in rows:
+        base, _ = log_path(row, logs)
+        codes = [c for c in row["codes"].split(",") if c]
+        promise, code, per_code = promised(iolens.read(str(base)), codes, thresholds)
+        measured, noise = float(row["saving"]), float(row["noise"])
+        out.append({"pair": row["pair"], "ranks": int(row["ranks"]), "change": row["change"],
+                    "codes": codes, "code": code, "per_code": per_code, "promised": promise,
+                    "measured": measured, "noise": noise, "verdict": row["verdict"],
+                    "ratio": promise / measured if measured and code else None,
+                    "judgement": judge(promise, measured, noise, codes)})
+    return out
+
+
+def fmt_s(x: float) -> str:
+    return f"{x * 1e3:+.0f} ms" if abs(x) < 1 else f"{x:+.2f} s"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--logs", type=Path, default=DEFAULT_LOGS)
+    ap.add_argument("--logs", type=Path, default=DEFAULT_LOGS, help="IOLENS_LOGS, where pairs/ and pairs2/ are")
+    ap.add_argument("--table", type=Path, default=TABLE)
+    ap.add_argument("--sensitive", action="store_true",
+                    help="diagnose with diagnose_snapshot.py's near-zero thresholds (every check reports)")
+    ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    import iolens
-    from iolens.analysis.diagnosis import diagnose
-    from iolens.analysis.runs import run_metrics
-
     warnings.simplefilter("ignore")
-    print(f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{'base -> other':28} {'insight':18} {'expected':>10} {'measured':>10}  change")
-    for base, other, change, addressed in PAIRS:
-        b = iolens.read(str(args.logs / "pairs" / f"{base}.darshan"))
-        o = iolens.read(str(args.logs / "pairs" / f"{other}.darshan"))
-        measured = run_metrics(b)["io_time"] - run_metrics(o)["io_time"]
-        rows = []
-        for i in diagnose(b):
-            savings = [r.expected_saving for r in i.recommendations if r.expected_saving is not None]
-            if savings:
-                rows.append((i.code, max(savings)))
-        expected = max((s for c, s in rows if c in addressed), default=0.0)
-        label = f"{base} -> {other}"
-        print(f"{label:28} {'(addressed)':18} {expected * 1e3:8.1f}ms {measured * 1e3:8.1f}ms  {change}")
-        for code, s in rows:
-            mark = "*" if code in addressed else " "
-            print(f"{'':28} {mark}{code:17} {s * 1e3:8.1f}ms")
+    thresholds = None
+    if args.sensitive:
+        sys.path.insert(0, str(REPO / "bench"))
+        from diagnose_snapshot import SENSITIVE
+        thresholds = SENSITIVE
+    results = evaluate(read_table(args.table), args.logs, thresholds)
+    if args.json:
+        json.dump(results, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"load average {os.getloadavg()[0]:.1f}; thresholds {'sensitive' if args.sensitive else 'default'}")
+    print("| pair | ranks | change | codes | promised (code) | measured | noise | ratio | verdict (measured) "
+          "| promise |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        promise = f"{fmt_s(r['promised'])} ({r['code']})" if r["code"] else "none"
+        print(f"| {r['pair']} | {r['ranks']} | {r['change']} | {' '.join(r['codes']) or '-'} | {promise} | "
+              f"{fmt_s(r['measured'])} | {r['noise'] * 1e3:.0f} ms | {ratio} | {r['verdict']} | {r['judgement']} |")
+    changes = [r for r in results if r["codes"]]
+    held = sum(r["judgement"].startswith("holds") for r in changes)
+    false = sum(r["judgement"].startswith("FALSE") for r in changes)
+    print(f"\n{held} of {len(changes)} changes: the promise holds; {false} promise a saving where the change "
+          f"was slower ({len(results) - len(changes)} noise pairs)")
     return 0
 
 

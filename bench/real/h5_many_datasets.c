@@ -3,11 +3,12 @@
  * Each of NDSETS one-dimensional datasets holds ELEMS doubles per rank; every rank writes its own
  * contiguous slice of each. The HDF5 settings that move this workload are command-line switches, so they can
  * be measured without a rebuild: dataset transfer (-t coll|indep), collective metadata reads and writes (-M),
- * file-space alignment (-a BYTES), and fill values at allocation (-F: never fill). Prints the slowest rank's
+ * file-space alignment (-a BYTES), fill values at allocation (-F: never fill), and an H5Fflush after every
+ * dataset (-f, as a program checkpointing its metadata would). Prints the slowest rank's
  * time from H5Fcreate to H5Fclose; -v also prints the first dataset's file offset and the actual MPI-IO mode
  * HDF5 used for the last write (H5Dget_offset, H5Pget_mpio_actual_io_mode).
  *
- * usage: h5_many_datasets FILE [-d NDSETS] [-e ELEMS] [-t coll|indep] [-M] [-a ALIGN] [-F] [-v]
+ * usage: h5_many_datasets FILE [-d NDSETS] [-e ELEMS] [-t coll|indep] [-M] [-a ALIGN] [-F] [-f] [-v]
  */
 #include <hdf5.h>
 #include <mpi.h>
@@ -20,26 +21,27 @@
 
 int main(int argc, char **argv)
 {
-    int rank, nprocs, opt, verbose = 0, coll_meta = 0, no_fill = 0, coll_transfer = 1;
+    int rank, nprocs, opt, verbose = 0, coll_meta = 0, no_fill = 0, coll_transfer = 1, flush = 0;
     long ndsets = 50, elems = 1024;
     hsize_t align = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    while ((opt = getopt(argc, argv, "d:e:t:Ma:Fv")) != -1) {
+    while ((opt = getopt(argc, argv, "d:e:t:Ma:Ffv")) != -1) {
         if (opt == 'd') ndsets = atol(optarg);
         else if (opt == 'e') elems = atol(optarg);
         else if (opt == 't') coll_transfer = strcmp(optarg, "indep") != 0;
         else if (opt == 'M') coll_meta = 1;
         else if (opt == 'a') align = (hsize_t)atoll(optarg);
         else if (opt == 'F') no_fill = 1;
+        else if (opt == 'f') flush = 1;
         else if (opt == 'v') verbose = 1;
         else MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (optind >= argc || ndsets <= 0 || elems <= 0) {
         if (rank == 0)
-            fprintf(stderr, "usage: %s FILE [-d NDSETS] [-e ELEMS] [-t coll|indep] [-M] [-a ALIGN] [-F] [-v]\n",
+            fprintf(stderr, "usage: %s FILE [-d NDSETS] [-e ELEMS] [-t coll|indep] [-M] [-a ALIGN] [-F] [-f] [-v]\n",
                     argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -77,15 +79,16 @@ int main(int argc, char **argv)
         if (d == 0) first_offset = H5Dget_offset(dset);
         if (d == ndsets - 1) CHECK(H5Pget_mpio_actual_io_mode(dxpl, &mode));
         CHECK(H5Dclose(dset));
+        if (flush) CHECK(H5Fflush(file, H5F_SCOPE_LOCAL));
     }
     CHECK(H5Fclose(file));
     double mine = MPI_Wtime() - t0, slowest;
     MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("h5_many_datasets: %d ranks, %ld datasets x %ld doubles/rank, transfer %s, coll metadata %s, "
-               "alignment %llu, fill %s: slowest rank %.3f s\n", nprocs, ndsets, elems,
+               "alignment %llu, fill %s, flush %s: slowest rank %.3f s\n", nprocs, ndsets, elems,
                coll_transfer ? "collective" : "independent", coll_meta ? "on" : "off", (unsigned long long)align,
-               no_fill ? "never" : "default", slowest);
+               no_fill ? "never" : "default", flush ? "every dataset" : "none", slowest);
         if (verbose)
             printf("first dataset offset %llu; last write's actual MPI-IO mode %s\n",
                    (unsigned long long)first_offset,
