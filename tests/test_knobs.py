@@ -202,7 +202,8 @@ def test_romio_knobs_join_the_hints_file(stand_in, tmp_path, logs_dir):  # noqa:
 
 def test_bad_settings_are_one_line_and_exit_2(stand_in, tmp_path):  # noqa: F811
     env = {"IOLENS_DARSHAN_LIB": str(stand_in)}
-    for setting, says in (("hdf5.alignment=abc", "not a size"), ("hdf5.transfer=sometimes", "collective, independent"),
+    for setting, says in (("hdf5.alignment=abc", "cannot read 'abc' as a size"),
+                          ("hdf5.transfer=sometimes", "collective, independent"),
                           ("hdf5.nonsense=1", "unknown hdf5 knob"), ("alignment", "expected KNOB=VALUE"),
                           ("hdf5.coll_metadata=maybe", "expected on or off")):
         r = iolens_run("--set", setting, "--", "true", env=env)
@@ -211,8 +212,8 @@ def test_bad_settings_are_one_line_and_exit_2(stand_in, tmp_path):  # noqa: F811
     bad = tmp_path / "bad.toml"
     bad.write_text("[hdf5]\nalignment = \"lots\"\n")
     r = iolens_run("--set-file", bad, "--", "true", env=env)
-    assert r.returncode == 2 and r.stderr == f"iolens: error: {bad}: hdf5.alignment=lots: not a size (e.g. 1MiB, " \
-                                             "64KiB, 1048576)\n"
+    assert r.returncode == 2 and r.stderr == f"iolens: error: {bad}: hdf5.alignment=lots: cannot read 'lots' as a " \
+                                             "size (e.g. 4096, 64k, 64KiB, 1MiB)\n"
     bad.write_text("[hdf5\n")
     r = iolens_run("--set-file", bad, "--", "true", env=env)
     assert r.returncode == 2 and "not a TOML knob file" in r.stderr and "Traceback" not in r.stderr
