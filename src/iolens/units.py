@@ -20,10 +20,9 @@ import re
 
 KiB, MiB, GiB, TiB, PiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40, 1 << 50
 
-# a unit, lower-cased -> its multiple; "" is a bare number
-SIZE_UNITS = {"": 1, "b": 1}
-for _prefix, _size in (("k", KiB), ("m", MiB), ("g", GiB), ("t", TiB), ("p", PiB)):
-    SIZE_UNITS.update({_prefix: _size, _prefix + "b": _size, _prefix + "ib": _size})
+# a unit, lower-cased -> its multiple; "" is a bare number. k, kb and kib alike: 1024 (so for m, g, t, p)
+SIZE_UNITS = {"": 1, "b": 1, **{prefix + tail: 1 << (10 * n) for n, prefix in enumerate("kmgtp", 1)
+                                for tail in ("", "b", "ib")}}
 TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
 # what each kind of value takes: its units, whether `%` divides by 100, and examples for a message
 KINDS = {

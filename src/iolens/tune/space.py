@@ -196,13 +196,13 @@ def load_space(path, command: list) -> Space:
         if ns not in NAMESPACES:
             raise SpaceError(f"{path}: unknown knob namespace '{ns}' (known: {', '.join(NAMESPACES)})")
         for key, spec in table.items():
-            knob = _knob(f"{ns}.{key}", spec, path)
-            (space.knobs if NAMESPACES[ns].runtime else space.code_changes).append(knob)
+            dimension = _dimension(f"{ns}.{key}", spec, path)
+            (space.knobs if NAMESPACES[ns].runtime else space.code_changes).append(dimension)
     check_placeholders(space, command)
     return space
 
 
-def _knob(name: str, spec, path) -> Dimension:
+def _dimension(name: str, spec, path) -> Dimension:
     default = None
     if isinstance(spec, dict) and "values" in spec:
         default, spec = spec.get("default"), spec["values"]
@@ -349,8 +349,8 @@ def default_space(log, insights: list, measures: dict) -> Space:
     space = Space(knobs=_by_diagnosis(knobs, insights), source="default")
     modules = {m["name"] for m in log.job["modules"] if m["records"]}
     if modules & {"H5F", "H5D"}:
-        for knob in hdf5_knobs(log, measures):
-            (space.knobs if NAMESPACES["hdf5"].runtime else space.code_changes).append(knob)
+        for dimension in hdf5_knobs(log, measures):
+            (space.knobs if NAMESPACES["hdf5"].runtime else space.code_changes).append(dimension)
     if modules & {"PNETCDF_FILE", "PNETCDF_VAR"}:
         (space.knobs if NAMESPACES["netcdf"].runtime else space.code_changes).append(
             Dimension("netcdf.fill", ["off"], "netCDF files: fill values written before the data"))
@@ -395,8 +395,8 @@ def _by_diagnosis(knobs: list, insights: list) -> list:
     """Knobs a recommendation names first (in the diagnosis' order), the rest as found."""
     text = [" ".join(f"{r.title} {r.detail} {r.snippet}" for r in i.recommendations) for i in insights]
 
-    def rank(knob):
-        return next((n for n, t in enumerate(text) if knob.key in t), len(text))
+    def rank(dimension):
+        return next((n for n, t in enumerate(text) if dimension.key in t), len(text))
     return sorted(knobs, key=rank)
 
 
