@@ -192,11 +192,13 @@ def test_romio_knobs_join_the_hints_file(stand_in, tmp_path, logs_dir):  # noqa:
     hints.write_text("cb_nodes 8\nromio_ds_write disable\n")
     script = ("import json, os, sys; e = dict(os.environ); e['HINTS'] = open(e['ROMIO_HINTS']).read(); "
               "json.dump(e, open(sys.argv[1], 'w'))")
-    r = iolens_run("-q", "-o", tmp_path / "h.darshan", "--hints", hints, "--set", "romio.cb_nodes=2", "--",
-                   sys.executable, "-c", script, dump,
+    r = iolens_run("-q", "-o", tmp_path / "h.darshan", "--hints", hints, "--set", "romio.cb_nodes=2",
+                   "--set", "romio.cb_buffer_size=64k", "--", sys.executable, "-c", script, dump,
                    env={"IOLENS_DARSHAN_LIB": str(stand_in), "IOLENS_TEST_LOG": str(SOURCE_LOG)})
     assert r.returncode == 0, r.stderr
-    assert json.loads(dump.read_text())["HINTS"].splitlines() == ["romio_ds_write disable", "cb_nodes 2"]
+    # a size hint reaches ROMIO in bytes (its atoi would read "64k" as 64)
+    assert json.loads(dump.read_text())["HINTS"].splitlines() == ["romio_ds_write disable", "cb_nodes 2",
+                                                                  "cb_buffer_size 65536"]
     assert not list(tmp_path.glob(".iolens-knobs-*"))  # the run's private files are gone
 
 
