@@ -71,7 +71,7 @@ def model_time(sizes: list, repeats: int) -> list:
 
     out = []
     for knobs in sizes:
-        sp = space.Space([space.Knob(n, v) for n, v in knobs])
+        sp = space.Space([space.Dimension(n, v) for n, v in knobs])
         times = []
         for r in range(repeats):
             began = time.perf_counter()

@@ -192,17 +192,20 @@ def test_romio_knobs_join_the_hints_file(stand_in, tmp_path, logs_dir):  # noqa:
     hints.write_text("cb_nodes 8\nromio_ds_write disable\n")
     script = ("import json, os, sys; e = dict(os.environ); e['HINTS'] = open(e['ROMIO_HINTS']).read(); "
               "json.dump(e, open(sys.argv[1], 'w'))")
-    r = iolens_run("-q", "-o", tmp_path / "h.darshan", "--hints", hints, "--set", "romio.cb_nodes=2", "--",
-                   sys.executable, "-c", script, dump,
+    r = iolens_run("-q", "-o", tmp_path / "h.darshan", "--hints", hints, "--set", "romio.cb_nodes=2",
+                   "--set", "romio.cb_buffer_size=64k", "--", sys.executable, "-c", script, dump,
                    env={"IOLENS_DARSHAN_LIB": str(stand_in), "IOLENS_TEST_LOG": str(SOURCE_LOG)})
     assert r.returncode == 0, r.stderr
-    assert json.loads(dump.read_text())["HINTS"].splitlines() == ["romio_ds_write disable", "cb_nodes 2"]
+    # a size hint reaches ROMIO in bytes (its atoi would read "64k" as 64)
+    assert json.loads(dump.read_text())["HINTS"].splitlines() == ["romio_ds_write disable", "cb_nodes 2",
+                                                                  "cb_buffer_size 65536"]
     assert not list(tmp_path.glob(".iolens-knobs-*"))  # the run's private files are gone
 
 
 def test_bad_settings_are_one_line_and_exit_2(stand_in, tmp_path):  # noqa: F811
     env = {"IOLENS_DARSHAN_LIB": str(stand_in)}
-    for setting, says in (("hdf5.alignment=abc", "not a size"), ("hdf5.transfer=sometimes", "collective, independent"),
+    for setting, says in (("hdf5.alignment=abc", "cannot read 'abc' as a size"),
+                          ("hdf5.transfer=sometimes", "collective, independent"),
                           ("hdf5.nonsense=1", "unknown hdf5 knob"), ("alignment", "expected KNOB=VALUE"),
                           ("hdf5.coll_metadata=maybe", "expected on or off")):
         r = iolens_run("--set", setting, "--", "true", env=env)
@@ -211,8 +214,8 @@ def test_bad_settings_are_one_line_and_exit_2(stand_in, tmp_path):  # noqa: F811
     bad = tmp_path / "bad.toml"
     bad.write_text("[hdf5]\nalignment = \"lots\"\n")
     r = iolens_run("--set-file", bad, "--", "true", env=env)
-    assert r.returncode == 2 and r.stderr == f"iolens: error: {bad}: hdf5.alignment=lots: not a size (e.g. 1MiB, " \
-                                             "64KiB, 1048576)\n"
+    assert r.returncode == 2 and r.stderr == f"iolens: error: {bad}: hdf5.alignment=lots: cannot read 'lots' as a " \
+                                             "size (e.g. 4096, 64k, 64KiB, 1MiB)\n"
     bad.write_text("[hdf5\n")
     r = iolens_run("--set-file", bad, "--", "true", env=env)
     assert r.returncode == 2 and "not a TOML knob file" in r.stderr and "Traceback" not in r.stderr

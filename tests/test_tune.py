@@ -238,10 +238,11 @@ cb_nodes = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16]
 def test_the_model_predicts_a_large_grid_fast():
     from iolens.tune import model, space
 
-    knobs = [space.Knob("romio.cb_nodes", list(range(1, 101))),
-             space.Knob("romio.cb_buffer_size", [1 << k for k in range(16, 27)]),
-             space.Knob("romio.striping_factor", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
-             space.Knob("romio.striping_unit", [1 << k for k in range(16, 27)]), space.Knob("env.X", ["a", "b", "c"])]
+    knobs = [space.Dimension("romio.cb_nodes", list(range(1, 101))),
+             space.Dimension("romio.cb_buffer_size", [1 << k for k in range(16, 27)]),
+             space.Dimension("romio.striping_factor", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]),
+             space.Dimension("romio.striping_unit", [1 << k for k in range(16, 27)]),
+             space.Dimension("env.X", ["a", "b", "c"])]
     sp = space.Space(knobs)
     assert sp.size == 100 * 11 * 10 * 11 * 3  # 363,000: beyond the grid limit, predicted over a sample
     grid = sp.grid()

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from .diagnosis import CODES
+from .measures import bandwidth
 
 SERIOUS = ("critical", "warning")
 # features the peer groups are clustered on: (column, log-scaled?)
@@ -56,7 +57,7 @@ def applications(jobs: pl.DataFrame, max_outliers: int = 5) -> list:
             "io_time": total_io,
             "core_hours_io": float(g["io_core_seconds"].sum()) / 3600,
             "bytes": int(g["bytes"].sum()),
-            "bandwidth": float(g["bytes"].sum()) / total_io if total_io > 0 else None,
+            "bandwidth": bandwidth(float(g["bytes"].sum()), total_io),
             "insights": [{"code": c, "jobs": n} for c, n in frequent[:3] if n],
             "io_time_box": five_numbers(io_time),
             "bandwidth_box": five_numbers(bw),
@@ -150,7 +151,7 @@ def group_summaries(jobs: pl.DataFrame, labels: np.ndarray) -> list:
         out.append({"group": int(label), "jobs": g.height, "typical": typical, "unlike": _most_unlike(g),
                     "apps": [{"app": a, "jobs": int(k)} for a, k in apps.iter_rows()],
                     "insights": [{"code": c, "jobs": k} for c, k in frequent[:3] if k],
-                    "io_time": io, "bandwidth": float(g["bytes"].sum()) / io if io > 0 else None})
+                    "io_time": io, "bandwidth": bandwidth(float(g["bytes"].sum()), io)})
     return sorted(out, key=lambda r: (r["group"] < 0, -r["jobs"]))
 
 
@@ -179,5 +180,5 @@ def fleet_totals(jobs: pl.DataFrame) -> dict:
     io = float(jobs["io_time"].sum())
     return {"jobs": jobs.height, "apps": int(jobs["app"].n_unique()), "io_time": io,
             "core_hours_io": float(jobs["io_core_seconds"].sum()) / 3600, "bytes": int(jobs["bytes"].sum()),
-            "bandwidth": float(jobs["bytes"].sum()) / io if io > 0 else None,
+            "bandwidth": bandwidth(float(jobs["bytes"].sum()), io),
             "first_start": jobs["start_time"].min(), "last_end": jobs["end_time"].max()}

@@ -230,6 +230,21 @@ def slowest_rank_times(counters: Mapping[str, Counters]) -> dict:
             if m in LAYER_BY_MODULE and len(c.ranks)}
 
 
+# --- rates and shares of the run ----------------------------------------------------------------------
+def bandwidth(nbytes: float, seconds: float) -> float | None:
+    """Bytes per second of I/O time: `nbytes / seconds`, None when no I/O time was spent (a rate over no
+    time is unknown, not zero). The time is what a rank waited, not a sum over ranks: a layer's bytes over
+    its `slowest_rank_time` (`info`), the run's file-system bytes over `job_io_time` (`compare`, the fleet)."""
+    return nbytes / seconds if seconds > 0 else None
+
+
+def io_share(io_time: float, run_time: float) -> float | None:
+    """The share of the run spent in I/O: `io_time / run_time` (the `job_io_time`, or one layer's
+    `slowest_rank_time`); None for a run of no recorded time. It exceeds 1 when Darshan's timers disagree
+    with the run time (ranks starting late, clocks of several nodes): the fleet flags those rows."""
+    return io_time / run_time if run_time > 0 else None
+
+
 # --- busy time -------------------------------------------------------------------------------------
 def idle_gaps(starts: np.ndarray, ends: np.ndarray) -> tuple:
     """The sweep under every busy-time measure: (order, reach, gaps) with `order` the intervals sorted by
@@ -367,6 +382,32 @@ def job_busy_time(counters: Mapping[str, Counters]) -> float:
     if not parts:
         return 0.0
     return busy_time(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+def busy_fraction(start, end, row, rows: int, bins: int, width: float, ranks_per_row: int) -> np.ndarray:
+    """Per (row, time bin) cell, row-major: the share of the cell's rank-time spent in operations, the page's
+    overview of the timeline. `row` is each operation's row (a group of `ranks_per_row` ranks), `width` a
+    bin's seconds. An operation's time is split over the bins it spans; the sum over the row's operations is
+    divided by `width * ranks_per_row` (the mean over the row's ranks) and clipped to 1. Unlike `busy_time`,
+    overlapping operations of one rank (threads) add up, which the clip bounds."""
+    b0 = np.clip((start / width).astype(np.int64), 0, bins - 1)
+    b1 = np.clip((end / width).astype(np.int64), 0, bins - 1)
+    base = row.astype(np.int64) * bins
+    cells = rows * bins
+    same = b0 == b1
+    acc = np.zeros(cells)
+    acc += np.bincount(base[same] + b0[same], weights=(end - start)[same], minlength=cells)
+    span = ~same
+    if span.any():
+        s, e, r, c0, c1 = start[span], end[span], base[span], b0[span], b1[span]
+        acc += np.bincount(r + c0, weights=(c0 + 1) * width - s, minlength=cells)
+        acc += np.bincount(r + c1, weights=e - c1 * width, minlength=cells)
+        # whole bins in between: a difference array along each row
+        inner = c1 - c0 > 1
+        diff = np.bincount(r[inner] + c0[inner] + 1, minlength=cells + 1)[:cells].astype(np.float64)
+        diff -= np.bincount(r[inner] + c1[inner], minlength=cells + 1)[:cells]
+        acc += np.cumsum(diff.reshape(rows, bins), axis=1).ravel() * width
+    return np.clip(acc / (width * ranks_per_row), 0, 1)
 
 
 # --- the DXT trace ---------------------------------------------------------------------------------

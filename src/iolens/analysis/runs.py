@@ -33,7 +33,7 @@ def run_metrics(log: Log, excluded=()) -> dict:
         "reads": int(base["reads"]) if base else 0,
         "writes": int(base["writes"]) if base else 0,
         "meta_time": float(sum(s["meta_time"] for s in layers.values() if s["layer"] in ("POSIX", "STDIO"))),
-        "bandwidth": moved / io_time if io_time > 0 else None,
+        "bandwidth": measures.bandwidth(moved, io_time),
         "files": data_files(log, excluded),
         "ranks": int(log.job["nprocs"]),
         "request_sizes": sizes,

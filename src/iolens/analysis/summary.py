@@ -42,7 +42,7 @@ def layer_summary(log: Log, layer: Layer) -> dict | None:
         "meta_time": meta_time,
         "io_time": read_time + write_time + meta_time,
         "slowest_rank_io_time": slowest,
-        "bandwidth": total_bytes / slowest if slowest > 0 else None,
+        "bandwidth": measures.bandwidth(total_bytes, slowest),
     }
 
 

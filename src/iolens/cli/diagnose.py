@@ -20,7 +20,8 @@ def _list_thresholds(ctx, _param, value):
 @click.argument("log", nargs=-1, required=True, type=click.Path(path_type=str))
 @json_option
 @click.option("--threshold", "-t", "overrides", multiple=True, metavar="NAME=VALUE",
-              help="Change a threshold, e.g. -t small_request_bytes=64KiB -t small_min_share=20%. Repeatable.")
+              help="Change a threshold, e.g. -t small_request_bytes=64KiB -t small_min_share=20% -t "
+                   "serialized_gap=5ms. Sizes are binary: 64k = 64kb = 64KiB = 65536 bytes. Repeatable.")
 @click.option("--config", "config", type=click.Path(exists=True, dir_okay=False, path_type=str),
               help="TOML file with a [thresholds] table (command-line --threshold wins).")
 @click.option("--fs-profile", "fs_profile", type=click.Path(exists=True, dir_okay=False, path_type=str),

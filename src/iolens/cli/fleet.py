@@ -16,7 +16,8 @@ def threshold_options(f):
     f = click.option("--config", "config", type=click.Path(dir_okay=False, path_type=str),
                      help="TOML file with a [thresholds] table, as for `iolens diagnose` (-t wins).")(f)
     return click.option("--threshold", "-t", "overrides", multiple=True, metavar="NAME=VALUE",
-                        help="Change a diagnosis threshold, e.g. -t small_request_bytes=64KiB. Repeatable.")(f)
+                        help="Change a diagnosis threshold, e.g. -t small_request_bytes=64KiB (binary sizes: "
+                             "64k = 64kb = 64KiB = 65536 bytes). Repeatable.")(f)
 
 
 def thresholds_of(overrides, config) -> dict:

@@ -27,7 +27,7 @@ def _env_pair(text: str) -> tuple:
 @click.option("--set", "knob_settings", multiple=True, metavar="KNOB=VALUE",
               help="Apply a knob without changing the program (repeatable): romio.HINT=V, hdf5.alignment=1MiB, "
                    "hdf5.coll_metadata=on|off, hdf5.transfer=collective, netcdf.fill=off, env.NAME=V, ... "
-                   "(docs/knobs.md).")
+                   "Sizes are binary: 64k = 64kb = 64KiB = 65536 bytes (docs/knobs.md).")
 @click.option("--set-file", type=click.Path(dir_okay=False, path_type=Path),
               help="A TOML knob file (e.g. tune's best.toml); --set wins over it.")
 @click.option("-q", "--quiet", is_flag=True, help="Only the log's path, no summary.")

@@ -19,7 +19,8 @@ from .common import emit_json, json_option
 @click.option("--trial-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Kill a run after this long and record it as failed.")
 @click.option("--space", "space", type=click.Path(dir_okay=False, exists=True),
-              help="The knobs and their values (TOML: [romio], [env], [arg] tables; see docs/tune.md) "
+              help="The knobs and their values (TOML: [romio], [env], [arg] tables; sizes as --set reads them, "
+                   "64k = 65536 bytes; see docs/tune.md) "
                    "[default: from the baseline's log and diagnosis].")
 @click.option("--objective", type=click.Choice(["io", "wall"]), default="io", show_default=True,
               help="What to minimise: the slowest rank's I/O time from each run's log, or the wall time.")

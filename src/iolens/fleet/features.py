@@ -68,7 +68,7 @@ def job_features(raw, path: str) -> dict:
         row[f"{p}_io_time"] = float(times.sum())
         row[f"{p}_meta_time"] = m.total(layer.meta_time)
         slowest[layer.module] = row[f"{p}_slowest_rank_time"] = measures.slowest_rank_time(m, layer)
-        row[f"{p}_io_share"] = slowest[layer.module] / run_time if run_time > 0 else None
+        row[f"{p}_io_share"] = measures.io_share(slowest[layer.module], run_time)
     _job_io(row, slowest)
     _requests(row, mods.get("POSIX"))
     _files(row, raw)
@@ -99,8 +99,8 @@ def _job_io(row: dict, slowest: dict) -> None:
     row["bytes"] = int(moved)
     row["bytes_read"] = int(row["posix_bytes_read"] + row["stdio_bytes_read"])
     row["bytes_written"] = int(row["posix_bytes_written"] + row["stdio_bytes_written"])
-    row["io_share"] = io_time / row["run_time"] if row["run_time"] > 0 else None
-    row["bandwidth"] = moved / io_time if io_time > 0 else None
+    row["io_share"] = measures.io_share(io_time, row["run_time"])
+    row["bandwidth"] = measures.bandwidth(moved, io_time)
     meta = row["posix_meta_time"] + row["stdio_meta_time"]
     all_time = row["posix_io_time"] + row["stdio_io_time"]
     row["meta_share"] = meta / all_time if all_time > 0 else None

@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
-_UNITS = {"": 1, "b": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": MiB, "mb": MiB, "mib": MiB,
-          "g": GiB, "gb": GiB, "gib": GiB}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+from ..units import GiB, KiB, MiB, UnitError, format_size, parse_size
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HINT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 SWITCH_WORDS = {"on": "on", "off": "off", "1": "on", "0": "off", "true": "on", "false": "off",
@@ -22,34 +20,6 @@ SWITCH_WORDS = {"on": "on", "off": "off", "1": "on", "0": "off", "true": "on", "
 
 class KnobError(ValueError):
     """One line saying what is wrong with a knob setting."""
-
-
-def parse_size(text) -> int:
-    """'1MiB', '64k', '4 MiB', 1048576 -> bytes (binary units: k = KiB)."""
-    if isinstance(text, bool):
-        raise KnobError("not a size (e.g. 1MiB, 64KiB, 1048576)")
-    if isinstance(text, int):
-        value = text
-    else:
-        m = _SIZE.match(str(text))
-        unit = m and _UNITS.get(m.group(2).lower())
-        if not m or unit is None:
-            raise KnobError("not a size (e.g. 1MiB, 64KiB, 1048576)")
-        value = float(m.group(1)) * unit
-        if value != int(value):
-            raise KnobError("not a whole number of bytes")
-        value = int(value)
-    if value < 0:
-        raise KnobError("a size cannot be negative")
-    return value
-
-
-def format_size(value: int) -> str:
-    """Bytes as the shortest exact size: 1048576 -> '1MiB', 3000 -> '3000'."""
-    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if value and value % size == 0:
-            return f"{value // size}{unit}"
-    return str(value)
 
 
 @dataclass(frozen=True)
@@ -71,7 +41,10 @@ class Knob:
     def parse(self, value):
         """The canonical value, or KnobError with one line saying why not."""
         if self.kind == "size":
-            size = parse_size(value)
+            try:
+                size = parse_size(value)  # binary multiples: 64k = 64kb = 64KiB (iolens.units)
+            except UnitError as exc:
+                raise KnobError(str(exc)) from None
             if size < self.minimum:
                 raise KnobError(f"must be at least {format_size(self.minimum)}")
             return size
@@ -156,6 +129,9 @@ ROMIO_DOMAINS = {
     "ind_wr_buffer_size": (512 * KiB, 4 * MiB), "ind_rd_buffer_size": (4 * MiB, 16 * MiB),
     "striping_unit": (MiB, 4 * MiB, 16 * MiB),
 }
+# ROMIO hints that are a number of bytes: read as sizes (`64k` is 65,536), written to ROMIO as plain bytes
+# (ROMIO reads a hint with atoi, so `64k` itself would reach it as 64)
+ROMIO_SIZES = ("cb_buffer_size", "ind_rd_buffer_size", "ind_wr_buffer_size", "striping_unit")
 
 
 def knob(name: str) -> Knob:
@@ -163,6 +139,10 @@ def knob(name: str) -> Knob:
     if name in FIXED:
         return FIXED[name]
     layer, _, rest = name.partition(".")
+    if layer == "romio" and rest in ROMIO_SIZES:
+        return Knob(name, "size", f'MPI_Info_set(info, "{rest}", bytes) / ROMIO_HINTS',
+                    "A ROMIO hint in bytes: through ROMIO_HINTS, and for HDF5 files also their MPI_Info.",
+                    "bytes", minimum=1, domain=ROMIO_DOMAINS.get(rest, ()))
     if layer == "romio" and _HINT_NAME.match(rest):
         return Knob(name, "text", f'MPI_Info_set(info, "{rest}", value) / ROMIO_HINTS',
                     "A ROMIO hint: through ROMIO_HINTS, and for HDF5 files also their MPI_Info.",

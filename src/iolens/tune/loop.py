@@ -371,8 +371,8 @@ def _saved_space(folder: Path):
         return None
     data = json.loads(path.read_text())
     space = spaces.Space(source=data["source"])
-    space.knobs = [spaces.Knob(k["name"], k["values"], k["why"], k["default"]) for k in data["knobs"]]
-    space.code_changes = [spaces.Knob(k["name"], k["values"], k["why"], k["default"]) for k in data["code_changes"]]
+    space.knobs = [spaces.Dimension.from_dict(k) for k in data["knobs"]]
+    space.code_changes = [spaces.Dimension.from_dict(k) for k in data["code_changes"]]
     return space
 
 

@@ -19,6 +19,9 @@ from typing import Callable
 
 import numpy as np
 
+from ..knobs.registry import KnobError, knob, suggest
+from ..units import MiB, UnitError, parse_size
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -26,8 +29,6 @@ else:  # pragma: no cover
 
 GRID_LIMIT = 100_000  # past this many configurations the model predicts over a uniform sample
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-SIZE = re.compile(r"^\s*([0-9.]+)\s*([KMGT]?)(i?B?)\s*$", re.IGNORECASE)
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 class SpaceError(Exception):
@@ -77,7 +78,8 @@ def register_namespace(name: str, how: str, setter: Callable) -> None:
 
 
 @dataclass
-class Knob:
+class Dimension:
+    """One axis of the grid: a knob (by name, as `iolens.knobs` defines it) and the values tune may give it."""
     name: str  # "romio.cb_nodes"
     values: list  # the candidate values, in order (numbers ascending)
     why: str = ""  # what brought it into the space
@@ -98,10 +100,14 @@ class Knob:
     def to_dict(self) -> dict:
         return {"name": self.name, "values": list(self.values), "why": self.why, "default": self.default}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "Dimension":
+        return cls(data["name"], data["values"], data["why"], data["default"])
+
 
 @dataclass
 class Space:
-    knobs: list = field(default_factory=list)  # runnable knobs
+    knobs: list = field(default_factory=list)  # the Dimension of each runnable knob
     code_changes: list = field(default_factory=list)  # knobs only a code change can set: listed, never run
     source: str = "default"
 
@@ -190,35 +196,58 @@ def load_space(path, command: list) -> Space:
         if ns not in NAMESPACES:
             raise SpaceError(f"{path}: unknown knob namespace '{ns}' (known: {', '.join(NAMESPACES)})")
         for key, spec in table.items():
-            knob = _knob(f"{ns}.{key}", spec, path)
-            (space.knobs if NAMESPACES[ns].runtime else space.code_changes).append(knob)
+            dimension = _dimension(f"{ns}.{key}", spec, path)
+            (space.knobs if NAMESPACES[ns].runtime else space.code_changes).append(dimension)
     check_placeholders(space, command)
     return space
 
 
-def _knob(name: str, spec, path) -> Knob:
+def _dimension(name: str, spec, path) -> Dimension:
     default = None
     if isinstance(spec, dict) and "values" in spec:
         default, spec = spec.get("default"), spec["values"]
     if isinstance(spec, list):
         if not spec:
             raise SpaceError(f"{path}: {name}: an empty list of values")
-        values = list(dict.fromkeys(spec))
+        values = list(spec)
     elif isinstance(spec, dict):
         default = spec.get("default")
         values = log_range(spec, name, path)
+        default = _size(default, name, path) if default is not None else None  # a range's values are sizes
     else:
         values = [spec]
+    read = _reader(name, path)
+    values, default = list(dict.fromkeys(read(v) for v in values)), read(default) if default is not None else None
     if name.startswith("arg.") and default is None:
         default = values[0]  # a placeholder needs a value in the baseline run too
     if default is not None and default not in values:
         values = [default, *values]
-    return Knob(name, values, why="--space", default=default)
+    return Dimension(name, values, why="--space", default=default)
+
+
+def _reader(name: str, path):
+    """How a value of this knob is read: a size knob's values as `iolens run --set` reads them (`64k` is
+    65,536 bytes, `iolens.units`), any other as written (ROMIO reads its own text)."""
+    if name.split(".", 1)[0] not in ("romio", "hdf5", "netcdf"):
+        return lambda value: value
+    try:
+        definition = knob(name)
+    except KnobError as exc:
+        raise SpaceError(f"{path}: {name}: {exc}") from None
+    if definition.kind != "size":
+        return lambda value: value
+
+    def read(value):
+        try:
+            return definition.parse(value)
+        except KnobError as exc:
+            raise SpaceError(f"{path}: {name} = {value!r}: {exc}") from None
+    return read
 
 
 def log_range(spec: dict, name: str, path) -> list:
     try:
-        lo, hi = parse_size(spec["min"]), parse_size(spec["max"])
+        lo, hi = _size(spec["min"], name, path), _size(spec["max"], name, path)
     except KeyError as exc:
         raise SpaceError(f"{path}: {name}: a range needs min and max (missing {exc.args[0]})") from None
     if not 0 < lo <= hi:
@@ -239,14 +268,12 @@ def log_range(spec: dict, name: str, path) -> list:
     return out
 
 
-def parse_size(text) -> int:
-    """4096, "4KiB", "1MiB", "1M" -> bytes (binary units)."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return int(text)
-    m = SIZE.match(str(text))
-    if not m:
-        raise SpaceError(f"not a size: {text!r}")
-    return int(float(m.group(1)) * UNITS[m.group(2).upper()])
+def _size(value, name: str, path) -> int:
+    """A range's bound or default: bytes, as every size iolens reads (`iolens.units.parse_size`)."""
+    try:
+        return parse_size(value)
+    except UnitError as exc:
+        raise SpaceError(f"{path}: {name}: {exc}") from None
 
 
 def check_placeholders(space: Space, command: list) -> None:
@@ -286,7 +313,6 @@ def _toml_key(key: str) -> str:
 
 # --- the default space: from the baseline's log and its diagnosis ------------------------------------
 
-MiB = 1 << 20
 CB_BUFFER_SIZES = [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB]  # ROMIO's default is 16 MiB
 IND_BUFFER_SIZES = [256 << 10, 1 * MiB, 4 * MiB, 16 * MiB]
 STRIPE_SIZES = [1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB]
@@ -302,29 +328,32 @@ def default_space(log, insights: list, measures: dict) -> Space:
     if coll["write"] or coll["read"]:
         for op in ("write", "read"):
             if coll[op]:
-                knobs.append(Knob(f"romio.romio_cb_{op}", ["enable", "disable"],
-                                  f"collective MPI-IO {op}s: collective buffering on or off"))
-        knobs.append(Knob("romio.cb_nodes", _powers_of_two(nprocs), f"aggregators, up to the {nprocs} ranks"))
-        knobs.append(Knob("romio.cb_buffer_size", CB_BUFFER_SIZES, "the collective buffer of each aggregator"))
+                knobs.append(Dimension(f"romio.romio_cb_{op}", ["enable", "disable"],
+                                       f"collective MPI-IO {op}s: collective buffering on or off"))
+        knobs.append(Dimension("romio.cb_nodes", _powers_of_two(nprocs), f"aggregators, up to the {nprocs} ranks"))
+        knobs.append(Dimension("romio.cb_buffer_size", CB_BUFFER_SIZES, "the collective buffer of each aggregator"))
         if _hosts(log) > 1:
-            knobs.append(Knob("romio.cb_config_list", ["*:1", "*:*"], "aggregators per node"))
+            knobs.append(Dimension("romio.cb_config_list", ["*:1", "*:*"], "aggregators per node"))
     for op, short in (("write", "wr"), ("read", "rd")):
         if indep[op]:
-            knobs.append(Knob(f"romio.romio_ds_{op}", ["enable", "disable"], f"independent MPI-IO {op}s: data sieving"))
-            knobs.append(Knob(f"romio.ind_{short}_buffer_size", IND_BUFFER_SIZES, f"the data-sieving {op} buffer"))
+            knobs.append(Dimension(f"romio.romio_ds_{op}", ["enable", "disable"],
+                                   f"independent MPI-IO {op}s: data sieving"))
+            knobs.append(Dimension(f"romio.ind_{short}_buffer_size", IND_BUFFER_SIZES,
+                                   f"the data-sieving {op} buffer"))
     if (indep["write"] or indep["read"]) and (coll["write"] or coll["read"]):
-        knobs.append(Knob("romio.romio_no_indep_rw", ["true", "false"], "only aggregators open the file"))
+        knobs.append(Dimension("romio.romio_no_indep_rw", ["true", "false"], "only aggregators open the file"))
     if _on_lustre(log):
-        knobs.append(Knob("romio.striping_factor", _powers_of_two(_max_osts(log)), "Lustre stripe count (new files)"))
-        knobs.append(Knob("romio.striping_unit", STRIPE_SIZES, "Lustre stripe size (new files)"))
+        knobs.append(Dimension("romio.striping_factor", _powers_of_two(_max_osts(log)),
+                               "Lustre stripe count (new files)"))
+        knobs.append(Dimension("romio.striping_unit", STRIPE_SIZES, "Lustre stripe size (new files)"))
     space = Space(knobs=_by_diagnosis(knobs, insights), source="default")
     modules = {m["name"] for m in log.job["modules"] if m["records"]}
     if modules & {"H5F", "H5D"}:
-        for knob in hdf5_knobs(log, measures):
-            (space.knobs if NAMESPACES["hdf5"].runtime else space.code_changes).append(knob)
+        for dimension in hdf5_knobs(log, measures):
+            (space.knobs if NAMESPACES["hdf5"].runtime else space.code_changes).append(dimension)
     if modules & {"PNETCDF_FILE", "PNETCDF_VAR"}:
         (space.knobs if NAMESPACES["netcdf"].runtime else space.code_changes).append(
-            Knob("netcdf.fill", ["off"], "netCDF files: fill values written before the data"))
+            Dimension("netcdf.fill", ["off"], "netCDF files: fill values written before the data"))
     return space
 
 
@@ -332,16 +361,14 @@ def hdf5_knobs(log, measures: dict) -> list:
     """The HDF5 knobs of a log that shows HDF5, scaled to the job: alignment around the stripe size and the
     request size seen, collective or independent transfer by what the H5D operations did, and collective
     metadata both ways (the application's own setting can be the slow part)."""
-    from ..knobs.registry import suggest
-
     stripe = _stripe_size(log)
     request = _common_access_size(log)
     coll = sum(measures.get(f"collective_{op}s") or 0 for op in ("write", "read"))
     transfer = ["collective", "independent"] if not coll else ["independent", "collective"]
-    return [Knob("hdf5.alignment", suggest("hdf5.alignment", stripe_size=stripe, request_size=request),
-                 "HDF5 file: objects aligned to the stripe or request size"),
-            Knob("hdf5.transfer", transfer, "H5Dwrite/H5Dread through collective or independent MPI-IO"),
-            Knob("hdf5.coll_metadata", ["on", "off"], "HDF5 metadata reads and writes collective or not")]
+    return [Dimension("hdf5.alignment", suggest("hdf5.alignment", stripe_size=stripe, request_size=request),
+                      "HDF5 file: objects aligned to the stripe or request size"),
+            Dimension("hdf5.transfer", transfer, "H5Dwrite/H5Dread through collective or independent MPI-IO"),
+            Dimension("hdf5.coll_metadata", ["on", "off"], "HDF5 metadata reads and writes collective or not")]
 
 
 def _common_access_size(log) -> int | None:
@@ -368,8 +395,8 @@ def _by_diagnosis(knobs: list, insights: list) -> list:
     """Knobs a recommendation names first (in the diagnosis' order), the rest as found."""
     text = [" ".join(f"{r.title} {r.detail} {r.snippet}" for r in i.recommendations) for i in insights]
 
-    def rank(knob):
-        return next((n for n, t in enumerate(text) if knob.key in t), len(text))
+    def rank(dimension):
+        return next((n for n, t in enumerate(text) if dimension.key in t), len(text))
     return sorted(knobs, key=rank)
 
 

@@ -73,8 +73,10 @@ def render_summary(summary: dict, console: Console) -> None:
     console.print(facts)
     console.print(_modules_table(job))
     if summary["layers"]:
-        console.print(_layers_table(summary["layers"], console.width))
-        console.print(_job_measures_line(summary["measures"]))
+        table, footnote = _layers_table(summary["layers"], console.width)
+        console.print(table)
+        console.print(footnote)
+        console.print(_job_measures_line(summary["measures"], console.width))
     console.print(_dxt_section(summary))
     if summary.get("recorder"):
         for table in _recorder_tables(summary["recorder"]):
@@ -136,7 +138,24 @@ def fit_columns(headers: list, rows: list, width: int, drop_order) -> list:
     return keep
 
 
-def _layers_table(layers: list, width: int = 160) -> Table:
+def phrase_lines(pieces: list, width: int) -> str:
+    """`pieces` ((joiner, text) pairs: the first's joiner is ignored) on as few lines as fit `width`, a line
+    broken only between two pieces, so that a footnote never splits a phrase ("bytes / slowest") across two
+    lines. A line that ends before a piece joined by "; " keeps the ";". A piece longer than the width alone
+    is left to the console to wrap at its words."""
+    lines, line = [], ""
+    for joiner, text in pieces:
+        mark = joiner.rstrip()  # what ends a line broken before this piece
+        if line and len(line) + len(joiner) + len(text) + 1 > width:  # + 1: room for a ";" after it
+            lines.append(line + mark)
+            line = text
+        else:
+            line = f"{line}{joiner}{text}" if line else text
+    return "\n".join(lines + [line])
+
+
+def _layers_table(layers: list, width: int = 160) -> tuple:
+    """(the per-layer table, its footnote: what the columns count, wrapped between its phrases)."""
     headers = ["layer", "files", "read", "written", "reads", "writes", "meta", "time", "slowest", "rate*"]
     rows = [[s["layer"] + (" (partial)" if s["partial"] else ""), human_count(s["files"]),
              human_bytes(s["bytes_read"]), human_bytes(s["bytes_written"]), human_count(s["reads"]),
@@ -151,16 +170,19 @@ def _layers_table(layers: list, width: int = 160) -> Table:
     for row in rows:
         table.add_row(*(row[i] for i in keep))
     dropped = [headers[i] for i in range(len(headers)) if i not in keep]
-    table.caption = ("time: I/O time summed over ranks; slowest: I/O time of the slowest rank; "
-                     "* rate: bytes / slowest (darshan-parser's agg_perf_by_slowest)"
-                     + (f"; not shown at this width: {', '.join(dropped)}" if dropped else ""))
-    return table
+    pieces = [("", "time: I/O time summed over ranks"), ("; ", "slowest: I/O time of the slowest rank"),
+              ("; ", "* rate: bytes / slowest"), (" ", "(darshan-parser's agg_perf_by_slowest)")]
+    if dropped:
+        pieces.append(("; ", f"not shown at this width: {', '.join(dropped)}"))
+    return table, Text(phrase_lines(pieces, width), style="dim italic")
 
 
-def _job_measures_line(m: dict) -> Text:
+def _job_measures_line(m: dict, width: int = 160) -> Text:
     """The job's I/O time and busy time, as compare, diagnose and the fleet count them (docs/measures.md)."""
-    return Text(f"job I/O time {human_seconds(m['io_time'])} (slowest rank: largest of POSIX/MPI-IO/HDF5/"
-                f"PnetCDF, plus STDIO); busy {human_seconds(m['busy_io_time'])} (some rank doing I/O)")
+    return Text(phrase_lines([("", f"job I/O time {human_seconds(m['io_time'])} (slowest rank: largest of"),
+                              (" ", "POSIX/MPI-IO/HDF5/PnetCDF, plus STDIO)"),
+                              ("; ", f"busy {human_seconds(m['busy_io_time'])}"),
+                              (" ", "(some rank doing I/O)")], width))
 
 
 def _dxt_section(summary: dict):

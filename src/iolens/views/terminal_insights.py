@@ -9,22 +9,48 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from .units import human_bytes, human_count, human_seconds
+from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "cyan", "ok": "green"}
 SYNTAX = {"c": "c", "shell": "bash", "ini": "ini", "fortran": "fortran", "text": "text"}
 
 
+# seconds summed over ranks' operations (rank-seconds), not a time the run or one rank took: said so, so that
+# "4.14 min" beside a 6-second run reads as what it is (the per-rank figures are the busiest_rank_*,
+# max_rank_*, slowest_rank_* and *_per_rank_s metrics beside them)
+RANK_SUMMED_SECONDS = {
+    **dict.fromkeys(("small_request_time_s", "metadata_time_s", "data_time_s", "hdf5_metadata_time_s",
+                     "hdf5_data_time_s", "stdio_time_s", "mpiio_time_s", "posix_time_inside_s", "overhead_s",
+                     "posix_read_time_s"), "over all ranks"),
+    "idle_rank_time_s": "over the ranks waiting",
+}
+IDENTIFIERS = ("heaviest_rank", "serial_rank", "slowest_rank", "heaviest_ost", "ost")  # rank 1024, not 1,024
+RATIOS = ("ratio", "slowdown")  # and every …max_over_mean
+
+
 def format_metric(name: str, value) -> str:
-    """A metric value in human units, judged by its name (…_bytes, …_s, …_share)."""
+    """A metric value in human units, judged by its name (…_bytes_per_s, …_bytes, …_s, …_share): a rate reads
+    as a rate (6.09 GiB/s), a sum over ranks says so (4.14 min over all ranks)."""
     if value is None:
         return "-"
+    if name.endswith("_bytes_per_s"):
+        return human_rate(value)
+    if name.endswith("seconds_per_gib"):
+        return f"{human_seconds(value)}/GiB"
     if "_share" in name or name.endswith("_coverage"):
         return f"{float(value) * 100:.1f}%"
     if "bytes" in name or name in ("stripe_size", "recommended_stripe_size"):
         return human_bytes(value)
     if name.endswith("_s"):
+        return " ".join(filter(None, (human_seconds(value), RANK_SUMMED_SECONDS.get(name))))
+    if name.endswith("_time"):  # RANK_IMBALANCE's max_rank_time / mean_rank_time
         return human_seconds(value)
+    if name.endswith("_fitted"):
+        return "yes" if value else "no"
+    if "max_over_mean" in name or name in RATIOS:
+        return human_ratio(value)
+    if name in IDENTIFIERS:
+        return str(int(value))
     if isinstance(value, float) and not float(value).is_integer():
         return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return human_count(value)

@@ -1,13 +1,14 @@
 """Every number a check compares against: documented defaults, `NAME=VALUE` overrides and a TOML config file.
 
-Values accept units: bytes as `4096`, `64KiB`, `1MiB`, `1G`; shares as `0.1` or `10%`; seconds as `2`, `500ms`.
+Values are read by `iolens.units` (as knobs and tune spaces are): bytes as `4096`, `64k`, `64KiB`, `1MiB`,
+`1G` (binary multiples: `64kb` is 65,536 bytes too); shares as `0.1` or `10%`; seconds as `2`, `500ms`.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+from ... import units
+from ...units import GiB, KiB, MiB
 
 
 @dataclass(frozen=True)
@@ -138,10 +139,6 @@ FS_PREFIX = "fs_"
 BY_NAME = {t.name: t for t in DEFINITIONS}
 DEFAULTS = {t.name: t.default for t in DEFINITIONS}
 
-_BYTE_UNITS = {"": 1, "b": 1, "k": KiB, "kb": 1000, "kib": KiB, "m": MiB, "mb": 1000**2, "mib": MiB,
-               "g": GiB, "gb": 1000**3, "gib": GiB, "t": 1 << 40, "tb": 1000**4, "tib": 1 << 40}
-_TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
-
 
 class Thresholds(dict):
     """name -> value, starting from the documented defaults."""
@@ -170,32 +167,11 @@ class Thresholds(dict):
 
 
 def parse_value(th: Threshold, value) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"{th.name}: expected a number, got {value!r}")
-    if isinstance(value, (int, float)):
-        number = float(value)
-    else:
-        text = str(value).strip().lower().replace("_", "").replace(" ", "")
-        m = re.fullmatch(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)([a-z%]*)", text)
-        if not m:
-            raise ValueError(f"{th.name}: cannot read {value!r} as a number")
-        number, unit = float(m.group(1)), m.group(2)
-        if unit == "%":
-            if th.kind not in ("share", "ratio"):
-                raise ValueError(f"{th.name}: a percentage only fits a share")
-            number /= 100.0
-        elif th.kind == "bytes" and unit in _BYTE_UNITS:
-            number *= _BYTE_UNITS[unit]
-        elif th.kind == "seconds" and unit in _TIME_UNITS:
-            number *= _TIME_UNITS[unit]
-        elif unit:
-            raise ValueError(f"{th.name}: unknown unit {unit!r} for a {th.kind} value")
-    if number < 0:
-        raise ValueError(f"{th.name}: must not be negative")
-    if th.kind == "share" and number > 1:
-        raise ValueError(f"{th.name}: a share is between 0 and 1 (or 0% and 100%)")
-    if th.kind in ("bytes", "count"):
-        number = float(int(number))
+    """The value in the threshold's unit (`iolens.units.parse`); ValueError names the threshold."""
+    try:
+        number = units.parse_size(value) if th.kind == "bytes" else units.parse(value, th.kind)
+    except units.UnitError as exc:
+        raise ValueError(f"{th.name}: {exc}") from None
     return int(number) if th.kind in ("bytes", "count") else number
 
 

@@ -1,4 +1,5 @@
-"""Aggregated views that stay small whatever the trace size: busy fraction per rank group x time bin.
+"""Aggregated views that stay small whatever the trace size: busy fraction per rank group x time bin
+(`measures.busy_fraction`).
 
 The page paints this first (before the exact operations are decoded) and wherever the exact
 operations were not embedded (trace longer than the page's operation budget).
@@ -10,6 +11,7 @@ import math
 import numpy as np
 import polars as pl
 
+from ...analysis.measures import busy_fraction
 from .encode import Blob
 from .trace import traced_layers
 
@@ -21,28 +23,6 @@ def overview_grid(nranks: int, t_max: float) -> dict:
     rows = min(nranks, MAX_ROWS)
     return {"rows": rows, "ranks_per_row": math.ceil(nranks / rows) if rows else 1, "bins": MAX_BINS,
             "bin_width": (t_max / MAX_BINS) if t_max > 0 else 1.0}
-
-
-def busy_fraction(start, end, row, rows: int, bins: int, width: float, ranks_per_row: int) -> np.ndarray:
-    """Fraction of each (row, bin) cell during which its ranks were doing I/O (mean over the row's ranks)."""
-    b0 = np.clip((start / width).astype(np.int64), 0, bins - 1)
-    b1 = np.clip((end / width).astype(np.int64), 0, bins - 1)
-    base = row.astype(np.int64) * bins
-    cells = rows * bins
-    same = b0 == b1
-    acc = np.zeros(cells)
-    acc += np.bincount(base[same] + b0[same], weights=(end - start)[same], minlength=cells)
-    span = ~same
-    if span.any():
-        s, e, r, c0, c1 = start[span], end[span], base[span], b0[span], b1[span]
-        acc += np.bincount(r + c0, weights=(c0 + 1) * width - s, minlength=cells)
-        acc += np.bincount(r + c1, weights=e - c1 * width, minlength=cells)
-        # whole bins in between: a difference array along each row
-        inner = c1 - c0 > 1
-        diff = np.bincount(r[inner] + c0[inner] + 1, minlength=cells + 1)[:cells].astype(np.float64)
-        diff -= np.bincount(r[inner] + c1[inner], minlength=cells + 1)[:cells]
-        acc += np.cumsum(diff.reshape(rows, bins), axis=1).ravel() * width
-    return np.clip(acc / (width * ranks_per_row), 0, 1)
 
 
 def overview_columns(segments: pl.DataFrame, nranks: int, t_max: float, blob: Blob) -> dict:

@@ -1,0 +1,45 @@
+"""How the terminal prints an insight's numbers and wraps a footnote, on hand-written values."""
+from __future__ import annotations
+
+import pytest
+
+from iolens.views.terminal import phrase_lines
+from iolens.views.terminal_insights import format_metric
+
+
+@pytest.mark.parametrize("name, value, text", [
+    ("model_bandwidth_bytes_per_s", 6.09 * (1 << 30), "6.09 GiB/s"),  # a rate, not a size
+    ("model_bandwidth_bytes_per_s", None, "-"),
+    ("small_request_time_s", 248.34, "4.14 min over all ranks"),  # summed over ranks' requests
+    ("idle_rank_time_s", 13.1, "13.1 s over the ranks waiting"),
+    ("busiest_rank_small_request_time_s", 0.332, "332 ms"),  # one rank's: as it is
+    ("max_delay_s", 1.86, "1.86 s"),
+    ("max_rank_time", 0.302, "302 ms"),
+    ("seconds_per_gib", 2.5, "2.5 s/GiB"),
+    ("small_read_share", 0.999, "99.9%"),
+    ("excess_bytes", 1 << 30, "1 GiB"),
+    ("ratio", 1.97, "1.97×"), ("time_max_over_mean", 1.9, "1.90×"),
+    ("model_bandwidth_fitted", 0, "no"), ("model_request_latency_fitted", 1, "yes"),
+    ("heaviest_rank", 1024, "1024"), ("ranks_with_small_requests", 1024, "1,024"),
+    ("fsyncs_per_write", 0.1413, "0.141"),
+])
+def test_format_metric(name, value, text):
+    assert format_metric(name, value) == text
+
+
+PIECES = [("", "time: I/O time summed over ranks"), ("; ", "slowest: I/O time of the slowest rank"),
+          ("; ", "* rate: bytes / slowest"), (" ", "(darshan-parser's agg_perf_by_slowest)")]
+
+
+@pytest.mark.parametrize("width, lines", [
+    (200, ["time: I/O time summed over ranks; slowest: I/O time of the slowest rank; * rate: bytes / slowest "
+           "(darshan-parser's agg_perf_by_slowest)"]),
+    (80, ["time: I/O time summed over ranks; slowest: I/O time of the slowest rank;",
+          "* rate: bytes / slowest (darshan-parser's agg_perf_by_slowest)"]),
+    (40, ["time: I/O time summed over ranks;", "slowest: I/O time of the slowest rank;",
+          "* rate: bytes / slowest", "(darshan-parser's agg_perf_by_slowest)"]),
+    (10, ["time: I/O time summed over ranks;", "slowest: I/O time of the slowest rank;",
+          "* rate: bytes / slowest", "(darshan-parser's agg_perf_by_slowest)"]),  # longer pieces stay whole
+])
+def test_phrase_lines_break_only_between_pieces(width, lines):
+    assert phrase_lines(PIECES, width).split("\n") == lines
