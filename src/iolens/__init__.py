@@ -1,26 +1,32 @@
-"""iolens: turn Darshan/DXT HPC I/O traces into answers."""
+"""iolens: turn Darshan/DXT HPC I/O traces into answers.
+
+    log = iolens.open("run.darshan")     # any trace under the Log contract (iolens.TraceLog)
+    iolens.diagnose(log); iolens.report(log, "run.html"); iolens.compare("a.darshan", "b.darshan")
+
+The functions are the pipeline's (iolens/pipeline.py); `iolens.tune(command, **options)` runs a study and is
+also the tune package (`iolens.tune.Options`, `iolens.tune.tune`)."""
+import types
+
+from . import pipeline
+from . import tune as _tune_package
 from .errors import LogError, NoTraceError
-from .model import Log, read
+from .model import Log, RecorderTrace, TraceLog, read
+from .pipeline import (as_thresholds, compare, describe_jobs, diagnose, diagnose_json, export, fleet_build,
+                       fleet_report, open, report, summary)
 from .version import __version__
 
-__all__ = ["Log", "LogError", "NoTraceError", "compare", "read", "tune", "__version__"]
+__all__ = ["Log", "LogError", "NoTraceError", "RecorderTrace", "TraceLog", "__version__", "as_thresholds",
+           "compare", "describe_jobs", "diagnose", "diagnose_json", "export", "fleet_build", "fleet_report", "open",
+           "read", "report", "summary", "tune"]
 
 
-def compare(*logs, **options) -> dict:
-    """Compare runs (paths or `Log`s), the first being the baseline: what `iolens compare --json` prints."""
-    from .analysis.compare import compare as _compare
+class _TunePackage(types.ModuleType):
+    """The tune package, callable: `iolens.tune(["mpiexec", "-n", "4", "./app"], budget=12)` is the
+    pipeline's `tune` (the study page written)."""
 
-    return _compare(*logs, **options)
+    def __call__(self, command, **options) -> dict:
+        return pipeline.tune(command, **options)
 
 
-def __getattr__(name):
-    # `iolens.tune` is the tune package, callable: iolens.tune(["mpiexec", "-n", "4", "./app"], budget=12)
-    if name == "tune":
-        import importlib
-
-        from .views.html.tune import write_tune_page
-
-        module = importlib.import_module(".tune", __name__)
-        module.PAGE = write_tune_page
-        return module
-    raise AttributeError(f"module 'iolens' has no attribute {name!r}")
+_tune_package.__class__ = _TunePackage
+tune = _tune_package

@@ -19,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..knobs.registry import suggest
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -332,8 +334,6 @@ def hdf5_knobs(log, measures: dict) -> list:
     """The HDF5 knobs of a log that shows HDF5, scaled to the job: alignment around the stripe size and the
     request size seen, collective or independent transfer by what the H5D operations did, and collective
     metadata both ways (the application's own setting can be the slow part)."""
-    from ..knobs.registry import suggest
-
     stripe = _stripe_size(log)
     request = _common_access_size(log)
     coll = sum(measures.get(f"collective_{op}s") or 0 for op in ("write", "read"))
