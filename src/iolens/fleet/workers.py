@@ -53,8 +53,9 @@ def local_cluster(workers: int):
     # environment (set in the worker before it imports anything), not Dask's pre-spawn one, which Dask also
     # writes into the build's process
     env = {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")}
+    distributed = require("distributed")  # first: it adds its settings to Dask's, which the next line changes
     with require("dask").config.set(worker_config()):
-        return require("distributed").LocalCluster(
+        return distributed.LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, preload=[PRELOAD],
             silence_logs=logging.CRITICAL, env=env)
 
@@ -70,6 +71,7 @@ def worker_config() -> dict:
       (whose IO loop used 0.66 s of CPU in a 4,000-log build, 0.27 s with these); memory is still checked
       every second.
     (A MALLOC_TRIM_THRESHOLD_ of the user's own environment is inherited as it is.)"""
+    require("distributed")  # its settings' defaults, read here
     environ = dict(require("dask").config.get("distributed.nanny.pre-spawn-environ", {}))
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
     return {"distributed.nanny.pre-spawn-environ": environ, "distributed.worker.profile.enabled": False,
