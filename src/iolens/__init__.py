@@ -3,30 +3,28 @@
     log = iolens.open("run.darshan")     # any trace under the Log contract (iolens.TraceLog)
     iolens.diagnose(log); iolens.report(log, "run.html"); iolens.compare("a.darshan", "b.darshan")
 
-The functions are the pipeline's (iolens/pipeline.py); `iolens.tune(command, **options)` runs a study and is
-also the tune package (`iolens.tune.Options`, `iolens.tune.tune`)."""
-import types
+The functions are the pipeline's (iolens/pipeline/: `pipeline.API` names them), loaded on first use so that
+`import iolens` and each command load only the stages they run; `iolens.tune(command, **options)` runs a study
+and is also the tune package (`iolens.tune.Options`, `iolens.tune.study`)."""
+import importlib
 
-from . import pipeline
-from . import tune as _tune_package
-from .errors import LogError, NoTraceError
+from .errors import LogError, MissingDependencyError, NoTraceError
 from .model import Log, RecorderTrace, TraceLog, read
-from .pipeline import (as_thresholds, compare, describe_jobs, diagnose, diagnose_json, export, fleet_build,
-                       fleet_report, open, report, summary)
+from .pipeline import API
 from .version import __version__
 
-__all__ = ["Log", "LogError", "NoTraceError", "RecorderTrace", "TraceLog", "__version__", "as_thresholds",
-           "compare", "describe_jobs", "diagnose", "diagnose_json", "export", "fleet_build", "fleet_report", "open",
-           "read", "report", "summary", "tune"]
+__all__ = ["Log", "LogError", "MissingDependencyError", "NoTraceError", "RecorderTrace", "TraceLog", "__version__",
+           "read", "tune", *API]
 
 
-class _TunePackage(types.ModuleType):
-    """The tune package, callable: `iolens.tune(["mpiexec", "-n", "4", "./app"], budget=12)` is the
-    pipeline's `tune` (the study page written)."""
+def __getattr__(name: str):
+    # the one place the face loads lazily: a pipeline stage on first use of one of its functions, the tune package
+    if name in API:
+        return getattr(importlib.import_module(f".pipeline.{API[name]}", __name__), name)
+    if name == "tune":
+        return importlib.import_module(".tune", __name__)
+    raise AttributeError(f"module 'iolens' has no attribute {name!r}")
 
-    def __call__(self, command, **options) -> dict:
-        return pipeline.tune(command, **options)
 
-
-_tune_package.__class__ = _TunePackage
-tune = _tune_package
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -13,7 +13,7 @@ from iolens.errors import MissingDependencyError
 from iolens.jobs import name_ranks
 from iolens.model import TABLES, LogBase, Provenance, TraceLog
 from iolens.model.log import SEGMENT_SCHEMA, reader_arrays
-from iolens.pipeline import by_step
+from iolens.pipeline.judge import by_step
 
 
 class TinySource(LogBase):

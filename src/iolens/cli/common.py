@@ -7,7 +7,7 @@ import sys
 import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import pipeline
+from ..pipeline import read as reading
 from ..model import TraceLog
 
 log_argument = click.argument("log", type=click.Path(path_type=str))
@@ -33,11 +33,11 @@ def load(path: str, quiet: bool = False, what: str = "this") -> TraceLog:
     """Open a log (`iolens.open`: a folder of one job's logs too), with a progress bar on a terminal and
     nothing when piped."""
     if quiet or not sys.stderr.isatty():
-        return pipeline.open(path, what=what)
+        return reading.open(path, what=what)
     with Progress(TextColumn("reading {task.description}"), BarColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
         task = bar.add_task(path.rstrip("/").rsplit("/", 1)[-1], total=1.0)
-        log = pipeline.open(path, progress=lambda frac: bar.update(task, completed=frac), what=what)
+        log = reading.open(path, progress=lambda frac: bar.update(task, completed=frac), what=what)
     return log
 
 
@@ -56,5 +56,5 @@ def _default(value):
 def load_one_or_job(paths: tuple, quiet: bool, what: str):
     """(log, label): the log the arguments hold (`iolens.open`: one log, or a folder or several logs of one job
     merged), and how the output names it (the path given; a job's label)."""
-    log = load(paths[0], quiet, what) if len(paths) == 1 else pipeline.open(list(paths), what=what)
+    log = load(paths[0], quiet, what) if len(paths) == 1 else reading.open(list(paths), what=what)
     return log, paths[0] if len(paths) == 1 else log.path

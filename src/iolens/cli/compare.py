@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from .. import pipeline
+from ..pipeline import render
 from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS
 from ..views.terminal import make_console
 from ..views.terminal_compare import render_compare
@@ -48,12 +48,12 @@ def command(logs, as_json, output, labels, baseline_runs, noise_ratio, noise_sec
     # each argument is a run: one log, or a folder of one job's logs (workflows, one log per process)
     parsed = [load_one_or_job((path,), quiet, "compare")[0] for path in logs]
     with _status("diagnosing and comparing the runs", quiet):
-        result = pipeline.compare(*parsed, labels=labels, baseline_runs=baseline_runs,
+        result = render.compare(*parsed, labels=labels, baseline_runs=baseline_runs,
                          noise_ratio=noise_ratio or NOISE_RATIO,
                          noise_seconds=NOISE_SECONDS if noise_seconds is None else noise_seconds)
     if output is not None:
         with _status(f"writing {output}", quiet):
-            pipeline.compare_page(result, parsed, output)
+            render.compare_page(result, parsed, output)
     if as_json:
         emit_json(result)
         return

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .. import pipeline
+from ..pipeline import judge
 from ..analysis.diagnosis import Thresholds
 from ..analysis.diagnosis.thresholds import DEFINITIONS, load_config, load_fs_profile, parse_assignment
 from ..views.terminal_insights import render
@@ -63,6 +63,6 @@ def command(log: tuple, as_json: bool, overrides: tuple, config: str | None, fs_
     thresholds = Thresholds(values)
     parsed, log = load_one_or_job(log, as_json, "diagnose")
     if as_json:
-        emit_json(pipeline.diagnose_json(parsed, thresholds, name=log))
+        emit_json(judge.diagnose_json(parsed, thresholds, name=log))
         return
-    render(log, pipeline.diagnose(parsed, thresholds), job=parsed.job, show_all=show_all)
+    render(log, judge.diagnose(parsed, thresholds), job=parsed.job, show_all=show_all)

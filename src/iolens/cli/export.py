@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from .. import pipeline
+from ..pipeline import render
 from ..errors import LogError
 from ..views import perfetto
 from ..views.html.filters import Filters
@@ -38,7 +38,7 @@ def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_
         return
     if out.exists() and not out.is_dir():
         raise click.BadParameter(f"{out} is a file; give a directory", param_hint="-o")
-    for path in pipeline.export(load_one_or_job((log,), quiet, "export")[0], out, fmt, filters=filters):
+    for path in render.export(load_one_or_job((log,), quiet, "export")[0], out, fmt, filters=filters):
         click.echo(str(path))
 
 

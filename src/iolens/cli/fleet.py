@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-from .. import pipeline
+from ..pipeline import fleet as fleet_pipeline
 from ..analysis.diagnosis.thresholds import load_config, parse_assignment
 from ..errors import LogError
 from ..views.html.fleet import rules_sentence
@@ -78,9 +78,9 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
     signal.signal(signal.SIGTERM, _terminated)  # a batch system's time limit: close the workers, then exit
     show = not quiet and not as_json and sys.stderr.isatty()
     with _bar(show) as progress:
-        summary = pipeline.fleet_build(paths, store, diagnose=not no_diagnose, files=with_files, scheduler=scheduler,
-                        workers=workers, batch=batch, progress=progress, prune=prune, thresholds=thresholds,
-                        group_by=group_by)
+        summary = fleet_pipeline.fleet_build(paths, store, diagnose=not no_diagnose, files=with_files,
+                                             scheduler=scheduler, workers=workers, batch=batch, progress=progress,
+                                             prune=prune, thresholds=thresholds, group_by=group_by)
     if as_json:
         emit_json(summary)
         return
@@ -153,7 +153,7 @@ def report_command(store, output, open_browser, overrides, config, as_json):
     the build stored, without reading a log; the other codes stay as built (docs/fleet.md).
     """
     values = thresholds_of(overrides, config)
-    info = pipeline.fleet_report(store, output, values if (overrides or config) else None)
+    info = fleet_pipeline.fleet_report(store, output, values if (overrides or config) else None)
     if as_json:
         emit_json({"output": str(output), "jobs": info["jobs"], "bytes": info["bytes"], "rules": info["rules"],
                    "insights": info["insights"]})

@@ -6,7 +6,7 @@ import sys
 import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import pipeline
+from ..pipeline import read as reading
 from ..views.terminal import make_console
 from ..views.terminal_jobs import render_jobs
 from .common import emit_json, json_option
@@ -19,11 +19,11 @@ def command(paths: tuple, as_json: bool) -> None:
     """Group logs (files, folders, globs) into jobs and steps: one MPI launch or a parent and its forked
     workers per step, helpers (shims, mpiexec) folded into a count, unfinished logs recovered or named."""
     if as_json or not sys.stderr.isatty():
-        result = pipeline.describe_jobs(paths)
+        result = reading.describe_jobs(paths)
     else:
         with Progress(TextColumn("reading logs"), BarColumn(), TimeElapsedColumn(), transient=True) as bar:
             task = bar.add_task("logs", total=1.0)
-            result = pipeline.describe_jobs(paths, progress=lambda frac: bar.update(task, completed=frac))
+            result = reading.describe_jobs(paths, progress=lambda frac: bar.update(task, completed=frac))
     if as_json:
         emit_json(result)
         return

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .. import pipeline
+from ..pipeline import render
 from ..views.html import Filters
 from .common import filter_options, load_one_or_job
 
@@ -43,7 +43,7 @@ def command(log, output, open_browser, start, end, rank_from, rank_to, file_name
     data, log = load_one_or_job(log, quiet, "report")
     out = output or default_output(log.rstrip("/"))
     filters = Filters(start=start, end=end, rank_from=rank_from, rank_to=rank_to, file=file_name)
-    info = pipeline.report(data, out, filters=filters, max_ops=max_ops)
+    info = render.report(data, out, filters=filters, max_ops=max_ops)
     click.echo(str(out))
     if not quiet and sys.stderr.isatty():
         cut = f", first {info['ops']:,} of {info['total_ops']:,} operations embedded" if info["cut_at"] else ""

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .. import pipeline
+from ..pipeline import judge
+from ..pipeline import read as reading
 from ..collect.run import RunError, run
 from ..errors import LogError
 from ..knobs import KnobError, parse_setting, read_knob_file
@@ -94,8 +95,8 @@ def _summarize(log_path: Path) -> None:
     """`iolens info`, then the diagnosis' headline (the most severe findings, one line each)."""
     log = load(str(log_path))
     console = make_console()
-    render_summary(pipeline.summary(log), console)
-    found = [i for i in pipeline.diagnose(log) if i["severity"] in ("critical", "warning")]
+    render_summary(reading.summary(log), console)
+    found = [i for i in judge.diagnose(log) if i["severity"] in ("critical", "warning")]
     if not found:
         click.echo("diagnosis: no problems found")
     for i in found[:3]:

@@ -7,7 +7,7 @@ import sys
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import pipeline
+from ..pipeline.tune import tune
 from ..collect.run import RunError
 from ..tune import Events, Options
 from ..tune.loop import TuneError
@@ -52,7 +52,7 @@ def command(repeats, budget, max_time, trial_timeout, space, objective, output, 
                       objective=objective, output=output, darshan=darshan, seed=seed)
     with _progress(budget, quiet or as_json) as events:
         try:
-            result = pipeline.tune(command, options, events)
+            result = tune(command, options, events)
         except (TuneError, SpaceError, RunError) as exc:
             click.echo(f"iolens: error: {exc}", err=True)
             sys.exit(2)

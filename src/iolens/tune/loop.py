@@ -51,8 +51,8 @@ class Options:
 @dataclass
 class Events:
     """What the loop tells its caller: messages, a run started / finished (for a progress bar), and the
-    study's end: `page(result, records, path)` writes the study page (the views' writer, given by the
-    caller: tune sits beside the views and does not import them)."""
+    study's end: `page(result, records, path)` writes the study page (`tune.study` gives the HTML page's
+    writer; None: no page)."""
     say: object = None
     started: object = None
     finished: object = None
