@@ -26,7 +26,6 @@ class RecorderTrace(LogBase):
     """A Recorder trace folder under the Log contract; `calls` is Recorder's own (an extra table)."""
 
     kind = "recorder"
-    format = "recorder"
 
     def __init__(self, raw: RecorderRaw):
         self.raw = raw
