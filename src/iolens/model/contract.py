@@ -106,7 +106,7 @@ class LogBase:
     `extra_tables` for tables of its own and `reader_records` when its tables are the reader's arrays as
     they are (the measures' fast path, `model.log.reader_arrays`)."""
 
-    kind = "darshan"
+    kind = "unknown"  # each adapter names its source (KINDS)
 
     # --- modules, what is partial --------------------------------------------------------------
     def module(self, name: str):

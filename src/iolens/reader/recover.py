@@ -206,7 +206,6 @@ def _ops(recs) -> dict:
 def recover(path: str, data: bytes, job_only: bool = False):
     """A RawLog of what an unfinished log holds (`raw.recovered`, `raw.missing`); LogError when nothing is.
     job_only: stop after the job region (grouping many logs needs no more)."""
-
     name = parse_log_name(path)
     said = f" (its name says {name.describe()})" if name else ""
     if not data:
