@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from ..errors import LogError
 from .counters import LAYOUTS, CounterRecords, parse_counters
 from . import dxt as dxt_region
-from .header import MODULE_NAMES, Header, job_region, parse_header
+from .header import MODULE_NAMES, job_region, parse_header
 from .heatmap import parse_heatmap
-from .job import JobRecord, parse_job
-from .lustre import LustreRecords, parse_lustre
+from .job import parse_job
+from .lustre import parse_lustre
 from .names import parse_names
 from .raw import ModuleInfo, RawLog
 from .recover import PARTIAL_SUFFIX, cut_after_header, is_unfinished, recover
