@@ -13,8 +13,9 @@ from .model import Log, RecorderTrace, TraceLog, read
 from .pipeline import API
 from .version import __version__
 
+# (`open` is left out of `from iolens import *`: it would hide the builtin; `iolens.open` is the name)
 __all__ = ["Log", "LogError", "MissingDependencyError", "NoTraceError", "RecorderTrace", "TraceLog", "__version__",
-           "read", "tune", *API]
+           "read", "tune", *(name for name in API if name != "open")]
 
 
 def __getattr__(name: str):
