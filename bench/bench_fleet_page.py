@@ -26,7 +26,7 @@ LOGS = Path(os.environ.get("IOLENS_LOGS", "/work/shared/logs"))
 def main():
     from iolens.fleet import store as fleet_store
     from iolens.fleet.build import build
-    from iolens.views.html.fleet import write_fleet_report
+    import iolens
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=100_000)
@@ -45,7 +45,7 @@ def main():
         (pl.col("bandwidth") / k), (pl.col("start_time") + pl.int_range(pl.len()) * 60.0))
     fleet_store.write_part(big, base / "big", "jobs", "part-bench-00000")
     t0 = time.perf_counter()
-    info = write_fleet_report(base / "big", base / "fleet.html")
+    info = iolens.fleet_report(base / "big", base / "fleet.html")
     t_write = time.perf_counter() - t0
     print(f"{big.height:,} jobs: page written in {t_write:.1f} s, {info['bytes'] / 2**20:.1f} MiB")
 

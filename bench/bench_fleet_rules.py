@@ -32,7 +32,7 @@ def main():
     from iolens.analysis.diagnosis import Thresholds
     from iolens.fleet import store as fleet_store
     from iolens.fleet.build import build
-    from iolens.views.html.fleet import with_thresholds
+    from iolens.fleet.recompute import with_thresholds
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=1_000_000)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from iolens import read
-from iolens.views.html import write_report
+from iolens import report as write_report  # the pipeline's: diagnoses, then renders
 
 from report_browser import LoadedPage
 

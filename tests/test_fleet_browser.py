@@ -7,11 +7,10 @@ import shutil
 
 import pytest
 
-from iolens import read
+from iolens import fleet_report, read
 from iolens.fleet import store as fleet_store
 from iolens.fleet.build import build
 from iolens.views.html import write_report
-from iolens.views.html.fleet import write_fleet_report
 
 from report_browser import LoadedPage, rewrite_log
 
@@ -34,7 +33,7 @@ def fleet_page(tmp_path_factory, logs_dir):
     store = d / "store"
     build([logs_dir / "generated", logs_dir / "public/darshan-logs/release_logs", extra], store, scheduler="sync")
     html = d / "fleet.html"
-    write_fleet_report(store, html)
+    fleet_report(store, html)
     return html, fleet_store.read(store, "jobs")
 
 
@@ -118,7 +117,7 @@ def test_selection_pages_reach_every_job(browser, fleet_page, tmp_path):
                       for k in range(-(-301 // jobs.height) + 1)])
     with fleet_store.Writer(tmp_path / "store") as store:
         store.commit(many["path"].to_list(), {"jobs": many}, replace=False)
-    write_fleet_report(tmp_path / "store", tmp_path / "many.html")
+    fleet_report(tmp_path / "store", tmp_path / "many.html")
     p = LoadedPage(browser, tmp_path / "many.html")
     assert p.page.locator("#sel-table tbody tr").count() == 300
     p.page.click("#sel-next")
@@ -131,7 +130,7 @@ def test_selection_pages_reach_every_job(browser, fleet_page, tmp_path):
 
 def test_page_of_a_store_built_without_diagnosis(browser, tmp_path, logs_dir):
     build([logs_dir / "public/darshan-logs/release_logs"], tmp_path / "store", diagnose=False, scheduler="sync")
-    write_fleet_report(tmp_path / "store", tmp_path / "plain.html")
+    fleet_report(tmp_path / "store", tmp_path / "plain.html")
     p = LoadedPage(browser, tmp_path / "plain.html")
     assert p.page.locator("#pc-color option").all_inner_texts() == ["application", "peer group"]
     assert p.page.locator("#insights-table tbody tr").count() == 0

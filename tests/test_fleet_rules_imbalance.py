@@ -13,7 +13,7 @@ import pytest
 import iolens
 from iolens.analysis.diagnosis import CHECKS, Thresholds, diagnose
 from iolens.analysis.diagnosis.rules import RULES
-from iolens.views.html.fleet import with_thresholds
+from iolens.fleet.recompute import with_thresholds
 
 from conftest import all_logs, run_iolens
 from fleetrules import build_stores, jobs_of

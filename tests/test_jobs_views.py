@@ -57,7 +57,7 @@ def test_job_log_is_on_one_clock(loader):
     from iolens.jobs import load_job
 
     job = load_job([str(loader)])
-    procs = job.processes
+    procs = job.provenance.processes
     assert [p["step"] for p in procs] == [0, 1, 1, 1] and procs[1]["role"] == "parent"
     seg = job.segments
     for p in procs:
@@ -257,8 +257,9 @@ def test_diagnose_folder_terminal_header_counts_processes_and_steps(loader):
     parsed, _ = load_one_or_job((str(loader),), True, "diagnose")
     buf = io.StringIO()
     render(str(loader), [], job=parsed.job, console=Console(file=buf, force_terminal=True, width=120))
-    steps = len({p["step"] for p in parsed.processes})
-    assert f"{len(parsed.processes)} processes in {steps} steps" in buf.getvalue() and " ranks " not in buf.getvalue()
+    procs = parsed.provenance.processes
+    steps = len({p["step"] for p in procs})
+    assert f"{len(procs)} processes in {steps} steps" in buf.getvalue() and " ranks " not in buf.getvalue()
     single = next(loader.glob("train-4_*.darshan"))
     buf = io.StringIO()
     render(str(single), [], job=iolens.read(single).job, console=Console(file=buf, force_terminal=True, width=120))

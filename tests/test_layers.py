@@ -18,12 +18,15 @@ ROOT = "iolens"
 # may not import each other. A layer's modules are those under its prefixes (its own name unless PREFIXES says
 # otherwise); a module belongs to the layer with the longest prefix naming it. Packages that do not exist yet are
 # simply listed. What the code showed when this was written:
-#   cli imports every layer; views/html/fleet.py reads fleet/store.py, so views sits above fleet;
+#   cli imports every layer; the pipeline (read -> diagnose -> render) wires the layers below for it;
+#   fleet and tune run many logs and many runs: they use the views' pages (tune writes its study page) and the
+#   views draw what they are given (fleet's columns, tune's records) without importing them;
 #   analysis/{compare,fleet,runs,run_config}.py build on the diagnosis, which builds on the other analyses.
 ORDER: list[tuple[str, ...]] = [
     ("cli",),
-    ("views",),
+    ("pipeline",),
     ("fleet", "tune"),
+    ("views",),
     ("jobs",),
     ("analysis.runs",),
     ("analysis.diagnosis",),
@@ -38,8 +41,9 @@ PREFIXES = {
     # the trace as numpy columns and its groupings sit beside the measures, which read the trace through them
     "analysis.measures": ("analysis.measures", "analysis.segments"),
 }
-# At the edge, beside the format: processes and environments. Any layer may use them; they import only these.
-EDGE = ("collect", "knobs")
+# At the edge, beside the format: processes, environments and the optional dependencies' loader. Any layer may
+# use them; they import only these.
+EDGE = ("collect", "knobs", "optional")
 EDGE_IMPORTS = EDGE + ("errors", "version", "units")
 
 # Imports of another layer's private name that exist today, each to be removed by the work named beside it.
@@ -126,8 +130,8 @@ def test_the_table_names_real_layers():
     unknown = sorted(m for m in MODULES if m != ROOT and layer_of(m).startswith("?"))
     assert not unknown, f"modules in no layer of ORDER/EDGE (add their package to the table): {unknown}"
     present = {layer_of(m) for m in MODULES if m != ROOT}
-    assert {"cli", "views", "fleet", "analysis", "analysis.diagnosis", "model", "reader", "errors", "version",
-            "collect"} <= present
+    assert {"cli", "pipeline", "views", "fleet", "analysis", "analysis.diagnosis", "model", "reader", "errors",
+            "version", "collect", "optional"} <= present
     assert len(set(LAYERS)) == len(LAYERS)
     assert len(LAYER_OF_PREFIX) == sum(len(PREFIXES.get(layer, (layer,))) for layer in LAYERS)
 
@@ -147,6 +151,49 @@ def test_each_layer_imports_only_itself_and_layers_below():
         if not may_import(importer, imported):
             offenders.append(f"{i.module}:{i.line} ({importer}) imports {i.target} ({imported})")
     assert not offenders, "\n".join(offenders)
+
+
+# What only the pipeline does: the views render what it computed (no view judges a log or re-evaluates the
+# fleet's rules), and nothing below it picks a view for a caller (the tune page is the pipeline's to give).
+JUDGES = {("iolens.analysis.diagnosis", "diagnose"), ("iolens.analysis.diagnosis", "diagnose_context"),
+          ("iolens.fleet.insights", "with_insights"), ("iolens.fleet.insights", "log_columns"),
+          ("iolens.fleet.recompute", "with_thresholds")}
+
+
+def test_no_view_runs_the_diagnosis():
+    offenders = [f"{i.module}:{i.line} takes {i.target}.{i.name}" for i in ALL_IMPORTS
+                 if layer_of(i.module) == "views" and ((i.target, i.name) in JUDGES or i.target in
+                                                         ("iolens.fleet.insights", "iolens.fleet.recompute"))]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_judging_names_exist():
+    # the list above must name what the code defines, or the test before it would pass on a rename
+    for module, name in JUDGES:
+        tree = ast.parse(MODULES[module].read_text())
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        defined |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert name in defined, (module, name)
+
+
+def test_imports_sit_at_the_top_of_modules():
+    """In-function imports only in the places that load lazily on purpose: optional.py (the optional
+    dependencies) and cli/main.py (each subcommand's module, by name). The diagnosis keeps its own until
+    issue 28 item 1 moves it (one module per finding): listed by count, so the list only shrinks."""
+    allowed = {"iolens.analysis.diagnosis": 15}
+    found: dict = {}
+    for module, path in MODULES.items():
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)):
+                        found.setdefault(module, set()).add((node.lineno, node.col_offset))
+    counts = {}
+    for module, nodes in found.items():
+        key = next((k for k in allowed if module == k or module.startswith(k + ".")), module)
+        counts[key] = counts.get(key, 0) + len(nodes)
+    extra = {m: n for m, n in counts.items() if n > allowed.get(m, 0)}
+    assert not extra, f"imports inside functions (move them to the top, or load an optional one via optional.require): {extra}"
 
 
 def private_imports() -> set[tuple[str, str]]:
@@ -173,7 +220,10 @@ def test_private_allowlist_is_still_needed():
 
 # The checks above on made-up modules, so that a broken resolver cannot pass silently.
 @pytest.mark.parametrize("importer, imported, allowed", [
-    ("cli", "reader", True), ("reader", "model", False), ("views", "fleet", True), ("fleet", "views", False),
+    ("cli", "reader", True), ("cli", "pipeline", True), ("pipeline", "cli", False), ("pipeline", "views", True),
+    ("views", "pipeline", False), ("fleet", "pipeline", False), ("tune", "pipeline", False), ("tune", "views", True),
+    ("views", "fleet", False), ("views", "tune", False), ("fleet", "optional", True), ("optional", "errors", True),
+    ("optional", "model", False), ("reader", "model", False),
     ("fleet", "tune", False), ("analysis", "analysis.diagnosis", False), ("analysis.runs", "analysis.diagnosis", True),
     ("analysis", "analysis.measures", True), ("analysis.measures", "analysis", False),
     ("collect", "errors", True), ("collect", "knobs", True), ("collect", "model", False), ("reader", "collect", True),

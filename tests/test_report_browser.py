@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from iolens import read
-from iolens.views.html import write_report
+from iolens import report as write_report  # the pipeline's: diagnoses unless given insights
 
 from report_browser import LoadedPage, rewrite_log
 

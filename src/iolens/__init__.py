@@ -1,26 +1,31 @@
-"""iolens: turn Darshan/DXT HPC I/O traces into answers."""
-from .errors import LogError, NoTraceError
-from .model import Log, read
+"""iolens: turn Darshan/DXT HPC I/O traces into answers.
+
+    log = iolens.open("run.darshan")     # any trace under the Log contract (iolens.TraceLog)
+    iolens.diagnose(log); iolens.report(log, "run.html"); iolens.compare("a.darshan", "b.darshan")
+
+The functions are the pipeline's (iolens/pipeline/: `pipeline.API` names them), loaded on first use so that
+`import iolens` and each command load only the stages they run; `iolens.tune(command, **options)` runs a study
+and is also the tune package (`iolens.tune.Options`, `iolens.tune.study`)."""
+import importlib
+
+from .errors import LogError, MissingDependencyError, NoTraceError
+from .model import Log, RecorderTrace, TraceLog, read
+from .pipeline import API
 from .version import __version__
 
-__all__ = ["Log", "LogError", "NoTraceError", "compare", "read", "tune", "__version__"]
+# (`open` is left out of `from iolens import *`: it would hide the builtin; `iolens.open` is the name)
+__all__ = ["Log", "LogError", "MissingDependencyError", "NoTraceError", "RecorderTrace", "TraceLog", "__version__",
+           "read", "tune", *(name for name in API if name != "open")]
 
 
-def compare(*logs, **options) -> dict:
-    """Compare runs (paths or `Log`s), the first being the baseline: what `iolens compare --json` prints."""
-    from .analysis.compare import compare as _compare
-
-    return _compare(*logs, **options)
-
-
-def __getattr__(name):
-    # `iolens.tune` is the tune package, callable: iolens.tune(["mpiexec", "-n", "4", "./app"], budget=12)
+def __getattr__(name: str):
+    # the one place the face loads lazily: a pipeline stage on first use of one of its functions, the tune package
+    if name in API:
+        return getattr(importlib.import_module(f".pipeline.{API[name]}", __name__), name)
     if name == "tune":
-        import importlib
-
-        from .views.html.tune import write_tune_page
-
-        module = importlib.import_module(".tune", __name__)
-        module.PAGE = write_tune_page
-        return module
+        return importlib.import_module(".tune", __name__)
     raise AttributeError(f"module 'iolens' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from .consistency import classify_conflicts
 from .segments import sort_order
 
 KINDS = ("write-after-write", "read-after-write", "write-after-read")
@@ -116,9 +117,8 @@ def log_conflicts(log, segments: pl.DataFrame | None = None,
     mine = seg["module"] == "DXT_POSIX"  # a Series test: no query when the trace is all POSIX
     posix = seg if mine.all(ignore_nulls=False) else seg.filter(mine)
     pairs, complete = find_conflicts_bounded(posix, max_candidates=max_candidates)
-    calls = getattr(log, "calls", None)
+    calls = log.extra_tables().get("calls")
     if calls is not None:
-        from .consistency import classify_conflicts
         names = dict(log.files.select("file_id", "name").iter_rows())
         pairs = classify_conflicts(calls, posix, pairs, names)
     return posix, pairs, complete

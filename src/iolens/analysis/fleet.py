@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ..optional import require
 from .diagnosis import CODES
 from .measures import bandwidth
 
@@ -120,9 +121,8 @@ def peer_matrix(jobs: pl.DataFrame) -> np.ndarray:
 
 def peer_groups(jobs: pl.DataFrame, seed: int = 0) -> np.ndarray:
     """A group label per job (-1: like no other group) from HDBSCAN over the log-scaled features."""
-    from sklearn.cluster import HDBSCAN
-    from sklearn.neighbors import KNeighborsClassifier
-
+    HDBSCAN = require("sklearn.cluster").HDBSCAN
+    KNeighborsClassifier = require("sklearn.neighbors").KNeighborsClassifier
     n = jobs.height
     if n < 5:
         return np.full(n, -1)

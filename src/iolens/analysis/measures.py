@@ -13,7 +13,6 @@ import numpy as np
 import polars as pl
 
 from ..model.darshan import COUNTER_PREFIX, FILE_LAYERS, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
-from ..model.log import reader_arrays
 from ..reader.counter_names import COUNTER_NAMES
 from .segments import RUN_ROWS, member, sort_order
 
@@ -148,7 +147,7 @@ class RecordCounters:
 def log_counters(log) -> dict:
     """module -> `Counters` of a log (`Log`, a job's `JobLog`, a Recorder trace): over the reader's arrays
     when the log's tables would only copy them (no table is built), else over the tables."""
-    raw = reader_arrays(log)
+    raw = log.reader_records
     if raw is not None:
         return {m: RecordCounters(m, recs) for m, recs in raw.counters.items()}
     return {m: TableCounters(df) for m, df in log.counters.items()}

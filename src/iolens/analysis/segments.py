@@ -17,7 +17,6 @@ import numpy as np
 import polars as pl
 
 from ..model.darshan import DXT_MODULES
-from ..model.log import reader_arrays
 
 WRITE, READ = 0, 1  # op codes, as `model.log.OP` stores them
 OP_CODES = {"write": WRITE, "read": READ}
@@ -91,7 +90,7 @@ def _block(index) -> slice | None:
 
 def log_segments(log) -> Segments:
     """Every traced operation of `log` (DXT_POSIX and DXT_MPIIO), in the rows' order of `log.segments`."""
-    raw = reader_arrays(log)
+    raw = log.reader_records
     if raw is not None:
         return _from_records(raw)
     if not log.has_dxt:

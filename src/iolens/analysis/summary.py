@@ -5,10 +5,10 @@ import numpy as np
 import polars as pl
 
 from ..model import Log
-from ..model.log import reader_arrays
 from ..model.darshan import DXT_LAYERS, FILE_LAYERS, LAYER_BY_MODULE, LAYERS, Layer
 from ..reader.recover import parse_log_name
 from . import measures
+from .calls import call_summary
 from .measures import TableCounters, recorded
 
 
@@ -50,7 +50,7 @@ def unfinished_processes(log) -> list:
     """[{ranks, pid, log}]: the processes whose Darshan log is unfinished (a `.darshan_partial` the reader
     recovered). What their trace lacks was lost with the log (the process was ended while Darshan wrote it),
     not dropped for want of Darshan memory."""
-    procs = getattr(log, "processes", None)  # a job's logs merged (jobs/merged.py)
+    procs = log.provenance.processes  # a log assembled from several processes' logs (a job)
     if procs:
         return [{"ranks": list(range(p["rank"], p["rank"] + p["ranks"])), "pid": p["pid"], "log": p["log"]}
                 for p in procs if p["recovered"]]
@@ -67,7 +67,7 @@ def dxt_summary(log: Log, records: dict | None = None) -> list:
     `records`: the log's `measures.log_counters` when made already (a `Context`'s: its clipped counters and
     column totals then serve the checks too)."""
     out = []
-    raw = reader_arrays(log)
+    raw = log.reader_records
     if (not any(len(recs.ids) for recs in raw.dxt.values()) if raw is not None else log.dxt_records.is_empty()) \
             and not any(m.name.startswith("DXT") for m in log.modules):
         return out
@@ -180,8 +180,7 @@ def job_summary(log: Log) -> dict:
         "files": log.files.height,
         "has_dxt": log.has_dxt,
     }
-    if getattr(log, "calls", None) is not None:  # a Recorder trace: every call is known
-        from .calls import call_summary
-
-        out["recorder"] = call_summary(log.calls, int(job["nprocs"]))
+    calls = log.extra_tables().get("calls")
+    if calls is not None:  # a Recorder trace: every call is known
+        out["recorder"] = call_summary(calls, int(job["nprocs"]))
     return out

@@ -5,8 +5,10 @@ import json
 import sys
 
 import click
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..model import Log, read
+from ..pipeline import read as reading
+from ..model import TraceLog
 
 log_argument = click.argument("log", type=click.Path(path_type=str))
 
@@ -27,16 +29,15 @@ def filter_options(f):
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output (stable schema).")
 
 
-def load(path: str, quiet: bool = False) -> Log:
-    """Read a log, with a progress bar on a terminal and nothing when piped."""
+def load(path: str, quiet: bool = False, what: str = "this") -> TraceLog:
+    """Open a log (`iolens.open`: a folder of one job's logs too), with a progress bar on a terminal and
+    nothing when piped."""
     if quiet or not sys.stderr.isatty():
-        return read(path)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+        return reading.open(path, what=what)
     with Progress(TextColumn("reading {task.description}"), BarColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
-        task = bar.add_task(path.rsplit("/", 1)[-1], total=1.0)
-        log = read(path, progress=lambda frac: bar.update(task, completed=frac))
+        task = bar.add_task(path.rstrip("/").rsplit("/", 1)[-1], total=1.0)
+        log = reading.open(path, progress=lambda frac: bar.update(task, completed=frac), what=what)
     return log
 
 
@@ -53,14 +54,7 @@ def _default(value):
 
 
 def load_one_or_job(paths: tuple, quiet: bool, what: str):
-    """(log, label): one log read as today; a folder or several logs merged into their one job."""
-    import os
-
-    from ..jobs import expand, load_job
-    from ..reader.recorder import is_recorder_trace
-
-    if len(paths) == 1 and (not os.path.isdir(paths[0]) or is_recorder_trace(paths[0]) or not expand(paths)):
-        return load(paths[0], quiet=quiet), paths[0]  # a folder with no log in it says what it is not
-
-    job = load_job(list(paths), what)
-    return job, job.path
+    """(log, label): the log the arguments hold (`iolens.open`: one log, or a folder or several logs of one job
+    merged), and how the output names it (the path given; a job's label)."""
+    log = load(paths[0], quiet, what) if len(paths) == 1 else reading.open(list(paths), what=what)
+    return log, paths[0] if len(paths) == 1 else log.path

@@ -6,7 +6,12 @@ import sys
 from pathlib import Path
 
 import click
+from rich.console import Console
 
+from ..pipeline import render
+from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS
+from ..views.terminal import make_console
+from ..views.terminal_compare import render_compare
 from .common import emit_json, json_option, load_one_or_job
 
 
@@ -32,8 +37,6 @@ def command(logs, as_json, output, labels, baseline_runs, noise_ratio, noise_sec
     verdict per run (faster / slower / no real change, beyond a noise band), what changed in the configuration
     and which insights of the diagnosis were resolved, are new or are still there.
     """
-    from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS, compare
-
     if len(logs) < 2:
         raise click.UsageError("compare needs at least two logs: BASE OTHER [OTHER ...]")
     if len(labels) > len(logs):
@@ -45,20 +48,15 @@ def command(logs, as_json, output, labels, baseline_runs, noise_ratio, noise_sec
     # each argument is a run: one log, or a folder of one job's logs (workflows, one log per process)
     parsed = [load_one_or_job((path,), quiet, "compare")[0] for path in logs]
     with _status("diagnosing and comparing the runs", quiet):
-        result = compare(*parsed, labels=labels, baseline_runs=baseline_runs,
+        result = render.compare(*parsed, labels=labels, baseline_runs=baseline_runs,
                          noise_ratio=noise_ratio or NOISE_RATIO,
                          noise_seconds=NOISE_SECONDS if noise_seconds is None else noise_seconds)
     if output is not None:
-        from ..views.html.compare import write_compare
-
         with _status(f"writing {output}", quiet):
-            write_compare(result, parsed, output)
+            render.compare_page(result, parsed, output)
     if as_json:
         emit_json(result)
         return
-    from ..views.terminal import make_console
-    from ..views.terminal_compare import render_compare
-
     render_compare(result, make_console())
     if output is not None:
         click.echo(f"page: {output}")
@@ -68,6 +66,4 @@ def _status(what: str, quiet: bool):
     """A spinner on the terminal's stderr while the slow part runs; nothing when piped."""
     if quiet or not sys.stderr.isatty():
         return contextlib.nullcontext()
-    from rich.console import Console
-
     return Console(stderr=True).status(what + "…")

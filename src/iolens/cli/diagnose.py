@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import click
 
+from ..pipeline import judge
+from ..analysis.diagnosis import Thresholds
+from ..analysis.diagnosis.thresholds import DEFINITIONS, load_config, load_fs_profile, parse_assignment
+from ..views.terminal_insights import render
 from .common import emit_json, json_option, load_one_or_job
 
 
 def _list_thresholds(ctx, _param, value):
     if not value or ctx.resilient_parsing:
         return
-    from ..analysis.diagnosis.thresholds import DEFINITIONS
-
     for t in DEFINITIONS:
         click.echo(f"{t.name} = {t.default:g}  ({t.kind}) {t.help}")
     ctx.exit(0)
@@ -42,10 +44,6 @@ def command(log: tuple, as_json: bool, overrides: tuple, config: str | None, fs_
     -t fs_osts=16). --json prints {"log", "schema_version", "measures", "insights"} with every insight,
     whatever its severity, and the job's measures as `info --json` prints them (see docs/diagnosis.md).
     """
-    from ..analysis.diagnosis import Thresholds, diagnose
-    from ..analysis.diagnosis.insight import SCHEMA_VERSION
-    from ..analysis.diagnosis.thresholds import load_config, load_fs_profile, parse_assignment
-
     values = {}
     if config:
         try:
@@ -65,21 +63,7 @@ def command(log: tuple, as_json: bool, overrides: tuple, config: str | None, fs_
         values[name] = value
     thresholds = Thresholds(values)
     parsed, log = load_one_or_job(log, as_json, "diagnose")
-    if hasattr(parsed, "processes"):
-        from ..jobs import diagnose_job
-
-        insights = diagnose_job(parsed, lambda step_log: [i.to_dict() for i in diagnose(step_log, thresholds)])
-    else:
-        insights = [i.to_dict() for i in diagnose(parsed, thresholds)]
-    out = {"log": log, "schema_version": SCHEMA_VERSION, "measures": None, "insights": insights}
-    if hasattr(parsed, "processes"):
-        out["job"] = {"job_id": parsed.group.job_id, "processes": parsed.processes}
     if as_json:
-        from ..analysis.summary import job_measures
-
-        out["measures"] = job_measures(parsed)
-        emit_json(out)
+        emit_json(judge.diagnose_json(parsed, thresholds, name=log))
         return
-    from ..views.terminal_insights import render
-
-    render(log, insights, job=parsed.job, show_all=show_all)
+    render(log, judge.diagnose(parsed, thresholds), job=parsed.job, show_all=show_all)

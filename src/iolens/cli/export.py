@@ -5,6 +5,10 @@ from pathlib import Path
 
 import click
 
+from ..pipeline import render
+from ..errors import LogError
+from ..views import perfetto
+from ..views.html.filters import Filters
 from .common import filter_options, load_one_or_job, log_argument
 
 TRACE_SUFFIX = {"perfetto": ".pftrace", "chrome-json": ".json"}
@@ -26,8 +30,6 @@ def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_
     trace instead: one process per rank, a track per layer, a slice per operation.
 
     --start/--end/--from/--to/--file narrow the trace (and the segments and conflicts tables)."""
-    from ..views.html.filters import Filters
-
     filters = Filters(start=start, end=end, rank_from=rank_from, rank_to=rank_to, file=file_name)
     if rank_from is not None and rank_to is not None and rank_to < rank_from:
         raise click.BadParameter("--to must not be below --from", param_hint="--to")
@@ -36,9 +38,7 @@ def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_
         return
     if out.exists() and not out.is_dir():
         raise click.BadParameter(f"{out} is a file; give a directory", param_hint="-o")
-    from ..views.export import export
-
-    for path in export(load_one_or_job((log,), quiet, "export")[0], out, fmt, filters=filters):
+    for path in render.export(load_one_or_job((log,), quiet, "export")[0], out, fmt, filters=filters):
         click.echo(str(path))
 
 
@@ -55,13 +55,9 @@ def trace_path(log: str, out: Path, fmt: str) -> Path:
 
 
 def _export_trace(log: str, out: Path, fmt: str, filters, quiet: bool) -> None:
-    from ..views import perfetto
-
     path = trace_path(log, out, fmt)
     data = load_one_or_job((log,), quiet, "export")[0]
     if not data.has_dxt:
-        from ..errors import LogError
-
         raise LogError(f"{log}: no DXT trace to export (Darshan records one with DXT_ENABLE_IO_TRACE=1)")
     trace = perfetto.trace_ops(data, filters)
     if trace.ops.is_empty():

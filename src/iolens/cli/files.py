@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import click
+import polars as pl
 
+from ..analysis.files import file_table
+from ..views.terminal import make_console, render_files
 from .common import emit_json, json_option, load, log_argument
 
 SORT_KEYS = ("bytes", "name", "ranks", "reads", "writes", "segments", "bytes_read", "bytes_written")
@@ -16,10 +19,6 @@ SORT_KEYS = ("bytes", "name", "ranks", "reads", "writes", "segments", "bytes_rea
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Show only the first N files.")
 def command(log: str, as_json: bool, sort_key: str, limit: int | None) -> None:
     """One row per file: name, file system, layers, ranks, bytes and ops, DXT segments, Lustre striping."""
-    import polars as pl
-
-    from ..analysis.files import file_table
-
     table = file_table(load(log, quiet=as_json))
     if sort_key == "name":
         table = table.sort("name")
@@ -32,6 +31,4 @@ def command(log: str, as_json: bool, sort_key: str, limit: int | None) -> None:
     if as_json:
         emit_json({"log": log, "files": table.to_dicts()})
         return
-    from ..views.terminal import make_console, render_files
-
     render_files(table, make_console())

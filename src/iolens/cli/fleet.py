@@ -4,10 +4,16 @@ from __future__ import annotations
 import signal
 import sys
 import time
+import webbrowser
 from pathlib import Path
 
 import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+from ..pipeline import fleet as fleet_pipeline
+from ..analysis.diagnosis.thresholds import load_config, parse_assignment
+from ..errors import LogError
+from ..views.html.fleet import rules_sentence
 from .common import emit_json, json_option
 
 
@@ -22,9 +28,6 @@ def threshold_options(f):
 
 def thresholds_of(overrides, config) -> dict:
     """{name: value} from --config then -t; a bad name or value is one line (`iolens: error: …`, exit 2)."""
-    from ..analysis.diagnosis.thresholds import load_config, parse_assignment
-    from ..errors import LogError
-
     values = {}
     if config:
         try:
@@ -71,16 +74,14 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
     the next build carries on. One build at a time per store. -t/--config set the diagnosis's thresholds
     for the logs this build reads (`fleet report -t` recomputes the rule codes of every stored job instead).
     """
-    from ..fleet.build import build
-
     thresholds = thresholds_of(overrides, config)
 
     signal.signal(signal.SIGTERM, _terminated)  # a batch system's time limit: close the workers, then exit
     show = not quiet and not as_json and sys.stderr.isatty()
     with _bar(show) as progress:
-        summary = build(paths, store, diagnose=not no_diagnose, files=with_files, scheduler=scheduler,
-                        workers=workers, batch=batch, progress=progress, prune=prune, thresholds=thresholds,
-                        group_by=group_by)
+        summary = fleet_pipeline.fleet_build(paths, store, diagnose=not no_diagnose, files=with_files,
+                                             scheduler=scheduler, workers=workers, batch=batch, progress=progress,
+                                             prune=prune, thresholds=thresholds, group_by=group_by)
     if as_json:
         emit_json(summary)
         return
@@ -107,9 +108,6 @@ class _bar:
     def __enter__(self):
         if not self.show:
             return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, \
-            TimeElapsedColumn
-
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                             transient=True)
@@ -155,23 +153,8 @@ def report_command(store, output, open_browser, overrides, config, as_json):
     With -t/--config the rule codes' insight columns (and the headline) are recomputed from the features
     the build stored, without reading a log; the other codes stay as built (docs/fleet.md).
     """
-    from ..analysis.diagnosis import Thresholds
-    from ..fleet.jobs import is_per_job
-    from ..fleet.store import check_store
-    from ..views.html.fleet import rules_sentence, write_fleet_report
-
     values = thresholds_of(overrides, config)
-    thresholds = Thresholds(values) if (overrides or config) else None
-    if thresholds is not None and is_per_job(store):
-        from ..errors import LogError
-        raise LogError("a per-job store (--group-by job) keeps its diagnosis as built (a job's steps are judged "
-                       "one by one, not by the stored rules): rebuild it with `iolens fleet build --group-by job "
-                       "-t NAME=VALUE` into a new store", str(store))
-    try:
-        info = write_fleet_report(check_store(store), output, thresholds)
-    except ValueError as exc:  # a threshold the stored features cannot answer (rules.RuleError)
-        from ..errors import LogError
-        raise LogError(str(exc), str(store)) from None
+    info = fleet_pipeline.fleet_report(store, output, values if (overrides or config) else None)
     if as_json:
         emit_json({"output": str(output), "jobs": info["jobs"], "bytes": info["bytes"], "rules": info["rules"],
                    "insights": info["insights"]})
@@ -182,6 +165,4 @@ def report_command(store, output, open_browser, overrides, config, as_json):
     if sys.stderr.isatty():
         click.echo(f"{info['jobs']:,} jobs, {info['bytes'] / 2**20:.1f} MiB", err=True)
     if open_browser:
-        import webbrowser
-
         webbrowser.open(output.resolve().as_uri())

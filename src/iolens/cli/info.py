@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from ..pipeline import read as reading
+from ..views.terminal import make_console, render_summary
 from .common import emit_json, json_option, load_one_or_job
 
 
@@ -13,12 +15,8 @@ def command(log: tuple, as_json: bool) -> None:
     """Job summary: executable, ranks, run time, modules, per-layer I/O, DXT coverage.
 
     A folder or several logs of one job are summed as one job (its processes in `job.processes`)."""
-    from ..analysis.summary import job_summary
-
-    summary = job_summary(load_one_or_job(log, as_json, "info")[0])
+    summary = reading.summary(load_one_or_job(log, as_json, "info")[0])
     if as_json:
         emit_json(summary)
         return
-    from ..views.terminal import make_console, render_summary
-
     render_summary(summary, make_console())

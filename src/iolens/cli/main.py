@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..errors import LogError
 from ..version import __version__
 
 SUBCOMMANDS = {
@@ -50,8 +51,6 @@ def cli():
 
 
 def main(argv=None):
-    from ..errors import LogError
-
     try:
         cli.main(args=argv, prog_name="iolens", standalone_mode=False)
     except LogError as exc:

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import sys
 import time
+import webbrowser
 from pathlib import Path
 
 import click
 
+from ..pipeline import render
+from ..views.html import Filters
 from .common import filter_options, load_one_or_job
 
 
@@ -34,28 +37,17 @@ def command(log, output, open_browser, start, end, rank_from, rank_to, file_name
 
     The page is one self-contained HTML file that works offline.
     """
-    from ..views.html import Filters, write_report
-    from ..views.html.page import DEFAULT_MAX_OPS
-
     began = time.perf_counter()
     if rank_from is not None and rank_to is not None and rank_to < rank_from:
         raise click.BadParameter("--to must not be below --from", param_hint="--to")
     data, log = load_one_or_job(log, quiet, "report")
     out = output or default_output(log.rstrip("/"))
     filters = Filters(start=start, end=end, rank_from=rank_from, rank_to=rank_to, file=file_name)
-    insights = None
-    if hasattr(data, "processes"):  # a job: each step judged on its own, findings named by step and process
-        from ..jobs import diagnose_job
-        from ..views.html.page import diagnosis_insights
-
-        insights = diagnose_job(data, lambda step_log: diagnosis_insights(step_log) or [])
-    info = write_report(data, out, filters=filters, max_ops=max_ops or DEFAULT_MAX_OPS, insights=insights)
+    info = render.report(data, out, filters=filters, max_ops=max_ops)
     click.echo(str(out))
     if not quiet and sys.stderr.isatty():
         cut = f", first {info['ops']:,} of {info['total_ops']:,} operations embedded" if info["cut_at"] else ""
         click.echo(f"{info['bytes'] / 2**20:.1f} MiB, {info['total_ops']:,} operations{cut}, "
                    f"{time.perf_counter() - began:.1f} s", err=True)
     if open_browser:
-        import webbrowser
-
         webbrowser.open(out.resolve().as_uri())

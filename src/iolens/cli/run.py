@@ -6,6 +6,14 @@ from pathlib import Path
 
 import click
 
+from ..pipeline import judge
+from ..pipeline import read as reading
+from ..collect.run import RunError, run
+from ..errors import LogError
+from ..knobs import KnobError, parse_setting, read_knob_file
+from ..views.terminal import make_console, render_summary
+from .common import load
+
 
 def _env_pair(text: str) -> tuple:
     key, sep, value = text.partition("=")
@@ -41,9 +49,6 @@ def command(output, no_dxt, darshan, env, hints, knob_settings, set_file, quiet,
     --env, --hints and --set let you try a change without editing the application; what they set (and
     whether each knob was applied) is recorded next to the log (LOG.run.json) and shown by `iolens compare`.
     """
-    from ..collect.run import RunError, run
-    from ..knobs import KnobError, parse_setting, read_knob_file
-
     extra = dict(_env_pair(e) for e in env)
     try:
         knobs = read_knob_file(set_file) if set_file else {}
@@ -68,8 +73,6 @@ def command(output, no_dxt, darshan, env, hints, knob_settings, set_file, quiet,
     for other in result.others:
         click.echo(f"log of another process: {other}" + (" (partial)" if other in result.partial else ""))
     if not quiet:
-        from ..errors import LogError
-
         try:
             _summarize(result.log)
         except LogError as exc:  # a log Darshan could not finish may be unreadable: say so, keep it
@@ -90,18 +93,13 @@ def _warn_unapplied(knobs: list) -> None:
 
 def _summarize(log_path: Path) -> None:
     """`iolens info`, then the diagnosis' headline (the most severe findings, one line each)."""
-    from ..analysis.diagnosis import diagnose
-    from ..analysis.summary import job_summary
-    from ..views.terminal import make_console, render_summary
-    from .common import load
-
     log = load(str(log_path))
     console = make_console()
-    render_summary(job_summary(log), console)
-    found = [i for i in diagnose(log) if i.severity in ("critical", "warning")]
+    render_summary(reading.summary(log), console)
+    found = [i for i in judge.diagnose(log) if i["severity"] in ("critical", "warning")]
     if not found:
         click.echo("diagnosis: no problems found")
     for i in found[:3]:
-        click.echo(f"diagnosis: [{i.severity.upper()}] {i.code}: {i.title}")
+        click.echo(f"diagnosis: [{i['severity'].upper()}] {i['code']}: {i['title']}")
     if len(found) > 3:
         click.echo(f"diagnosis: … {len(found) - 3} more (iolens diagnose {log_path})")

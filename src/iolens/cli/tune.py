@@ -5,7 +5,15 @@ import contextlib
 import sys
 
 import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..pipeline.tune import tune
+from ..collect.run import RunError
+from ..tune import Events, Options
+from ..tune.loop import TuneError
+from ..tune.space import SpaceError
+from ..views.terminal import make_console
+from ..views.terminal_tune import render_tune
 from .common import emit_json, json_option
 
 
@@ -41,44 +49,29 @@ def command(repeats, budget, max_time, trial_timeout, space, objective, output, 
     Every run is an `iolens run` (Darshan with DXT). The study folder keeps every log, trials.parquet,
     tune.html, best.hints, best.env, best.sh and best.toml; the same command resumes a stopped study.
     """
-    from ..collect.run import RunError
-    from ..tune import Options, tune
-    from ..tune.loop import TuneError
-    from ..tune.space import SpaceError
-
     options = Options(repeats=repeats, budget=budget, max_time=max_time, trial_timeout=trial_timeout, space=space,
                       objective=objective, output=output, darshan=darshan, seed=seed)
     with _progress(budget, quiet or as_json) as events:
-        from ..views.html.tune import write_tune_page
-
-        events.page = write_tune_page
         try:
-            result = tune(list(command), options, events)
+            result = tune(command, options, events)
         except (TuneError, SpaceError, RunError) as exc:
             click.echo(f"iolens: error: {exc}", err=True)
             sys.exit(2)
     if as_json:
         emit_json(result)
         return
-    from ..views.terminal_tune import render_tune
-    from ..views.terminal import make_console
-
     render_tune(result, make_console())
 
 
 @contextlib.contextmanager
 def _progress(budget: int, quiet: bool):
     """A bar of runs on a terminal's stderr; messages as lines. Piped: messages only."""
-    from ..tune.loop import Events
-
     def say(text):
         click.echo(f"iolens: {text}", err=True)
 
     if quiet or not sys.stderr.isatty():
         yield Events(say=None if quiet else say)
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     with Progress(TextColumn("tune {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
         task = bar.add_task("", total=budget)

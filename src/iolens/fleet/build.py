@@ -7,71 +7,31 @@ killed build loses at most the batches it had not committed.
 """
 from __future__ import annotations
 
-import fnmatch
-import glob
 import os
-import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 
 import polars as pl
 
+from ..analysis.diagnosis import Thresholds
 from ..errors import LogError
+from ..model import Log
+from ..optional import require
+from ..reader.log import read_raw
 from . import store as fleet_store
+from .columns import ERROR_SCHEMA, TIMING, column_dtype, typed_frame
 from .features import DIAGNOSIS_REGIONS, FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
+from .insights import log_columns, with_insights
+from .jobs import build_jobs, check_grouping
+from .scan import find_logs, log_key
+from .scheduling import Cluster, Tally, batch_size, cores, worker_ticker
 
-LOG_SUFFIX = ".darshan"
-LIST_SUFFIXES = (".txt", ".list", ".lst")
-STRING_COLS = {"path", "exe", "app", "log_version", "lib_version", "headline", "headline_severity",
-               "headline_title", "diagnosis_error"}  # the rule features and per_log_* columns: insights.dtypes
-BOOL_COLS = {"diagnosed", "partial", "has_dxt", "dxt_truncated", "uses_hdf5", "uses_pnetcdf", "shared",
-             "io_share_over_100"}
-INT_SUFFIXES = ("_bytes_read", "_bytes_written", "_reads", "_writes", "_meta_ops", "_files", "_min", "_max",
-                "_ranks")
-INT_COLS = {"size", "mtime", "uid", "jobid", "nprocs", "files", "shared_files", "unique_files", "bytes",
-            "bytes_read", "bytes_written", "dxt_segments", "insights"}
-TIMING = ("read", "features", "diagnosis", "parquet")
-ERROR_SCHEMA = {"path": pl.String, "size": pl.Int64, "mtime": pl.Int64, "reason": pl.String}
+__all__ = ["build", "column_dtype", "cores", "find_logs", "log_key", "plan", "process_batch", "typed_frame"]
 
 
 # --- finding logs ------------------------------------------------------------------------------------
-def find_logs(paths) -> list:
-    """Every log named by PATHS: directories walked (any depth, e.g. Darshan's YYYY/M/D layout), globs
-    expanded, list files (.txt/.list: one path a line) read; other files taken as logs. Sorted, unique."""
-    found = []
-    for arg in paths:
-        arg = str(arg)
-        if glob.has_magic(arg):
-            for hit in sorted(glob.glob(arg, recursive=True)):
-                found.extend(_walk(hit) if os.path.isdir(hit) else [hit])
-        elif os.path.isdir(arg):
-            found.extend(_walk(arg))
-        elif arg.endswith(LIST_SUFFIXES) and os.path.isfile(arg):
-            with open(arg, encoding="utf-8", errors="replace") as fh:
-                found.extend(line.strip() for line in fh if line.strip() and not line.startswith("#"))
-        elif os.path.exists(arg):
-            found.append(arg)
-        else:
-            raise LogError("no such file, directory or matching log", arg)
-    return sorted({os.path.abspath(p) for p in found})
-
-
-def _walk(top: str) -> list:
-    out = []
-    for root, dirs, files in os.walk(top, followlinks=True):
-        dirs.sort()
-        out.extend(os.path.join(root, f) for f in fnmatch.filter(files, "*" + LOG_SUFFIX))
-    return out
-
-
-def log_key(path: str) -> tuple:
-    """(path, size, mtime in ns): a log is new to the store when this key is not in it."""
-    try:
-        st = os.stat(path)
-        return (path, int(st.st_size), int(st.st_mtime_ns))
-    except OSError:
-        return (path, -1, -1)
 
 
 # --- one batch: the Dask task ----------------------------------------------------------------------
@@ -98,13 +58,7 @@ def _one_reader_thread():
 
 
 def _process(keys: list, diagnose: bool, files: bool, tick, thresholds=None) -> dict:
-    from ..analysis.diagnosis import Thresholds
-    from ..model import Log
-    from .insights import log_columns, with_insights
-
     th = Thresholds(thresholds or {})
-    from ..reader.log import read_raw
-
     timing = dict.fromkeys(TIMING, 0.0)
     # the diagnosis reads the whole log (but its heatmap); the features alone need only a few of its regions
     regions = DIAGNOSIS_REGIONS if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS
@@ -156,35 +110,6 @@ def _process(keys: list, diagnose: bool, files: bool, tick, thresholds=None) -> 
             "jobs": len(jobs), "errors": len(errors), "timing": timing}
 
 
-def column_dtype(name: str):
-    if name in _rule_dtypes():
-        return _rule_dtypes()[name]
-    if name in STRING_COLS or name.startswith("insight_") or name == "file":
-        return pl.String
-    if name in BOOL_COLS:
-        return pl.Boolean
-    if name in INT_COLS or name.endswith(INT_SUFFIXES):
-        return pl.Int64
-    return pl.Float64
-
-
-def _rule_dtypes() -> dict:
-    global _RULE_DTYPES
-    if _RULE_DTYPES is None:
-        from .insights import dtypes
-        _RULE_DTYPES = dtypes()
-    return _RULE_DTYPES
-
-
-_RULE_DTYPES = None
-
-
-def typed_frame(rows: list) -> pl.DataFrame:
-    """Rows -> a frame with the same types in every part, whatever values a batch happens to hold."""
-    names = list(dict.fromkeys(k for r in rows for k in r))
-    return pl.DataFrame(rows, schema={n: column_dtype(n) for n in names}, strict=False)
-
-
 # --- the whole build --------------------------------------------------------------------------------
 def plan(paths, store, on_new=None) -> dict:
     """What a build does: `todo` keys to read (with whether the store holds an older row of the path),
@@ -207,12 +132,6 @@ def plan(paths, store, on_new=None) -> dict:
     return {"todo": todo, "skipped": skipped, "gone": gone, "found": len(found)}
 
 
-def batch_size(n: int, workers: int, most: int = 500) -> int:
-    """Enough batches to keep every worker busy, few enough that task and commit overhead stays small; at
-    most `most` logs per batch (bounds a worker's memory and what a killed build loses)."""
-    return max(1, min(most, -(-n // max(4 * workers, 1))))
-
-
 def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler=None, workers: int | None = None,
           batch: int | None = None, progress=None, prune: bool = False, thresholds=None,
           group_by: str | None = None) -> dict:
@@ -222,15 +141,13 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
     `progress(done_logs, total_logs)` is called as logs are read. `thresholds`: the diagnosis's overrides
     {name: value} (the insight columns are evaluated with them). Each finished batch is committed at once
     (see `store`). Returns a summary. `group_by="job"`: one row per job instead (fleet/jobs.py)."""
-    from .jobs import build_jobs, check_grouping
-
     if group_by == "job":
         return build_jobs(paths, store, diagnose=diagnose, files=files, scheduler=scheduler, workers=workers,
                           batch=batch, progress=progress, prune=prune, thresholds=thresholds)
     check_grouping(store, False)
     began = time.perf_counter()
     totals = {"added": 0, "errors": 0, "batches": 0, "timing": dict.fromkeys(TIMING, 0.0)}
-    with fleet_store.Writer(store) as writer, _Cluster(scheduler, workers) as cluster:
+    with fleet_store.Writer(store) as writer, Cluster(scheduler, workers) as cluster:
         todo = plan(paths, store, on_new=cluster.start)
         if prune and todo["gone"]:
             writer.prune(todo["gone"])
@@ -256,106 +173,9 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
             "seconds": time.perf_counter() - began, "timing": totals["timing"]}
 
 
-def cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-LOCAL_SCHEDULERS = ("threads", "sync", "synchronous")
-
-
-@contextmanager
-def _scheduler(scheduler, workers):
-    """(a distributed.Client or None for the in-process schedulers, number of worker threads)."""
-    if isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS:
-        yield None, workers or cores()
-        return
-    if scheduler is None or scheduler == "processes":
-        from distributed import Client
-
-        from .workers import local_cluster
-
-        with local_cluster(workers or cores()) as cluster, Client(cluster) as client:
-            yield client, workers or cores()
-        return
-    if isinstance(scheduler, str):
-        from distributed import Client
-
-        try:
-            client = Client(scheduler, timeout="10s")
-        except OSError as exc:
-            raise LogError(f"cannot reach the Dask scheduler ({exc})", scheduler) from None
-        with client:
-            yield client, _threads(client)
-        return
-    yield scheduler, _threads(scheduler)  # a distributed.Client of the caller's
-
-
-class _Cluster:
-    """The build's scheduler, with a local cluster's start (about a second: its worker processes) overlapped
-    with planning: `start()`, called once some log is surely new, begins making the local cluster on a thread;
-    `ready()` waits for it (or makes any scheduler then) and connects the build's client."""
-
-    def __init__(self, scheduler, workers):
-        self.scheduler, self.workers = scheduler, workers
-        self.local = scheduler is None or scheduler == "processes"
-        self.future, self.pool = None, None
-
-    def start(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from .workers import local_cluster
-
-        if self.local and self.future is None:
-            self.pool = ThreadPoolExecutor(1, thread_name_prefix="iolens-cluster")
-            self.future = self.pool.submit(local_cluster, self.workers or cores())
-
-    @contextmanager
-    def ready(self):
-        if not self.local:
-            with _scheduler(self.scheduler, self.workers) as value:
-                yield value
-            return
-        from distributed import Client
-
-        self.start()
-        cluster, self.future = self.future.result(), None  # closed here, not again by __exit__
-        with cluster, Client(cluster) as client:  # the client in this thread: its context is this one's
-            yield client, self.workers or cores()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.future is not None:  # started but never used (nothing to read after all)
-            self.future.result().close()
-        if self.pool is not None:
-            self.pool.shutdown()
-
-
-def _threads(client) -> int:
-    """Size the batches for the cluster's threads, not this machine's cores."""
-    return sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()) or 1
-
-
-class _Tally:
-    """Logs read so far, per batch, from ticks that may come from other threads; calls progress."""
-
-    def __init__(self, progress, total: int):
-        self.progress, self.total, self.done = progress, total, {}
-        self.lock = threading.Lock()
-
-    def __call__(self, index: int, n: int) -> None:
-        with self.lock:  # progress called under the lock too: the bar never steps back
-            if n <= self.done.get(index, 0):
-                return
-            self.done[index] = n
-            if self.progress:
-                self.progress(sum(self.done.values()), self.total)
-
-
 def _run(batches, client, scheduler, workers, options, progress):
     """Yield (result, replace) for each batch as it finishes, in any order."""
-    tally = _Tally(progress, sum(len(b) for b in batches))
+    tally = Tally(progress, sum(len(b) for b in batches))
     replace = [any(r for _, r in b) for b in batches]
     keys = [[k for k, _ in b] for b in batches]
     if client is None:
@@ -375,8 +195,6 @@ def _run_here(keys, scheduler, workers, options, tally):
                                     thresholds=thresholds)
 
     if scheduler == "threads":
-        from concurrent.futures import ThreadPoolExecutor, as_completed
-
         with ThreadPoolExecutor(workers) as pool:
             for future in as_completed([pool.submit(one, i) for i in range(len(keys))]):
                 yield future.result()
@@ -386,13 +204,11 @@ def _run_here(keys, scheduler, workers, options, tally):
 
 
 def _run_on_cluster(keys, client, options, tally):
-    from distributed import as_completed
-
     topic = "iolens-fleet-" + uuid.uuid4().hex
     client.subscribe_topic(topic, lambda event: tally(*event[1]))
     try:
         futures = [client.submit(_batch_task, i, b, options, topic, pure=False) for i, b in enumerate(keys)]
-        for future in as_completed(futures):
+        for future in require("distributed").as_completed(futures):
             yield future.result()
             future.release()
     finally:
@@ -407,16 +223,3 @@ def _batch_task(index: int, keys: list, options: tuple, topic: str) -> tuple:
     return index, process_batch(keys, diagnose, files, tick, thresholds)
 
 
-def worker_ticker(topic: str, index: int):
-    """`tick(logs read so far)` for a Dask task of batch `index`: sent to the client as a worker event on
-    `topic`, at most 5 a second per worker."""
-    from distributed import get_worker
-
-    worker, last = get_worker(), [0.0]
-
-    def tick(n):
-        now = time.monotonic()
-        if n and now - last[0] >= 0.2:
-            last[0] = now
-            worker.log_event(topic, (index, n))
-    return tick

@@ -22,11 +22,22 @@ import warnings
 import numpy as np
 import polars as pl
 
+from ..analysis.diagnosis import CODES
+from ..analysis.diagnosis import diagnose as run_checks
 from ..errors import LogError
-from ..jobs import group, process_of, read_process
-from ..jobs.merged import merge_modules
+from ..jobs import diagnose_job, group, process_of, read_process
+from ..jobs.merged import JobLog, merge_modules
 from ..jobs.processes import LOG_SUFFIXES, Process
+from ..model import Log
+from ..optional import require
+from ..reader.counter_names import COUNTER_NAMES
+from ..reader.log import RawLog, read_raw
+from ..reader.lustre import LustreRecords
 from . import store as fleet_store
+from .columns import ERROR_SCHEMA, TIMING, column_dtype, typed_frame
+from .features import DIAGNOSIS_REGIONS, FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
+from .scan import find_logs, log_key
+from .scheduling import Tally, batch_size, open_scheduler, worker_ticker
 
 # the job columns a per-job row adds to the per-log features
 JOB_COLS = {"job": pl.String, "logs": pl.Int64, "steps": pl.Int64, "helpers": pl.Int64, "recovered": pl.Int64,
@@ -58,9 +69,7 @@ def check_grouping(store, grouped: bool) -> None:
 
 # --- finding and grouping the logs ------------------------------------------------------------------
 def find_job_logs(paths) -> list:
-    """As `build.find_logs`, unfinished logs (.darshan_partial) included: they belong to their job."""
-    from .build import find_logs
-
+    """As `scan.find_logs`, unfinished logs (.darshan_partial) included: they belong to their job."""
     found = []
     for arg in map(str, paths):
         if os.path.isdir(arg):
@@ -97,8 +106,6 @@ def _process_of(row: dict) -> Process:
 def plan_jobs(paths, store, prune: bool, progress=None) -> dict:
     """What a per-job build does: `todo` {job key: [log paths]} to (re)compute, `stale` job keys whose rows
     go, `errors` rows of logs whose header cannot be read, and counts."""
-    from .build import log_key
-
     found = find_job_logs(paths)
     stored = fleet_store.read(store, "logs")
     stored_rows = {r["path"]: r for r in stored.iter_rows(named=True)} if stored.height else {}
@@ -147,8 +154,6 @@ def plan_jobs(paths, store, prune: bool, progress=None) -> dict:
 def job_rows(job_paths: dict, diagnose: bool = True, files: bool = False, tick=None, thresholds=None) -> dict:
     """The task: {job key: [paths]} -> frames (jobs, logs, errors, files), each job's logs read whole.
     `tick(n)` is called with the number of logs read so far. Writes nothing (the build commits)."""
-    from .build import ERROR_SCHEMA, TIMING, typed_frame
-
     timing = dict.fromkeys(TIMING, 0.0)
     jobs, logs, errors, file_table, keys, n = [], [], [], [], set(job_paths), 0
     for key, paths in job_paths.items():
@@ -178,8 +183,6 @@ def job_rows(job_paths: dict, diagnose: bool = True, files: bool = False, tick=N
                 continue
             jobs.append(row)
             if files:
-                from .features import file_rows
-
                 file_table += [{**r, "job": key} for r in file_rows(raw, row["path"])]
     t0 = time.perf_counter()
     frames = {"jobs": _typed(jobs) if jobs else None,
@@ -214,22 +217,15 @@ def _read_job(paths: list, diagnose: bool, files: bool, errors: list) -> tuple:
 
 
 def _typed(rows: list) -> pl.DataFrame:
-    from .build import column_dtype
-
     names = list(dict.fromkeys(k for r in rows for k in r))
     return pl.DataFrame(rows, schema={n: JOB_COLS.get(n) or column_dtype(n) for n in names}, strict=False)
 
 
 def _read(path: str, diagnose: bool, files: bool):
-    from ..reader.log import read_raw
-    from .features import DIAGNOSIS_REGIONS, FEATURE_REGIONS, FILE_ROW_REGIONS
-
     return read_raw(path, regions=DIAGNOSIS_REGIONS if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS)
 
 
 def _size(path: str) -> dict:
-    from .build import log_key
-
     _, size, mtime = log_key(path)
     return {"size": size, "mtime": mtime}
 
@@ -237,9 +233,6 @@ def _size(path: str) -> dict:
 def job_row(job, key: str, raws: dict, diagnose: bool, timing: dict, thresholds=None) -> tuple:
     """(row, the job's RawLog): its features (its logs merged; one log alone: that log's own), its job
     columns, its diagnosis."""
-    from ..model import Log
-    from .features import job_features
-
     t0 = time.perf_counter()
     data = [p for s in job.steps for p in s.processes]
     raw = raws[data[0].path] if len(data) == 1 else merged_raw(job, raws)
@@ -262,13 +255,11 @@ def job_row(job, key: str, raws: dict, diagnose: bool, timing: dict, thresholds=
 def diagnose_log(log, thresholds=None) -> dict:
     """A one-log job's insight columns: `diagnose(log)`'s, as `iolens diagnose LOG` judges it. (A per-job
     store keeps the diagnosis as built: its jobs' steps have no rule features, see docs/fleet.md.)"""
-    from ..analysis.diagnosis import CODES, diagnose
-
     out = {f"insight_{code}": None for code in CODES}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            found = [i.to_dict() for i in diagnose(log, thresholds)]
+            found = [i.to_dict() for i in run_checks(log, thresholds)]
     except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
         return {**out, "insights": 0, "headline": None, "headline_severity": None, "headline_title": None,
                 "diagnosis_error": f"{type(exc).__name__}: {exc}"}
@@ -277,17 +268,12 @@ def diagnose_log(log, thresholds=None) -> dict:
 
 def job_diagnosis_columns(job, raws: dict, thresholds=None) -> dict:
     """The insight columns of the job's diagnosis, as `iolens diagnose FOLDER` judges it (step by step)."""
-    from ..analysis.diagnosis import CODES, diagnose
-    from ..jobs import diagnose_job
-    from ..jobs.merged import JobLog
-    from ..model import Log
-
     out = {f"insight_{code}": None for code in CODES}
     try:
         log = JobLog(job, job.steps[0].head.path, cache={p: Log(r) for p, r in raws.items()})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            found = diagnose_job(log, lambda step: [i.to_dict() for i in diagnose(step, thresholds)])
+            found = diagnose_job(log, lambda step: [i.to_dict() for i in run_checks(step, thresholds)])
     except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
         return {**out, "insights": 0, "headline": None, "headline_severity": None, "headline_title": None,
                 "diagnosis_error": f"{type(exc).__name__}: {exc}"}
@@ -319,8 +305,6 @@ def merged_raw(job, raws: dict):
     """The job's data logs (helpers out) as one RawLog: every log's records with its ranks moved to the
     job's numbering (a one-process log's reduced record is that process's own) and its timestamps to the
     job's clock (seconds from the earliest start), as `jobs.merged.JobLog` does for the analysis."""
-    from ..reader.log import RawLog
-
     logs = [raws[p.path] for s in job.steps for p in s.processes]
     start = min((r.job.start_time_sec, r.job.start_time_nsec) for r in logs)
     end = max((r.job.end_time_sec, r.job.end_time_nsec) for r in logs)
@@ -350,8 +334,6 @@ def _ranks(ranks: np.ndarray, first: int, nprocs: int) -> np.ndarray:
 
 
 def _counters(logs: list, firsts, offsets) -> dict:
-    from ..reader.counter_names import COUNTER_NAMES
-
     parts: dict = {}
     for r, first, offset in zip(logs, firsts, offsets):
         for module, recs in r.counters.items():
@@ -387,8 +369,6 @@ def _dxt(logs: list, firsts, offsets) -> dict:
 
 
 def _lustre(logs: list, firsts):
-    from ..reader.lustre import LustreRecords
-
     ps = [(r.lustre, int(first), int(r.job.nprocs)) for r, first in zip(logs, firsts) if r.lustre.records]
     if not ps:
         return LustreRecords()
@@ -411,8 +391,6 @@ def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, sche
                thresholds=None) -> dict:
     """`build.build` with one row per job: group, then recompute the jobs whose logs changed, a batch of
     whole jobs per task, each batch committed as it finishes (rows replaced by job key)."""
-    from .build import TIMING, _scheduler, batch_size
-
     began = time.perf_counter()
     totals = {"added": 0, "errors": 0, "batches": 0, "read": 0, "timing": dict.fromkeys(TIMING, 0.0)}
     with fleet_store.Writer(store) as writer:
@@ -423,8 +401,6 @@ def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, sche
         errs = todo["errors"]
         drop = [p for p in todo["gone"]] if prune else []
         if errs or drop or todo["stale"]:
-            from .build import ERROR_SCHEMA
-
             where = {"errors": fleet_store.path_predicate([e["path"] for e in errs] + drop)} if errs or drop else {}
             if todo["stale"]:
                 where.update({t: fleet_store.in_predicate("job", todo["stale"]) for t in KEYED_BY_JOB})
@@ -433,7 +409,7 @@ def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, sche
             totals["errors"] += len(errs)
         jobs = list(todo["todo"].items())
         if jobs:
-            with _scheduler(scheduler, workers) as (client, n_workers):
+            with open_scheduler(scheduler, workers) as (client, n_workers):
                 n_logs = sum(len(ps) for _, ps in jobs)
                 size = batch or batch_size(n_logs, n_workers)
                 for result in _run(_batches(jobs, size), client, (diagnose, files, thresholds), progress):
@@ -467,10 +443,8 @@ def _phase(progress, name: str) -> bool:
 
 def _create_empty(store) -> None:
     """The `logs` table with no rows yet (a store of unreadable logs only is still a per-job store)."""
-    from deltalake import write_deltalake
-
     if not fleet_store.is_table(store, "logs"):
-        write_deltalake(str(fleet_store.table_dir(store, "logs").resolve()), pl.DataFrame(schema=LOGS_SCHEMA))
+        require("deltalake").write_deltalake(str(fleet_store.table_dir(store, "logs").resolve()), pl.DataFrame(schema=LOGS_SCHEMA))
 
 
 def _batches(jobs: list, size: int) -> list:
@@ -490,22 +464,18 @@ def _batches(jobs: list, size: int) -> list:
 def _run(batches: list, client, options: tuple, progress):
     """Yield each batch's result as it finishes (in this process, or as Dask tasks on CLIENT), with
     `progress(logs read, logs to read)` called as logs are read."""
-    from .build import _Tally
-
-    tally = _Tally(progress, sum(len(ps) for b in batches for ps in b.values()))
+    tally = Tally(progress, sum(len(ps) for b in batches for ps in b.values()))
     diagnose, files, thresholds = options
     if client is None:
         for index, b in enumerate(batches):
             yield job_rows(b, diagnose, files, tick=lambda n, index=index: tally(index, n), thresholds=thresholds)
         return
-    from distributed import as_completed
-
     topic = "iolens-fleet-jobs-" + uuid.uuid4().hex
     client.subscribe_topic(topic, lambda event: tally(*event[1]))
     try:
         futures = [client.submit(_batch_task, i, b, diagnose, files, topic, thresholds, pure=False)
                    for i, b in enumerate(batches)]
-        for future in as_completed(futures):
+        for future in require("distributed").as_completed(futures):
             index, result = future.result()
             tally(index, result["logs"])
             yield result
@@ -516,6 +486,4 @@ def _run(batches: list, client, options: tuple, progress):
 
 def _batch_task(index: int, batch: dict, diagnose: bool, files: bool, topic: str, thresholds=None) -> tuple:
     """The Dask task: one batch of whole jobs, its progress sent to the client as worker events."""
-    from .build import worker_ticker
-
     return index, job_rows(batch, diagnose, files, worker_ticker(topic, index), thresholds)

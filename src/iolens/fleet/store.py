@@ -25,6 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import LogError
+from ..optional import require
 
 TABLES = ("jobs", "errors", "files", "logs")
 KEY = ("path", "size", "mtime")
@@ -62,11 +63,10 @@ def read(store, table: str) -> pl.DataFrame:
 
 def data_files(store, table: str) -> list:
     """The Parquet files of the table's current version (what DuckDB's `read_parquet([...])` should read)."""
-    from deltalake import DeltaTable
-
     if not is_table(store, table):
         return []
-    return sorted(u.removeprefix("file://") for u in DeltaTable(str(table_dir(store, table).resolve())).file_uris())
+    table = require("deltalake").DeltaTable(str(table_dir(store, table).resolve()))
+    return sorted(u.removeprefix("file://") for u in table.file_uris())
 
 
 def known_keys(store) -> dict:
@@ -164,51 +164,52 @@ class Writer:
             raise LogError(f"cannot write the store ({_one_line(exc)})", str(self.store)) from None
 
     def _write(self, table: str, paths, frame, swap: bool, predicate: str | None = None) -> None:
-        from deltalake import DeltaTable, WriterProperties, write_deltalake
+        deltalake = require("deltalake")
 
         predicate = predicate or path_predicate(paths)
         where = str(table_dir(self.store, table).resolve())
-        zstd = WriterProperties(compression="ZSTD")
+        zstd = deltalake.WriterProperties(compression="ZSTD")
         dt = self._tables.get(table)
         if dt is None and is_table(self.store, table):
-            dt = self._tables[table] = DeltaTable(where)  # kept: reloading the log every commit costs
+            dt = self._tables[table] = deltalake.DeltaTable(where)  # kept: reloading the log every commit costs
         if frame is None:
             dt.delete(predicate, writer_properties=zstd)
         elif swap:
-            write_deltalake(dt, frame, mode="overwrite", predicate=predicate, schema_mode="merge",
+            deltalake.write_deltalake(dt, frame, mode="overwrite", predicate=predicate, schema_mode="merge",
                             writer_properties=zstd)
         else:
-            write_deltalake(dt if dt is not None else where, frame, mode="append", schema_mode="merge",
+            deltalake.write_deltalake(dt if dt is not None else where, frame, mode="append", schema_mode="merge",
                             writer_properties=zstd)
 
     def prune(self, paths: list) -> None:
         """Drop every row of PATHS (logs gone from disk): a commit per table and 1,000 logs."""
-        from deltalake import DeltaTable
+        deltalake = require("deltalake")
 
         for table in COMMIT_ORDER:
             if paths and is_table(self.store, table):
                 for k in range(0, len(paths), 1000):
-                    DeltaTable(str(table_dir(self.store, table).resolve())).delete(path_predicate(paths[k:k + 1000]))
+                    where = str(table_dir(self.store, table).resolve())
+                    deltalake.DeltaTable(where).delete(path_predicate(paths[k:k + 1000]))
 
     def compact(self, most_files: int = 64) -> None:
         """Merge a table's small files (one per batch and build) once it has more than MOST_FILES, so
         readers open few files; the old ones go at the next vacuum."""
-        from deltalake import DeltaTable, WriterProperties
+        deltalake = require("deltalake")
 
         for table in TABLES:
             if is_table(self.store, table):
-                dt = DeltaTable(str(table_dir(self.store, table).resolve()))
+                dt = deltalake.DeltaTable(str(table_dir(self.store, table).resolve()))
                 if len(dt.file_uris()) > most_files:
-                    dt.optimize.compact(writer_properties=WriterProperties(compression="ZSTD"))
+                    dt.optimize.compact(writer_properties=deltalake.WriterProperties(compression="ZSTD"))
 
     def vacuum(self) -> None:
         """Remove files no current version references (superseded by a replace, or written by a killed
         build), so a plain glob over the table reads what the Delta log says."""
-        from deltalake import DeltaTable
+        deltalake = require("deltalake")
 
         for table in TABLES:
             if is_table(self.store, table):
-                DeltaTable(str(table_dir(self.store, table).resolve())).vacuum(
+                deltalake.DeltaTable(str(table_dir(self.store, table).resolve())).vacuum(
                     retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
 
 

@@ -1,6 +1,6 @@
 """The processes a build starts, and their promise to die with it.
 
-A build's default cluster is a Dask `LocalCluster` of worker processes. Each worker loads this module at
+A build's default cluster is a Dask `LocalCluster` of worker processes. Each worker loads worker_preload.py at
 start (a Dask preload) and ties its life to its parent's: on Linux the kernel sends it SIGKILL when the parent
 goes (prctl PR_SET_PDEATHSIG, which needs no Python thread and so works while the worker is busy in native
 code), and everywhere a watchdog thread exits the worker once its parent pid changes. So a build killed with
@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import logging
 import os
 import signal
 import sys
 import threading
 import time
 
+from ..optional import require
+
+PRELOAD = "iolens.fleet.worker_preload"
 PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.5
 
@@ -40,19 +44,8 @@ def die_with_parent() -> None:
     threading.Thread(target=watch, name="iolens-parent-watch", daemon=True).start()
 
 
-def dask_setup(worker) -> None:  # noqa: ARG001 - Dask's preload hook
-    die_with_parent()
-    # what a batch task imports (a quarter of a second), while the build still lists its logs
-    from . import build, insights  # noqa: F401
-
-
 def local_cluster(workers: int):
     """A LocalCluster of WORKERS single-threaded worker processes that die with this process."""
-    import logging
-
-    import dask
-    from distributed import LocalCluster
-
     # silence_logs: Dask's own notes (shutdown, a missed heartbeat on a loaded machine, logged with its
     # traceback) are not the user's business on a terminal; a failed task still fails the build
     # one polars thread per worker (unless the user says otherwise): the workers use every core already, and
@@ -60,9 +53,11 @@ def local_cluster(workers: int):
     # environment (set in the worker before it imports anything), not Dask's pre-spawn one, which Dask also
     # writes into the build's process
     env = {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")}
-    with dask.config.set(worker_config()):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                            preload=[__name__], silence_logs=logging.CRITICAL, env=env)
+    distributed = require("distributed")  # first: it adds its settings to Dask's, which the next line changes
+    with require("dask").config.set(worker_config()):
+        return distributed.LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, preload=[PRELOAD],
+            silence_logs=logging.CRITICAL, env=env)
 
 
 def worker_config() -> dict:
@@ -76,9 +71,8 @@ def worker_config() -> dict:
       (whose IO loop used 0.66 s of CPU in a 4,000-log build, 0.27 s with these); memory is still checked
       every second.
     (A MALLOC_TRIM_THRESHOLD_ of the user's own environment is inherited as it is.)"""
-    import dask
-
-    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
+    require("distributed")  # its settings' defaults, read here
+    environ = dict(require("dask").config.get("distributed.nanny.pre-spawn-environ", {}))
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
     return {"distributed.nanny.pre-spawn-environ": environ, "distributed.worker.profile.enabled": False,
             **QUIET_LOOPS}

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 
+from ..errors import LogError
 from .group import Job, Step, group
+from .merged import JobLog, merge
 from .processes import Process, expand, process_of, read_process
 
 
@@ -17,8 +19,6 @@ def find_jobs(paths, counters: bool = True, progress=None, unreadable=None) -> l
 
     unreadable: a list to collect (path, one-line reason) of logs that cannot be read; without it, the first
     such log raises its LogError."""
-    from ..errors import LogError
-
     files = expand(paths)
     processes = []
     for i, path in enumerate(files):
@@ -82,15 +82,12 @@ def _step(step: Step) -> dict:
     }
 
 
-__all__ = ["Job", "Process", "Step", "describe", "expand", "find_jobs", "flows", "group", "process_of", "read_process"]
+__all__ = ["Job", "JobLog", "Process", "Step", "describe", "diagnose_job", "load_job", "expand", "find_jobs", "flows", "group", "process_of", "read_process"]
 
 
 def load_job(paths, what: str = "this"):
     """The one job the logs under `paths` hold, merged into one log-like object (jobs/merged.py).
     LogError when they hold none or several (`iolens jobs` lists them)."""
-    from ..errors import LogError
-    from .merged import merge
-
     jobs = [j for j in find_jobs(paths) if j.steps]
     label = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
     if not jobs:
@@ -103,8 +100,8 @@ def load_job(paths, what: str = "this"):
 
 
 def attribute(log, ranks=(), files=()) -> list:
-    """The processes of a merged job log behind an insight: its ranks, and the processes that touched its files
-    (a recovered log has counters but no trace). [{step, exe, pid, role, log}]"""
+    """The processes of a log assembled from several processes' logs behind an insight: its ranks, and the
+    processes that touched its files (a recovered log has counters but no trace). [{step, exe, pid, role, log}]"""
     chosen = {log.process_of(int(r))["rank"] for r in ranks if log.process_of(int(r))}
     if files:
         names = log.file_names()
@@ -112,7 +109,8 @@ def attribute(log, ranks=(), files=()) -> list:
         for table in log.counters.values():
             hit = table.filter(table["file_id"].is_in(list(wanted)))["rank"].unique().to_list()
             chosen |= {log.process_of(int(r))["rank"] for r in hit if log.process_of(int(r))}
-    return [{k: p[k] for k in ("step", "exe", "pid", "role", "log")} for p in log.processes if p["rank"] in chosen]
+    return [{k: p[k] for k in ("step", "exe", "pid", "role", "log")} for p in log.provenance.processes
+            if p["rank"] in chosen]
 
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
@@ -122,12 +120,13 @@ def diagnose_job(log, diagnose_step) -> list:
     """Each step's findings (a step's processes ran together; steps ran one after another, so cross-rank
     checks across steps would compare unrelated processes), each insight naming its `step`, its `processes`
     and its evidence's `rows` (the report's row labels), its `evidence.ranks` moved to the job's numbering and
-    the ranks its title and summary name said as the user follows them (see `name_ranks`); most severe first."""
+    the ranks its title and summary name said as the user follows them (see `name_ranks`); most severe first.
+    `log`: any log of the contract whose `provenance.processes` says which rank is which process."""
     out = []
     for step in log.steps:
         sub = log.step_log(step)
-        first = sub.processes[0]["rank"]
-        moved = {p["rank"]: p for p in log.processes if p["step"] == step}
+        first = sub.provenance.processes[0]["rank"]
+        moved = {p["rank"]: p for p in log.provenance.processes if p["step"] == step}
         for insight in diagnose_step(sub):
             ev = insight["evidence"]
             insight["processes"] = attribute(sub, ev["ranks"], ev["files"])
@@ -144,14 +143,15 @@ RANK_LIST = re.compile(r"\b([Rr])anks (\d+(?:, \d+)*)\b")
 
 
 def name_ranks(step_log, text: str) -> str:
-    """A check's text about one step, its rank numbers said as the report's rows name them: an MPI launch's
-    ranks keep their rank inside the step (`rank 2`); any other process is named by role and pid (`worker pid
-    3688`), as `rank 0` in a parent-and-workers step would point at no row the user can find."""
+    """A check's text about one step, its rank numbers said as the step's log labels them (`label(rank)`): an MPI
+    launch's ranks keep their rank inside the step (`rank 2`); any other process is named by role and pid
+    (`worker pid 3688`), as `rank 0` in a parent-and-workers step would point at no row the user can find.
+
+    TODO(issue 28): the checks' wording will take these labels from the log through the Context's helpers
+    (`ctx.rank_label`, `ctx.rank_labels`, `ctx.ranks_noun`); this rewrite of their English then goes."""
     def one(rank: int):
-        p = step_log.process_of(rank)
-        if p is None or p["step_rank"] is not None or p["pid"] is None:
-            return None
-        return f"{p['role']} pid {p['pid']}"
+        said = step_log.label(rank)
+        return None if said == f"rank {rank}" else said
 
     def single(m):
         said = one(int(m[2]))
@@ -163,6 +163,6 @@ def name_ranks(step_log, text: str) -> str:
             return m[0]
         return ("P" if m[1] == "R" else "p") + "rocesses " + ", ".join(said)
 
-    if all(p["step_rank"] is None for p in step_log.processes):
+    if step_log.ranks_noun == "processes":
         text = text.replace("across ranks", "across processes")
     return RANK_MENTION.sub(single, RANK_LIST.sub(several, text))

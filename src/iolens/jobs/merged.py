@@ -3,7 +3,8 @@
 Every process of the job's steps (helpers left out: they moved no data) becomes ranks of the merged log, in step
 order (rank inside an MPI step, the parent before its workers); its tables are concatenated with the rank
 renumbered and its times (segments, heatmap bins, counter timestamps, all relative to its own start) moved to
-one clock: seconds from the earliest start of the job's logs. `processes` says which rank is which process.
+one clock: seconds from the earliest start of the job's logs. `provenance.processes` says which rank is which
+process; the `processes` table and `label(rank)` name each rank as the user finds it (`worker pid 3688`).
 """
 from __future__ import annotations
 
@@ -13,21 +14,25 @@ from functools import cached_property
 import polars as pl
 
 from ..model import read
+from ..model.contract import PROCESS_SCHEMA, LogBase, Provenance
 from ..model.log import SEGMENT_SCHEMA
 from .group import Job
 
 NO_TIME = -1.0  # Darshan's "not recorded" in a timestamp counter
 
 
-class JobLog:
-    """A Log-like view of one job: job, modules, files, counters, segments, dxt_records, lustre, heatmap."""
+class JobLog(LogBase):
+    """One job's logs under the Log contract: job, modules, files, counters, segments, dxt_records, lustre,
+    heatmap, processes, and the extra table `steps`."""
+
+    kind = "job"
 
     def __init__(self, job: Job, path: str, steps=None, cache=None):
         self.path = path
         self.group = job
-        self.steps = list(range(len(job.steps))) if steps is None else list(steps)
+        self._steps = list(range(len(job.steps))) if steps is None else list(steps)
         self.logs = []  # (step index, Process, Log, first rank, clock offset)
-        procs = [(i, p) for i in self.steps for p in job.steps[i].processes]
+        procs = [(i, p) for i in self._steps for p in job.steps[i].processes]
         self.start = min(p.start for _, p in procs)
         cache = {} if cache is None else cache
         rank = 0
@@ -41,7 +46,11 @@ class JobLog:
 
     # --- which rank is which process --------------------------------------------------------------
     @cached_property
-    def processes(self) -> list:
+    def provenance(self) -> Provenance:
+        return Provenance(tuple(proc.path for _, proc, _, _, _ in self.logs), tuple(self._process_list()),
+                          self.group.job_id)
+
+    def _process_list(self) -> list:
         """[{rank, ranks, step, exe, pid, role, log, recovered, offset, step_rank}] in rank order; step_rank: the
         MPI rank of the process's first rank inside its step (None outside an MPI launch)."""
         out = []
@@ -59,22 +68,48 @@ class JobLog:
                         "offset": offset, "step_rank": step_rank if proc.fork_parent is None else None})
         return out
 
-    def row_label(self, rank: int) -> str:
-        """What the report's timeline labels the row of a rank (job numbering): `step·rN` for rank N of an MPI
-        launch, `step·pid` for any other process."""
-        p = self.process_of(rank)
-        if p is None:
-            return str(rank)
-        if p["step_rank"] is not None:
-            return f"{p['step']}·r{p['step_rank'] + rank - p['rank']}"
-        return f"{p['step']}·{p['pid'] if p['pid'] is not None else rank}"
+    @cached_property
+    def processes(self) -> pl.DataFrame:
+        """One row per rank (job numbering): its label, its log's host, pid, step and role."""
+        frames = []
+        for p, (_, _, log, _, _) in zip(self.provenance.processes, self.logs):
+            ranks = range(p["rank"], p["rank"] + p["ranks"])
+            hosts = log.rank_hosts()
+            frames.append(pl.DataFrame({
+                "rank": list(ranks), "label": self.labels(ranks),
+                "host": [hosts.get(r - p["rank"], hosts.get(-1)) for r in ranks], "pid": [p["pid"]] * len(ranks),
+                "step": [p["step"]] * len(ranks), "role": [p["role"]] * len(ranks), "log": [p["log"]] * len(ranks)},
+                schema=PROCESS_SCHEMA))
+        return pl.concat(frames) if frames else pl.DataFrame(schema=PROCESS_SCHEMA)
+
+    @property
+    def steps(self) -> list:
+        return list(self._steps)
 
     def step_log(self, step: int) -> "JobLog":
-        """The processes of one step only (they ran together: parent and workers, or the ranks of a launch)."""
+        """The processes of one step only (they ran together: parent and workers, or the ranks of a launch),
+        its ranks numbered from 0 and labelled as in the whole job."""
+        if step not in self._steps:
+            raise KeyError(step)
         return JobLog(self.group, self.path, [step], {p.path: log for _, p, log, _, _ in self.logs})
 
-    def process_of(self, rank: int):
-        return next((p for p in self.processes if p["rank"] <= rank < p["rank"] + p["ranks"]), None)
+    def extra_tables(self) -> dict:
+        return {"steps": self.steps_table}
+
+    @cached_property
+    def steps_table(self) -> pl.DataFrame:
+        """One row per step: step, exe, command, start and end (s on the job's clock), processes, ranks (0
+        outside an MPI launch), launcher (the helper's command line that launched it)."""
+        rows = []
+        for i in self._steps:
+            step = self.group.steps[i]
+            rows.append({"step": i, "exe": step.head.program, "command": step.head.command,
+                         "start": step.start - self.start, "end": step.end - self.start,
+                         "processes": len(step.processes), "ranks": step.ranks,
+                         "launcher": step.launcher.command if step.launcher else None})
+        return pl.DataFrame(rows, schema={"step": pl.Int64, "exe": pl.String, "command": pl.String,
+                                          "start": pl.Float64, "end": pl.Float64, "processes": pl.Int64,
+                                          "ranks": pl.Int64, "launcher": pl.String})
 
     # --- the Log interface ------------------------------------------------------------------------
     @cached_property
@@ -83,24 +118,17 @@ class JobLog:
         end = max(log.job["end_time"] for _, _, log, _, _ in self.logs)
         return {**first, "path": self.path, "nprocs": self.nprocs,
                 "start_time": self.start, "end_time": end, "run_time": end - self.start,
-                "exe": self.group.steps[self.steps[0]].head.command,
+                "exe": self.group.steps[self._steps[0]].head.command,
                 "jobid": self.group.job_id if self.group.job_id is not None else first["jobid"],
                 "modules": [{"name": m.name, "version": m.version, "partial": m.partial, "records": m.records,
                              "supported": m.supported, "note": m.note} for m in self.modules],
                 "partial": any(m.partial for m in self.modules), "notes": self.notes,
                 "recovered": any(log.job.get("recovered") for _, _, log, _, _ in self.logs),
                 "missing": [f"{p.name}: {m}" for _, p, log, _, _ in self.logs for m in log.job.get("missing", [])],
-                "processes": self.processes}
+                "processes": list(self.provenance.processes)}
 
     def _modules(self) -> list:
         return merge_modules(log.modules for _, _, log, _, _ in self.logs)
-
-    def module(self, name: str):
-        return next((m for m in self.modules if m.name == name), None)
-
-    def is_partial(self, name: str) -> bool:
-        m = self.module(name)
-        return bool(m and m.partial)
 
     def file_names(self) -> dict:
         names: dict = {}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import LogError
+from ..reader.counter_names import COUNTER_NAMES
 from ..reader.log import read_job_only, read_raw
 from ..reader.recover import PARTIAL_SUFFIX, parse_log_name
 
@@ -100,8 +101,6 @@ def process_of(path: str, raw, counters: bool = True) -> Process:
 
 
 def _count(proc: Process, raw) -> None:
-    from ..reader.counter_names import COUNTER_NAMES
-
     proc.counted = True
     for module in COUNTED_MODULES:
         recs = raw.counters.get(module)

@@ -1,4 +1,5 @@
-"""`Log`: the job record plus one table per kind of row (file, counter set, DXT segment, Lustre component, heatmap bin)."""
+"""`Log`: one Darshan log as the Log contract's tables (model/contract.py): the job record plus one table per kind
+of row (file, counter set, DXT segment, Lustre component, heatmap bin)."""
 from __future__ import annotations
 
 from functools import cached_property
@@ -10,7 +11,9 @@ from ..reader.counter_names import COUNTER_NAMES
 from ..reader.job import mount_of
 from ..reader.log import RawLog, read_raw
 from ..reader.lustre import COMPONENT_FIELDS
+from ..reader.recover import parse_log_name
 from .columns import categorical_series, list_series
+from .contract import LogBase
 from .darshan import DXT_MODULES
 from .osts import layouts, segment_osts
 
@@ -19,19 +22,15 @@ MODULE = pl.Enum(list(DXT_MODULES))
 OP_NAMES = pl.Series(OP.categories, dtype=OP)
 
 
-def read(path: str, progress=None) -> "Log":
-    """Read a Darshan log, or a Recorder trace folder (told by content; a `RecorderTrace`, same tables plus
-    `calls`). Raises `iolens.LogError` with a one-line reason if it cannot."""
-    from ..reader.recorder import is_recorder_trace
-
-    if is_recorder_trace(str(path)):
-        from .recorder import read_recorder
-
-        return read_recorder(str(path), progress)
+def read_darshan(path: str, progress=None) -> "Log":
     return Log(read_raw(str(path), progress))
 
 
-class Log:
+class Log(LogBase):
+    """One Darshan log (the adapter of reader/log.py's records to the Log contract)."""
+
+    kind = "darshan"
+
     def __init__(self, raw: RawLog):
         self.raw = raw
         self.path = raw.path
@@ -70,12 +69,20 @@ class Log:
             "missing": list(self.raw.missing),
         }
 
-    def module(self, name: str):
-        return next((m for m in self.modules if m.name == name), None)
+    @property
+    def reader_records(self) -> RawLog | None:
+        """The reader's records, as long as the counter and DXT record tables are made from them as they are
+        (a subclass that makes its own tables reads through them)."""
+        own = type(self).counters is Log.counters and type(self).dxt_records is Log.dxt_records
+        return self.raw if own else None
 
-    def is_partial(self, name: str) -> bool:
-        m = self.module(name)
-        return bool(m and m.partial)
+    @property
+    def pid(self):
+        """The process id in Darshan's file name, for a log of one process."""
+        if int(self.raw.job.nprocs) != 1:
+            return None
+        name = parse_log_name(self.path)
+        return name.pid if name else None
 
     # --- files -------------------------------------------------------------------------------
     @cached_property
@@ -203,13 +210,10 @@ def _column_slices(values: np.ndarray, names) -> list:
 
 
 def reader_arrays(log) -> RawLog | None:
-    """The reader's records of `log` when its counter and DXT record tables are made from them as they are (a
-    `Log` of one Darshan file): the measures can read the arrays, built table or not. None otherwise (a job's
-    merged logs, a Recorder trace: tables of their own): read the tables."""
-    if not isinstance(log, Log):
-        return None
-    own = type(log).counters is Log.counters and type(log).dxt_records is Log.dxt_records
-    return log.raw if own else None
+    """The reader's records of `log` when the contract says its counter and DXT record tables are made from
+    them as they are (`reader_records`: a `Log` of one Darshan file): the measures can read the arrays, built
+    table or not. None otherwise (a job's merged logs, a Recorder trace: tables of their own): read the tables."""
+    return log.reader_records
 
 
 SEGMENT_SCHEMA = {"module": MODULE, "file_id": pl.UInt64, "rank": pl.Int64, "hostname": pl.Categorical,

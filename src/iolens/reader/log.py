@@ -2,50 +2,22 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from ..errors import LogError
 from .counters import LAYOUTS, CounterRecords, parse_counters
 from . import dxt as dxt_region
-from .header import MODULE_NAMES, Header, job_region, parse_header
+from .header import MODULE_NAMES, job_region, parse_header
 from .heatmap import parse_heatmap
-from .job import JobRecord, parse_job
-from .lustre import LustreRecords, parse_lustre
+from .job import parse_job
+from .lustre import parse_lustre
 from .names import parse_names
+from .raw import ModuleInfo, RawLog
 from .recover import PARTIAL_SUFFIX, cut_after_header, is_unfinished, recover
 from .regions import inflate, read_regions
 
 
 NOT_READ = "not read (left out by the caller)"
 JOB_PREFIX = 1 << 14  # bytes read first by read_job_only: the header and, nearly always, the whole job region
-
-
-@dataclass
-class ModuleInfo:
-    id: int
-    name: str
-    version: int
-    partial: bool
-    compressed_bytes: int
-    supported: bool
-    records: int = 0
-    note: str = ""
-
-
-@dataclass
-class RawLog:
-    path: str
-    header: Header
-    job: JobRecord
-    names: dict
-    modules: list = field(default_factory=list)
-    counters: dict = field(default_factory=dict)  # module -> CounterRecords
-    dxt: dict = field(default_factory=dict)  # module -> DxtRecords
-    lustre: LustreRecords = field(default_factory=LustreRecords)
-    heatmap: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
-    recovered: bool = False  # an unfinished log (no header): every value read by reader/recover.py
-    missing: list = field(default_factory=list)  # what an unfinished log lacks, named
 
 
 def read_raw(path: str, progress=None, regions=None) -> RawLog:

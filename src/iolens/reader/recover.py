@@ -17,9 +17,12 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import LogError
-from .counters import LAYOUTS, parse_counters, record_dtype
-from .dxt import SEGMENT_LAYOUT
+from .counter_names import COUNTER_NAMES
+from .counters import LAYOUTS, CounterRecords, parse_counters, record_dtype
+from .dxt import SEGMENT_LAYOUT, DxtRecords
 from .dxt import layout as dxt_layout
 from .dxt import records as dxt_records
 from .header import MODULE_NAMES, Header, Region
@@ -27,6 +30,8 @@ from .heatmap import parse_heatmap
 from .job import JobRecord, parse_job
 from .lustre import parse_lustre
 from .names import parse_names
+from .raw import ModuleInfo, RawLog
+from .regions import read_regions
 
 PARTIAL_SUFFIX = ".darshan_partial"
 HEADER_SIZES = {"3.41": 1328, "3.21": 360}  # the header left as zeros, by the log format it would have had
@@ -178,7 +183,6 @@ def _dxt_fits(module, version, buf, bo, known, base):
         pos += DXT_HEADER + (writes + reads) * seg
     if pos != len(buf) or not buf:
         return None
-    from .regions import read_regions
 
     cols = read_regions(buf, [(module, 0, len(buf), dxt_layout(module, version, bo))], "none", threads=1)[0]
     return dxt_records(module, cols)
@@ -192,8 +196,6 @@ COUNTED_OPS = {"POSIX": (["POSIX_WRITES"], ["POSIX_READS"]),
 
 def _ops(recs) -> dict:
     """(file id, rank) -> (writes, reads) the counters of a module record."""
-    from .counter_names import COUNTER_NAMES
-
     names = COUNTER_NAMES[recs.module][0]
     w_cols, r_cols = ([names.index(c) for c in cols] for cols in COUNTED_OPS[recs.module])
     writes = recs.counters[:, w_cols].sum(axis=1)
@@ -204,8 +206,6 @@ def _ops(recs) -> dict:
 def recover(path: str, data: bytes, job_only: bool = False):
     """A RawLog of what an unfinished log holds (`raw.recovered`, `raw.missing`); LogError when nothing is.
     job_only: stop after the job region (grouping many logs needs no more)."""
-    from .log import ModuleInfo, RawLog
-
     name = parse_log_name(path)
     said = f" (its name says {name.describe()})" if name else ""
     if not data:
@@ -385,9 +385,6 @@ def _store(raw, module_info, mod_id: int, parts: list) -> None:
 
 
 def _concat_counters(a, b):
-    import numpy as np
-
-    from .counters import CounterRecords
 
     fr = None if a.file_rec_ids is None else np.concatenate([a.file_rec_ids, b.file_rec_ids])
     return CounterRecords(a.module, np.concatenate([a.ids, b.ids]), np.concatenate([a.ranks, b.ranks]),
@@ -396,9 +393,6 @@ def _concat_counters(a, b):
 
 
 def _concat_dxt(a, b):
-    import numpy as np
-
-    from .dxt import DxtRecords
 
     return DxtRecords(a.module, np.concatenate([a.ids, b.ids]), np.concatenate([a.ranks, b.ranks]),
                       a.hostnames + b.hostnames, np.concatenate([a.write_counts, b.write_counts]),

@@ -14,10 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS, noise_rule
+from ..analysis.diagnosis import diagnose
+from ..analysis.runs import key_measures, run_metrics
 from ..collect.run import find_darshan, program_name
+from ..model import read
+from ..optional import require
 from . import model as fitting
 from . import space as spaces
 from . import study as studies
+from .result import finish, knob_effects
+from .trial import run_trial, salvage
 
 SETTINGS = "tune.json"  # the command and options the study was started with
 SPACE_FILE = "space.json"  # the space, as planned when the study started (kept for a resume)
@@ -44,8 +51,8 @@ class Options:
 @dataclass
 class Events:
     """What the loop tells its caller: messages, a run started / finished (for a progress bar), and the
-    study's end: `page(result, records, path)` writes the study page (the views' writer, given by the
-    caller: tune sits beside the views and does not import them)."""
+    study's end: `page(result, records, path)` writes the study page (`tune.study` gives the HTML page's
+    writer; None: no page)."""
     say: object = None
     started: object = None
     finished: object = None
@@ -100,8 +107,6 @@ def tune(command: list, options: Options | None = None, events: Events | None = 
 
 
 def _study(folder: Path, command: list, options: Options, events: Events, user_space) -> dict:
-    from .result import finish
-
     study, storage = studies.open_study(folder, options.seed)
     if studies.recover(study, storage, lambda number, attrs: _salvage(folder, number, attrs, options)):
         events.message("resuming: the run a stop interrupted will be run again")
@@ -153,16 +158,11 @@ class _State:
     def baseline_log(self):
         """The first successful baseline run's log (read once)."""
         if self._baseline_log is None:
-            from ..model import read
-
             ok = [r for r in self.records("baseline") if r["status"] == "ok"]
             self._baseline_log = read(ok[0]["log"])
         return self._baseline_log
 
     def plan_default_space(self) -> None:
-        from ..analysis.diagnosis import diagnose
-        from ..analysis.runs import key_measures
-
         log = self.baseline_log()
         self.baseline_insights = diagnose(log)
         self.space = spaces.default_space(log, self.baseline_insights, key_measures(log))
@@ -170,8 +170,6 @@ class _State:
 
     # --- search ------------------------------------------------------------------------------------
     def search(self) -> None:
-        from ..analysis.runs import run_metrics
-
         reserve = self.options.repeats - len(self.records("confirm"))  # runs the confirmation still needs
         self.basis = fitting.Basis.of(self.space, *_log_scale(run_metrics(self.baseline_log())))
         if self.records("confirm"):
@@ -246,8 +244,6 @@ class _State:
     def _expected_savings(self) -> dict:
         """knob key -> the largest saving (s) a recommendation naming it expects; {} where none says."""
         if self.baseline_insights is None:
-            from ..analysis.diagnosis import diagnose
-
             self.baseline_insights = diagnose(self.baseline_log())
         out = {}
         for insight in self.baseline_insights:
@@ -289,9 +285,6 @@ class _State:
     def only_what_mattered(self, best: dict) -> tuple:
         """The best configuration with the knobs whose measured effect is within the noise put back as the
         baseline has them: what is confirmed (and written to best.hints) is what made the difference."""
-        from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS, noise_rule
-        from .result import knob_effects
-
         measure = "io_time" if self.options.objective == "io" else "wall"
         base = [r[measure] for r in self.records("baseline") if r["status"] == "ok"]
         effects = knob_effects(self.records(), self.space, best, measure,
@@ -306,8 +299,6 @@ class _State:
 
     # --- one run -----------------------------------------------------------------------------------
     def run(self, trial: Trial) -> dict:
-        from .trial import run_trial
-
         asked = trial.extra.pop("asked", None)
         if asked is None:
             dists = studies.distributions(self.space) if self.space and trial.role != "baseline" else {}
@@ -330,8 +321,6 @@ class _State:
 
 
 def _salvage(folder, number: int, attrs: dict, options):
-    from .trial import salvage
-
     role = attrs.get("plan", {}).get("role")
     if role is None:
         return None
@@ -347,15 +336,11 @@ def _log_scale(metrics: dict) -> tuple:
 
 
 def _pruned():
-    from optuna.trial import TrialState
-
-    return TrialState.PRUNED
+    return require("optuna").trial.TrialState.PRUNED
 
 
 def _failed():
-    from optuna.trial import TrialState
-
-    return TrialState.FAIL
+    return require("optuna").trial.TrialState.FAIL
 
 
 def _nothing_runtime(space) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS, noise_rule, verdict
 from . import space as spaces
 
 SCHEMA_VERSION = 1
@@ -18,8 +19,6 @@ TRIAL_COLUMNS = ("trial", "role", "chosen_by", "status", "reason", "objective", 
 
 
 def finish(state, nothing: str | None = None) -> dict:
-    from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS, noise_rule, verdict
-
     records = state.records()
     objective = state.options.objective
     measure = "io_time" if objective == "io" else "wall"

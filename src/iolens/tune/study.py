@@ -9,9 +9,12 @@ the next start finishes from its trial folder if the run had ended, or marks "in
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 from pathlib import Path
+
+from ..optional import require
 
 JOURNAL = "study.journal"
 STUDY_NAME = "iolens-tune"
@@ -22,8 +25,6 @@ DUPLICATE = "duplicate: this configuration was already run"
 def claim(folder: Path):
     """Hold the study folder for this process (released by the system when it ends, even killed): a second
     tune on the same folder is refused, and a journal lock a killed tune left behind is cleared."""
-    import fcntl
-
     handle = open(Path(folder) / ".tune.lock", "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -38,13 +39,11 @@ def claim(folder: Path):
 
 def open_study(folder: Path, seed: int = 0):
     """(study, storage) of `folder`: created, or loaded as it was left."""
-    import optuna
-
+    optuna = require("optuna")
     optuna.logging.set_verbosity(logging.WARNING)
-    try:
-        from optuna.storages.journal import JournalFileBackend as Backend
-    except ImportError:  # optuna < 4
-        from optuna.storages import JournalFileStorage as Backend
+    # optuna >= 4: JournalFileBackend; before, the same file backend was named JournalFileStorage
+    journal = getattr(optuna.storages, "journal", None)
+    Backend = getattr(journal, "JournalFileBackend", None) or optuna.storages.JournalFileStorage
     storage = optuna.storages.JournalStorage(Backend(str(Path(folder) / JOURNAL)))
     study = optuna.create_study(study_name=STUDY_NAME, storage=storage, direction="minimize",
                                 sampler=optuna.samplers.RandomSampler(seed=seed), load_if_exists=True)
@@ -52,9 +51,7 @@ def open_study(folder: Path, seed: int = 0):
 
 
 def distributions(space) -> dict:
-    from optuna.distributions import CategoricalDistribution
-
-    return {k.name: CategoricalDistribution(list(k.values)) for k in space.knobs}
+    return {k.name: require("optuna").distributions.CategoricalDistribution(list(k.values)) for k in space.knobs}
 
 
 def recover(study, storage, salvage) -> int:
@@ -62,8 +59,7 @@ def recover(study, storage, salvage) -> int:
     finished from what it left: `salvage(number, user_attrs)` returns its record. The others are marked
     failed and "interrupted": not a run, they neither count against the budget nor appear among the
     trials, and the loop runs what is still missing. Returns how many were interrupted."""
-    from optuna.trial import TrialState
-
+    TrialState = require("optuna").trial.TrialState
     study_id = storage.get_study_id_from_name(STUDY_NAME)
     lost = 0
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):

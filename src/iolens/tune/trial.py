@@ -5,7 +5,10 @@ import json
 import time
 from pathlib import Path
 
+from ..analysis.runs import run_metrics
 from ..collect.run import RunError, run
+from ..errors import LogError
+from ..model import read
 from . import space as spaces
 
 LOG_NAME = "run.darshan"
@@ -68,10 +71,6 @@ def _save(where: Path, record: dict) -> None:
 
 def measure(record: dict, options) -> dict:
     """The objective from the trial's own log, or why there is none."""
-    from ..analysis.runs import run_metrics
-    from ..errors import LogError
-    from ..model import read
-
     where = Path(record["dir"])
     record = dict(record, status="failed")
     if record.pop("timed_out", False):

@@ -8,11 +8,11 @@ import polars as pl
 
 from ..analysis.conflicts import conflict_ranges, log_conflicts
 from ..analysis.consistency import model_columns
-from ..model import Log
+from ..model import TraceLog
 from .html.filters import Filters, apply_filters
 
 
-def conflicts_table(log: Log, segments: pl.DataFrame) -> pl.DataFrame:
+def conflicts_table(log: TraceLog, segments: pl.DataFrame) -> pl.DataFrame:
     """Cross-rank conflicts on the POSIX segments, merged into byte ranges (see analysis/conflicts.py; a
     lower bound past MAX_CANDIDATES overlapping pairs). A Recorder trace's table has one more column per
     consistency model, synchronised_<model> (null: not classified), and its ranges are split by them."""
@@ -26,8 +26,8 @@ def conflicts_table(log: Log, segments: pl.DataFrame) -> pl.DataFrame:
                     "start", "end", *models))
 
 
-def tables(log: Log, filters: Filters = Filters()) -> dict:
-    """name -> table, for every table the log has rows for (files always)."""
+def tables(log: TraceLog, filters: Filters = Filters()) -> dict:
+    """name -> table, for every table the log has rows for (files always), and the source's own tables."""
     out = {"files": log.files}
     for module, df in log.counters.items():
         out[f"counters_{module}"] = df
@@ -41,8 +41,7 @@ def tables(log: Log, filters: Filters = Filters()) -> dict:
         out["lustre"] = log.lustre
     if not log.heatmap.is_empty():
         out["heatmap"] = log.heatmap
-    if getattr(log, "calls", None) is not None:  # a Recorder trace: every call
-        out["calls"] = log.calls
+    out.update(log.extra_tables())  # a Recorder trace's calls, a job's steps
     return out
 
 
@@ -52,7 +51,7 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns([pl.col(c).cast(pl.List(pl.String)).list.join(" ") for c in lists]) if lists else df
 
 
-def export(log: Log, out_dir: Path, fmt: str = "parquet", on_table=None, filters: Filters = Filters()) -> list:
+def export(log: TraceLog, out_dir: Path, fmt: str = "parquet", on_table=None, filters: Filters = Filters()) -> list:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     job_path = out_dir / "job.json"

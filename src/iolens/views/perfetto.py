@@ -24,6 +24,7 @@ import polars as pl
 
 from ..model.darshan import DXT_VIEW_ORDER
 from . import protobuf as pb
+from .export import conflicts_table
 from .html.filters import Filters, apply_filters
 
 LAYERS = DXT_VIEW_ORDER  # DXT module -> layer name, in the order their tracks are shown
@@ -56,8 +57,6 @@ def trace_ops(log, filters: Filters = Filters(), conflicts: bool = True) -> Trac
     (conflicts=True) the cross-rank conflicts among them, as slices on tracks of their own."""
     trace = _trace_ops(log, filters)
     if conflicts and log.has_dxt:
-        from .export import conflicts_table
-
         trace.conflicts = conflict_slices(conflicts_table(log, apply_filters(log.segments, log.files, filters)))
     return trace
 

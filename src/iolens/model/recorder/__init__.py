@@ -8,6 +8,7 @@ import polars as pl
 
 from ...reader.log import ModuleInfo
 from ...reader.recorder import RecorderRaw, read_trace
+from ..contract import LogBase
 from ..darshan import DXT_MODULES
 from ..log import MODULE
 from .calls import calls_table
@@ -21,10 +22,10 @@ def read_recorder(path: str, progress=None) -> "RecorderTrace":
     return RecorderTrace(read_trace(str(path), progress))
 
 
-class RecorderTrace:
-    """Same interface as `iolens.model.log.Log` where it makes sense; `calls` is Recorder's own."""
+class RecorderTrace(LogBase):
+    """A Recorder trace folder under the Log contract; `calls` is Recorder's own (an extra table)."""
 
-    format = "recorder"
+    kind = "recorder"
 
     def __init__(self, raw: RecorderRaw):
         self.raw = raw
@@ -80,11 +81,11 @@ class RecorderTrace:
                 out.append(ModuleInfo(10 + k, name, 0, False, 0, True, n, "Recorder reads and writes"))
         return out
 
-    def module(self, name: str):
-        return next((m for m in self.modules if m.name == name), None)
-
     def is_partial(self, name: str) -> bool:
         return False  # Recorder keeps every call
+
+    def extra_tables(self) -> dict:
+        return {"calls": self.calls}
 
     # --- files -------------------------------------------------------------------------------
     @cached_property

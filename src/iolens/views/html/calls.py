@@ -17,7 +17,7 @@ _KIND_OF = {**{f: "barrier" for f in SYNC_COLLECTIVES},
 
 def call_marks(log, nranks: int):
     """{kinds, rank, t, kind, total} for the page, or None for a log without calls."""
-    calls = getattr(log, "calls", None)
+    calls = log.extra_tables().get("calls")
     if calls is None:
         return None
     code = {k: i for i, k in enumerate(MARK_KINDS)}

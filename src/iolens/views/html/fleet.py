@@ -14,9 +14,9 @@ import polars as pl
 
 from ...version import __version__
 from ...analysis import fleet as analysis
-from ...fleet import store as fleet_store
 from .encode import script_json
 from .jinja import render
+from .page import write_text
 
 DRAW_MAX = 20_000
 AXES = (("nprocs", "processes", "count", True), ("run_time", "run time", "s", True),
@@ -125,29 +125,12 @@ def rules_sentence(note: dict | None) -> str | None:
     return text
 
 
-def with_thresholds(jobs: pl.DataFrame, thresholds) -> tuple:
-    """(jobs with the rule codes' insight columns recomputed under `thresholds`, the note of what changed);
-    headline titles written for the jobs the page lists."""
-    from ...fleet.insights import with_insights
-
-    narrow = jobs.select("path", "io_time", "nprocs", "bytes", "bytes_read")  # sorting every column costs seconds
-    top = analysis.top_jobs(analysis.with_derived(narrow))["path"].implode()
-    return with_insights(jobs, thresholds, titles=pl.col("path").is_in(top), keep_stale=True)
-
-
-def write_fleet_report(store, path, thresholds=None) -> dict:
-    """Write the page; with `thresholds` (a `Thresholds`) the rule codes' insight columns are recomputed
-    from the stored features first. Returns {path, jobs, bytes, rules (the note, or None)}."""
-    jobs = fleet_store.read(store, "jobs")
-    if jobs.is_empty():
-        from ...errors import LogError
-        raise LogError("the store holds no readable job (see its errors table)", str(store))
-    note = None
-    if thresholds is not None:
-        jobs, note = with_thresholds(jobs, thresholds)
-    errors = fleet_store.read(store, "errors")
+def write_fleet_report(jobs: pl.DataFrame, errors: pl.DataFrame, path, note: dict | None = None) -> dict:
+    """Write the page over a store's `jobs` and `errors` tables (`iolens.fleet_report` reads them, and recomputes
+    the rule codes under other thresholds first: `note` says what it changed). Returns {path, jobs, bytes,
+    rules (the note, or None), insights}."""
     payload = fleet_payload(jobs, errors)
     html = render_fleet(payload, note)
-    Path(path).write_text(html, encoding="utf-8")
+    write_text(path, html)
     return {"path": str(path), "jobs": jobs.height, "bytes": len(html.encode("utf-8")), "rules": note,
             "insights": payload["insights"]}

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
@@ -22,17 +22,8 @@ DEFAULT_MAX_OPS = 5_000_000  # 4.8 M ops: load 1.5 s, zoom < 250 ms (bench); bey
 SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "timeline.js", "hover.js", "scatter.js",
            "summary.js", "insights.js", "testapi.js", "app.js")
 STYLES = ("report.css",)
-
-
-def diagnosis_insights(log):
-    """The diagnosis' insights as plain dicts."""
-    from ...analysis.diagnosis import diagnose
-
-    try:
-        return [i.to_dict() if hasattr(i, "to_dict") else dict(i) for i in diagnose(log)]
-    except Exception as exc:  # noqa: BLE001 - a failing diagnosis must not cost the user the page
-        return [{"code": "diagnosis-error", "severity": "info", "title": f"Diagnosis failed: {exc}",
-                 "evidence": {}, "recommendations": []}]
+# the tables the page reads, built before two threads share the log (the pipeline diagnoses it meanwhile)
+PAGE_TABLES = ("files", "counters", "dxt_records", "lustre", "heatmap", "segments")
 
 
 def _lustre_layouts(log, file_index: dict, traced_ids) -> dict:
@@ -48,20 +39,12 @@ def _lustre_layouts(log, file_index: dict, traced_ids) -> dict:
     return out
 
 
-def build_payload(log, *, filters: Filters = Filters(), max_ops: int = DEFAULT_MAX_OPS,
-                  insights=None) -> tuple:
-    """(meta, blob): everything the page shows; `blob` holds the packed numeric columns.
-
-    The diagnosis runs on a second thread meanwhile (both spend most of their time in polars/numpy,
-    which release the GIL)."""
+def build_payload(log, *, filters: Filters = Filters(), max_ops: int = DEFAULT_MAX_OPS, insights=()) -> tuple:
+    """(meta, blob): everything the page shows, with the `insights` given (the pipeline's diagnosis: a view
+    renders, it does not judge); `blob` holds the packed numeric columns."""
     t0 = time.perf_counter()
-    for table in ("files", "counters", "dxt_records", "lustre", "heatmap"):
-        getattr(log, table)  # built once, before the two threads share the log
-    all_segments = log.segments
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(diagnosis_insights, log) if insights is None else None
-        meta, blob = page_payload(log, all_segments, filters, max_ops)
-        meta["insights"] = pending.result() if pending is not None else insights
+    meta, blob = page_payload(log, log.segments, filters, max_ops)
+    meta["insights"] = list(insights)
     meta["timing"] = {"payload_s": time.perf_counter() - t0}
     return meta, blob
 
@@ -107,8 +90,9 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
 
 
 def _processes(log):
-    """[{rank, ranks, step, exe, pid, role, log, recovered, offset, step_rank}] for a merged job's log, else None."""
-    procs = getattr(log, "processes", None)
+    """[{rank, ranks, step, exe, pid, role, log, recovered, offset, step_rank}] for a log assembled from several
+    processes' logs (a job), else None: the rows are the trace's own ranks."""
+    procs = log.provenance.processes
     if not procs:
         return None
     return [{**{k: p[k] for k in ("rank", "ranks", "step", "exe", "pid", "role", "recovered", "offset", "step_rank")},
@@ -125,9 +109,27 @@ def render_page(meta: dict, blob: Blob) -> str:
 
 
 def write_report(log, path, **kwargs) -> dict:
-    """Write the page for `log` to `path`; returns sizes and counts for the CLI to print."""
-    meta, blob = build_payload(log, **kwargs)
+    """Write the page for `log` to `path` with the insights given (`iolens.report` diagnoses the log first);
+    returns sizes and counts for the CLI to print."""
+    return write_page(*build_payload(log, **kwargs), path)
+
+
+def write_page(meta: dict, blob: Blob, path) -> dict:
+    """Render the page of `meta` and `blob` to `path` (through a temporary name: a killed run leaves no half
+    page under the final name)."""
     html = render_page(meta, blob)
-    Path(path).write_text(html, encoding="utf-8")
+    write_text(path, html)
     return {"path": str(path), "bytes": len(html.encode("utf-8")), "ops": meta["trace"]["ops"],
             "total_ops": meta["trace"]["total_ops"], "cut_at": meta["trace"]["cut_at"]}
+
+
+def write_text(path, text: str) -> None:
+    """`text` to `path`, written to a temporary name beside it and renamed into place."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 
 from ...analysis import measures
+from ...analysis.files import file_table
 from ...analysis.measures import TableCounters
 from ...analysis.summary import job_summary
 from ...model.darshan import LAYERS, SIZE_BIN_LABELS, SIZE_BIN_NAMES
@@ -128,7 +129,6 @@ def _rank_arrays(layer: str, agg: pl.DataFrame, nranks: int, blob: Blob) -> dict
 def file_rows(log, file_index: dict, segments: pl.DataFrame) -> dict:
     """The file table: one row per file, biggest first, with its index in the trace's file list."""
     try:
-        from ...analysis.files import file_table
         table = file_table(log)
     except Exception:  # noqa: BLE001 - the table is optional; fall back to names only
         table = log.files.select("file_id", "name", "mount", "fs_type")

@@ -1,0 +1,51 @@
+"""The logs a fleet build reads: paths, folders (any depth), globs and list files, each log keyed by its size and
+modification time (a log is new to the store when its key is not in it)."""
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+
+from ..errors import LogError
+
+LOG_SUFFIX = ".darshan"
+LIST_SUFFIXES = (".txt", ".list", ".lst")
+
+
+def find_logs(paths) -> list:
+    """Every log named by PATHS: directories walked (any depth, e.g. Darshan's YYYY/M/D layout), globs
+    expanded, list files (.txt/.list: one path a line) read; other files taken as logs. Sorted, unique."""
+    found = []
+    for arg in paths:
+        arg = str(arg)
+        if glob.has_magic(arg):
+            for hit in sorted(glob.glob(arg, recursive=True)):
+                found.extend(_walk(hit) if os.path.isdir(hit) else [hit])
+        elif os.path.isdir(arg):
+            found.extend(_walk(arg))
+        elif arg.endswith(LIST_SUFFIXES) and os.path.isfile(arg):
+            with open(arg, encoding="utf-8", errors="replace") as fh:
+                found.extend(line.strip() for line in fh if line.strip() and not line.startswith("#"))
+        elif os.path.exists(arg):
+            found.append(arg)
+        else:
+            raise LogError("no such file, directory or matching log", arg)
+    return sorted({os.path.abspath(p) for p in found})
+
+
+def _walk(top: str) -> list:
+    out = []
+    for root, dirs, files in os.walk(top, followlinks=True):
+        dirs.sort()
+        out.extend(os.path.join(root, f) for f in fnmatch.filter(files, "*" + LOG_SUFFIX))
+    return out
+
+
+def log_key(path: str) -> tuple:
+    """(path, size, mtime in ns): a log is new to the store when this key is not in it."""
+    try:
+        st = os.stat(path)
+        return (path, int(st.st_size), int(st.st_mtime_ns))
+    except OSError:
+        return (path, -1, -1)
+
