@@ -168,7 +168,7 @@ def report_command(store, output, open_browser, overrides, config, as_json):
                        "-t NAME=VALUE` into a new store", str(store))
     try:
         info = write_fleet_report(check_store(store), output, thresholds)
-    except ValueError as exc:  # a threshold the stored features cannot answer (rules.RuleError)
+    except ValueError as exc:  # a threshold the stored features cannot answer (stages.RuleError)
         from ..errors import LogError
         raise LogError(str(exc), str(store)) from None
     if as_json:
