@@ -25,7 +25,9 @@ class Supersedes:
     rule; a rule that reads it (`stages.superseded(code, part)`) decides what a part removes, otherwise the
     engine drops the code's insight."""
     code: str
-    when: Callable  # (th) -> polars expression over a features row: both findings' columns and `code`'s stages
+    # (th) -> polars expression over a features row: both findings' columns, and the stages of `code`'s rule before
+    # the first one that reads the verdict
+    when: Callable
     part: str | None = None
     # the columns `when` reads that neither finding's own features hold: how the two relate on one log
     features: Callable | None = None  # (ctx) -> {column: value}

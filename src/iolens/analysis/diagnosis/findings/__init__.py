@@ -31,18 +31,19 @@ CHECK_FAILED = Finding(
 )
 
 
-def discover() -> dict:
-    """code -> Finding of every module of this folder (not those starting with "_"), by code."""
+def discover(path=__path__, package: str = __name__) -> dict:
+    """code -> Finding of every module of the folder `path` (package `package`; not the modules starting with
+    "_"), by code. A module without a `FINDING`, or whose name is not its code's, raises."""
     found = {}
-    for info in pkgutil.iter_modules(__path__):
+    for info in pkgutil.iter_modules(path):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+        module = importlib.import_module(f"{package}.{info.name}")
         finding = getattr(module, "FINDING", None)
         if not isinstance(finding, Finding):
-            raise TypeError(f"findings/{info.name}.py declares no FINDING = Finding(...)")
+            raise TypeError(f"{info.name}.py declares no FINDING = Finding(...)")
         if finding.module != info.name:
-            raise ValueError(f"findings/{info.name}.py declares {finding.code}: its module is {finding.module}.py")
+            raise ValueError(f"{info.name}.py declares {finding.code}: its module must be {finding.module}.py")
         found[finding.code] = finding
     return dict(sorted(found.items()))
 

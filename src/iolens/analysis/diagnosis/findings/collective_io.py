@@ -12,7 +12,7 @@ from ..context import MAX_RANKS
 from ..finding import Finding
 from ..insight import Evidence, Insight
 from ..savings import not_speed
-from ..units import fmt_bytes, fmt_count, fmt_ranks
+from ..units import fmt_bytes, fmt_count
 from ._mpiio import OPS as MPI_OPS, by_largest, mpi_table, traced
 
 CODE = "COLLECTIVE_IO"
@@ -105,7 +105,7 @@ def report(ctx, v) -> list:
                     metrics["estimated_aggregators"] = max(1, round(tot / top))
         if aggregators is not None:
             metrics["aggregators"] = aggregators
-            who = f"{aggregators} aggregator{'s' if aggregators != 1 else ''} ({fmt_ranks(ranks)})"
+            who = f"{aggregators} aggregator{'s' if aggregators != 1 else ''} ({ctx.rank_labels(ranks)})"
         elif "estimated_aggregators" in metrics:
             who = f"about {metrics['estimated_aggregators']} aggregator(s) (estimated from the busiest rank's share)"
         else:

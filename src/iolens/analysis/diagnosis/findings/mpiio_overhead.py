@@ -23,7 +23,7 @@ from ...segments import Segments, distinct, float_sum, group_sums, groups, is_in
 from ..context import MAX_RANKS
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight
-from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_ranks, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 from . import _advice as advice
 
 CODE = "MPIIO_OVERHEAD"
@@ -322,7 +322,7 @@ def report(ctx, v) -> list:
         metrics["ranks_with_posix_io"] = writers
     ranks = [r for r in table["rank"].tolist() if r >= 0][:MAX_RANKS]
     title_ = title(v, th)
-    summary = _summary(metrics, table if per_rank else None)
+    summary = _summary(ctx, metrics, table if per_rank else None)
     recs = _recs(ctx, metrics, saving, slow_mpiio, floor)
     window = ctx.trace_window(ctx.trace_mpiio) if source == "dxt" else ctx.counter_window("MPI-IO")
     return [Insight(CODE, severity, title_, summary,
@@ -331,7 +331,7 @@ def report(ctx, v) -> list:
                     recs, source=source, partial=partial, score=v["score"], demotable=not strong)]
 
 
-def _summary(m: dict, table) -> str:
+def _summary(ctx, m: dict, table) -> str:
     """What the numbers say; `table` (per rank) is None for shared records."""
     writers, nranks = m.get("ranks_with_posix_io"), m["mpiio_ranks"]
     who = (f"{fmt_count(writers)} of {fmt_count(nranks)} ranks reach the file system" if table is not None
@@ -347,7 +347,7 @@ def _summary(m: dict, table) -> str:
     text += (f"; per rank the share ranges from {fmt_pct(m['min_rank_overhead_share'])} to "
              f"{fmt_pct(m['max_rank_overhead_share'])}.")
     if writers and writers < nranks:
-        text += f" Aggregators: {fmt_ranks(sorted(table['rank'][table['posix_s'] > 0].tolist()))}."
+        text += f" Aggregators: {ctx.rank_labels(sorted(table['rank'][table['posix_s'] > 0].tolist()))}."
     return text
 
 
