@@ -55,8 +55,9 @@ class Finding:
     features: Callable | None = None  # (ctx) -> {column: value}: a fleet row's features (columns prefixed)
     dtypes: Callable | None = None  # () -> {column: polars dtype} of `features`
     rule: Callable | None = None  # (th) -> {stage: polars expression}: severity, strong, score (or per part)
-    measure: Callable | None = None  # (ctx) -> features for the log's thresholds, None: cannot be found (skips
-    # the query); default: `features`
+    # (ctx) -> one log's features at its thresholds, or None where the rule cannot find anything (no query);
+    # default: `features`
+    measure: Callable | None = None
     parts: tuple = ()  # one insight per part (write, read): its stages are severity_<part>, strong_<part>, ...
     title: Callable | None = None  # (stage values, th) -> the insight's title (the fleet's headline title)
     stale: Callable | None = None  # (th) -> expression: rows whose stored features cannot answer `th`

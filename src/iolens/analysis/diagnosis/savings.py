@@ -18,10 +18,25 @@ none.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from .costmodel import profile
 from .units import fmt_bytes, fmt_pct, fmt_time
 
 NOT_ESTIMATED = "not estimated: the log holds no time this fix would remove (measure it, e.g. with iolens tune)"
+NOT_ESTIMATED_DOC = "`null`: the log holds no time the fix would remove (measure it)"
+
+
+@dataclass(frozen=True)
+class Saving:
+    """How a finding's fixes save (`Finding.saving`): `estimate(ctx, insight)` -> (seconds or None, basis), or
+    None when this insight has no time for it; `doc`: what it is, for docs/diagnosis.md's table."""
+    estimate: Callable
+    doc: str
+
+    def __call__(self, ctx, insight):
+        return self.estimate(ctx, insight)
 
 
 def latency(stake: str, layer: str, ops: tuple = (), sizes: tuple = ()):
@@ -34,7 +49,9 @@ def latency(stake: str, layer: str, ops: tuple = (), sizes: tuple = ()):
         if stake not in m:
             return None
         return _latency_saving(ctx, m, stake, layer, ops, sizes)
-    return saving
+    return Saving(saving, "the busiest rank's time in those requests × the share of one request's cost (at their "
+                          "size, cost model) that is per-request latency: the fix keeps the bytes and removes the "
+                          "per-request cost")
 
 
 def _latency_saving(ctx, m: dict, stake_key: str, layer: str, op_keys: tuple, size_keys: tuple) -> tuple:
@@ -59,7 +76,7 @@ def traffic(metric: str):
             return None
         t = float(m[metric])
         return t, f"all of the busiest rank's time in the extra traffic ({fmt_time(t)}): the fix removes it"
-    return saving
+    return Saving(saving, "all of the busiest rank's time in the extra traffic")
 
 
 def upper_bound(metric: str):
@@ -70,12 +87,18 @@ def upper_bound(metric: str):
             return None
         t = float(m[metric])
         return t, f"an upper bound: all of the time at stake ({metric} = {fmt_time(t)})"
-    return saving
+    return Saving(saving, "an upper bound: all of the time at stake (`max_delay_s`, `max_rank_metadata_time_s`, "
+                          "...)")
 
 
 def not_speed(reason: str):
     """The fix is not about speed: no seconds, and why."""
-    return lambda ctx, insight: (None, reason)
+    return Saving(lambda ctx, insight: (None, reason), "`null`: not a speed fix")
+
+
+def its_own(doc: str):
+    """The finding sets the saving on its recommendations itself (`doc`: how)."""
+    return Saving(lambda ctx, insight: None, doc)
 
 
 def attach(ctx, found: list, saving_of) -> None:

@@ -184,7 +184,7 @@ REREADS = "redundant_reads_"  # the relation's columns, as a fleet store keeps t
 
 
 def names_rereads(th) -> pl.Expr:
-    """This finding names every file REDUNDANT_READS lists."""
+    """DATA_SIEVING names every file REDUNDANT_READS lists (at the build's sieving thresholds)."""
     return pl.col(REREADS + "sieved").fill_null(False)
 
 

@@ -71,7 +71,7 @@ def title(v: dict, th) -> str:
 
 # --- OST_IMBALANCE restates it ------------------------------------------------------------------------
 def names_ost_files(th) -> pl.Expr:
-    """OST_IMBALANCE's first `NAMED` files are all large single-stripe files this finding lists."""
+    """OST_IMBALANCE's first files are all large single-stripe files LUSTRE_STRIPING lists."""
     return pl.col("ost_imbalance_striped_files_extent") >= int(th.lustre_large_file_bytes)
 
 

@@ -23,6 +23,7 @@ from ...segments import Segments, distinct, float_sum, group_sums, groups, is_in
 from ..context import MAX_RANKS
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight
+from ..savings import its_own
 from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 from . import _advice as advice
 
@@ -436,5 +437,7 @@ FINDING = Finding(
     trigger=TRIGGER,
     source="dxt / counters",
     report=report,
+    saving=its_own("the slowest rank's MPI-IO time less its share (1/ranks) of the POSIX time inside MPI-IO: what "
+                   "is left if nothing remained above the file system (an upper bound)"),
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title,
 )

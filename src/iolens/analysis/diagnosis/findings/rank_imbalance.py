@@ -25,6 +25,7 @@ from ..common import RUN_TIME, MiB, least_mattering
 from ..context import MAX_RANKS, RANK_WORDS, capital
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight, Recommendation
+from ..savings import Saving
 from ..stages import evaluate, stage, superseded
 from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 from . import _advice as advice
@@ -592,7 +593,7 @@ def more_aggregators(nodes: int | None, stripe_count: int | None, ranks: int) ->
     return advice.mpi_hints_c(hints, "Use more collective-buffering aggregators", detail)
 
 
-def saving(ctx, insight):
+def _saving(ctx, insight):
     """Balanced, the busiest rank's excess over the mean rank is gone."""
     m = insight.evidence.metrics
     if "excess_time_s" not in m:
@@ -616,6 +617,6 @@ FINDING = Finding(
             "(counters, at least `single_aggregator_min_ranks` ranks). Names the heaviest ranks.",
     source="dxt / counters",
     report=report,
-    saving=saving,
+    saving=Saving(_saving, "the busiest rank's I/O time above the mean rank's (`excess_time_s`)"),
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title,
 )

@@ -16,6 +16,7 @@ from ....model.darshan import DXT_MODULES
 from ..common import least_mattering
 from ..finding import Finding, Supersedes, Threshold
 from ..insight import Evidence, Insight, Recommendation
+from ..savings import Saving
 from ..stages import stage
 from ..units import fmt_bytes, fmt_pct, fmt_time
 from . import _advice as advice
@@ -150,7 +151,7 @@ def parallel_write(kind: str) -> Recommendation:
         "MPI_File_write_at_all(fh, off, block, block_bytes, MPI_BYTE, MPI_STATUS_IGNORE);", "c")
 
 
-def saving(ctx, insight):
+def _saving(ctx, insight):
     """Every rank writing its part, the time one rank works alone shrinks to its 1/N share."""
     m = insight.evidence.metrics
     if "serial_time_s" not in m:
@@ -162,7 +163,7 @@ def saving(ctx, insight):
 
 # --- RANK_IMBALANCE's spread restates it --------------------------------------------------------------
 def names_the_spread_rank(th) -> pl.Expr:
-    """This finding is found, on the rank RANK_IMBALANCE's spread names as the heaviest."""
+    """SERIALIZED_IO is found on the rank RANK_IMBALANCE's spread names as the heaviest."""
     least = least_mattering(th)
     found = (pl.col(SPREAD + "serial_share") >= th.serialized_min_share) & (pl.col(SPREAD + "serial_time") >= least)
     return found & (pl.col(SPREAD + "serial_rank") == stage("RANK_IMBALANCE", "top_ranks").list.first())
@@ -189,7 +190,7 @@ def serial_dtypes() -> dict:
 
 
 def serial_stale(th) -> pl.Expr:
-    """Jobs whose spread this finding might restate at another `serialized_gap` than the build's (its busy
+    """Jobs whose spread SERIALIZED_IO might restate at another `serialized_gap` than the build's (its busy
     intervals come from the trace: a rebuild answers)."""
     at = pl.col(SPREAD + "serial_gap")
     found = stage("RANK_IMBALANCE", "found_before_dedupe")  # evaluated after the rule
@@ -206,7 +207,7 @@ FINDING = Finding(
             "Names the rank, the window, and how many ranks start only afterwards.",
     source="dxt",
     report=report,
-    saving=saving,
+    saving=Saving(_saving, "the time one rank does I/O alone, less its 1/ranks share"),
     supersedes=(Supersedes("RANK_IMBALANCE", part="spread", when=names_the_spread_rank, features=serial_features,
                            dtypes=serial_dtypes, stale=serial_stale,
                            reads=("serialized_gap", "serialized_min_share")),),
