@@ -138,10 +138,11 @@ def with_stages(frame, finding, th, supersedes=(), stages: dict | None = None):
         better = (r_p.is_not_null() & (r_b.is_null() | (r_p < r_b) | (
             (r_p == r_b) & (stage(code, f"score_{p}") > stage(code, "score"))))).fill_null(False)
         frame = _stages(frame, code, {"better": better})
+        better = stage(code, "better")
         frame = _stages(frame, code, {
-            "insight": pl.when(stage(code, "better")).then(stage(code, f"insight_{p}")).otherwise(stage(code, "insight")),
-            "score": pl.when(stage(code, "better")).then(stage(code, f"score_{p}")).otherwise(stage(code, "score")),
-            "best": pl.when(stage(code, "better")).then(pl.lit(p)).otherwise(stage(code, "best"))})
+            "insight": pl.when(better).then(stage(code, f"insight_{p}")).otherwise(stage(code, "insight")),
+            "score": pl.when(better).then(stage(code, f"score_{p}")).otherwise(stage(code, "score")),
+            "best": pl.when(better).then(pl.lit(p)).otherwise(stage(code, "best"))})
     serious = pl.sum_horizontal([stage(code, f"insight_{p}").is_in(SERIOUS).fill_null(False).cast(pl.Int64)
                                  for p in parts])
     return _stages(frame, code, {"serious": serious})

@@ -276,9 +276,9 @@ def report(ctx, v) -> list:
             "record together, avoid gaps between ranks' blocks, contiguous rather than chunked HDF5 layout "
             "with gaps, or chunks sized to the ranks' blocks).", "", "text"))
         recs.append(advice.mpi_hints_c({"romio_cb_write": "enable", "cb_buffer_size": str(16 << 20)},
-                                    "Larger collective buffers",
-                                    "Fewer, larger two-phase rounds reduce how often partially covered domains "
-                                    "are read back."))
+                                       "Larger collective buffers",
+                                       "Fewer, larger two-phase rounds reduce how often partially covered domains "
+                                       "are read back."))
     else:
         op = "write" if writes else "read"
         recs.extend(advice.collective_io(op, ctx.hosts or None))
@@ -291,12 +291,12 @@ def report(ctx, v) -> list:
 def disable_data_sieving(op: str = "write") -> Recommendation:
     key = "romio_ds_write" if op == "write" else "romio_ds_read"
     return advice.mpi_hints_c({key: "disable"}, f"Turn off data sieving for {op}s ({key}=disable)",
-                       ("With data sieving ROMIO reads the whole extent around a noncontiguous independent "
-                        "write, patches it and writes it back, holding a lock." if op == "write" else
-                        "With data sieving ROMIO reads the whole extent around noncontiguous independent reads, "
-                        "holes included, and keeps the pieces asked for.")
-                       + " Disabling it issues one request per piece instead: better when the pieces are large; "
-                       f"when they are small, prefer collective {op}s.")
+                              ("With data sieving ROMIO reads the whole extent around a noncontiguous independent "
+                               "write, patches it and writes it back, holding a lock." if op == "write" else
+                               "With data sieving ROMIO reads the whole extent around noncontiguous independent reads, "
+                               "holes included, and keeps the pieces asked for.")
+                              + " Disabling it issues one request per piece instead: better when the pieces are large; "
+                              f"when they are small, prefer collective {op}s.")
 
 
 FINDING = Finding(

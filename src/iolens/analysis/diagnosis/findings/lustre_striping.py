@@ -120,15 +120,15 @@ def report(ctx, judged) -> list:
                "traffic goes through one storage server, and ROMIO uses one collective-buffering aggregator "
                "per stripe by default.")
     recs = [advice.lustre_setstripe(name, count, stripe,
-                                 f"{count} stripes ≈ one OST per 4 GiB of the {fmt_bytes(size)} file (at least 4, "
-                                 f"at most 64 and at most the {writers} ranks)"
-                                 + (f"; {stripe >> 20} MiB stripes match its {fmt_bytes(request)} requests."
-                                    if request and stripe > (1 << 20) else "; 1 MiB stripes (the default)."))]
+                                    f"{count} stripes ≈ one OST per 4 GiB of the {fmt_bytes(size)} file (at least 4, "
+                                    f"at most 64 and at most the {writers} ranks)"
+                                    + (f"; {stripe >> 20} MiB stripes match its {fmt_bytes(request)} requests."
+                                       if request and stripe > (1 << 20) else "; 1 MiB stripes (the default)."))]
     if ctx.has("MPI-IO"):
         recs.append(advice.mpi_hints_c({"striping_factor": str(count), "striping_unit": str(stripe)},
-                                    "Or set the striping when MPI-IO creates the file",
-                                    "ROMIO applies these hints only when it creates the file (delete the old "
-                                    "file first)."))
+                                       "Or set the striping when MPI-IO creates the file",
+                                       "ROMIO applies these hints only when it creates the file (delete the old "
+                                       "file first)."))
     return [Insight(CODE, judged["severity"], title_, summary,
                     Evidence(ranks=[], files=ctx.names_of(fids), time_window=ctx.counter_window("POSIX", fids[:1]),
                              metrics=metrics),

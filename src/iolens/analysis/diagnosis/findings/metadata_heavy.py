@@ -171,8 +171,8 @@ def report(ctx, judged) -> list:
         severity = judged["severity"]
         summary = (f"Opens, closes, stats, seeks and syncs take {fmt_time(meta)} summed over ranks against "
                    f"{fmt_time(data)} of reads and writes ({fmt_count(counts['opens'])} opens, "
-                   f"{fmt_count(counts['stats'])} stats, {fmt_count(counts['seeks'])} seeks); {ctx.rank_label(worst_rank)} "
-                   f"alone spends {fmt_time(worst)}"
+                   f"{fmt_count(counts['stats'])} stats, {fmt_count(counts['seeks'])} seeks); "
+                   f"{ctx.rank_label(worst_rank)} alone spends {fmt_time(worst)}"
                    + (f" ({fmt_pct(worst / ctx.run_time)} of the run)." if ctx.run_time else "."))
         if severity == "info":
             # a serial rank cannot spend longer than the run in open/stat/seek: its threads overlap, or the

@@ -250,8 +250,8 @@ def report(ctx, judged) -> list:
     if "hdf5" in ctx.kinds(file_ids[:20]):
         recs.append(advice.hdf5_alignment(unit))
     recs.append(advice.mpi_hints_c({"striping_unit": str(unit)}, "Keep MPI-IO file domains on stripe boundaries",
-                                "ROMIO aligns collective-buffering file domains to striping_unit; on Lustre it "
-                                "reads the stripe size itself."))
+                                   "ROMIO aligns collective-buffering file domains to striping_unit; on Lustre it "
+                                   "reads the stripe size itself."))
     recs.append(Recommendation(
         "Align the application's records", f"Make each rank's block size and starting offset a multiple of "
         f"{fmt_bytes(unit)} (pad headers, round block sizes up).",

@@ -404,21 +404,21 @@ def _recs(ctx, metrics: dict, saving: float, slow_mpiio: float, floor: float) ->
                 if "cb_config_list" in hints else "") + ". Measure: on one node more aggregators can also slow "
                "the exchange (iolens tune tries the values).")
         out.append(advice.mpi_hints_c(dict(hints), "More collective-buffering aggregators (cb_nodes, cb_config_list)",
-                                   why))
+                                      why))
     buf = collective_buffer(request, nranks, writers)
     if buf:
         hints["cb_buffer_size"] = str(buf)
         out.append(advice.mpi_hints_c({"cb_buffer_size": str(buf)}, f"A larger collective buffer "
-                                   f"(cb_buffer_size={fmt_bytes(buf)})",
-                                   "Each aggregator moves at most cb_buffer_size bytes per exchange round (16 MiB "
-                                   "by default): a buffer as large as what one aggregator gathers per call means "
-                                   "fewer rounds of exchange and synchronisation."))
+                                      f"(cb_buffer_size={fmt_bytes(buf)})",
+                                      "Each aggregator moves at most cb_buffer_size bytes per exchange round (16 MiB "
+                                      "by default): a buffer as large as what one aggregator gathers per call means "
+                                      "fewer rounds of exchange and synchronisation."))
     large = request is not None and request >= ctx.th.large_request_bytes
     out.append(advice.mpi_hints_c({cb: "disable"}, f"Or turn collective buffering off ({cb}=disable)",
-                               ("The ranks' requests are large (" + fmt_bytes(request) + " median): each rank can "
-                                "write its own part directly, with no exchange at all." if large else
-                                "Each rank then issues its own requests with no exchange; with small interleaved "
-                                "requests this is usually slower: measure before keeping it.")))
+                                  ("The ranks' requests are large (" + fmt_bytes(request) + " median): each rank can "
+                                   "write its own part directly, with no exchange at all." if large else
+                                   "Each rank then issues its own requests with no exchange; with small interleaved "
+                                   "requests this is usually slower: measure before keeping it.")))
     out.append(advice.romio_hints_file(hints or {cb: "disable"}))
     basis = (f"the slowest rank's MPI-IO time here ({fmt_time(slow_mpiio)}) minus its share of the POSIX time "
              f"inside MPI-IO ({fmt_time(floor)}: the total over {nranks} ranks): an upper bound, what is left if "

@@ -575,7 +575,7 @@ def _bottleneck(ctx, c: dict) -> Insight:
                      .max()) + 1
         count = advice.stripe_count_for(extent if extent > 0 else fb, nranks)  # same rule as LUSTRE_STRIPING
         recs.append(advice.lustre_setstripe(name, count, 1 << 20,
-                                         f"A wider stripe lets ROMIO use {count} aggregators in parallel."))
+                                            f"A wider stripe lets ROMIO use {count} aggregators in parallel."))
     recs.append(more_aggregators(nodes, stripe_count, nranks))
     return Insight(CODE, "warning", title_, summary,
                    Evidence(ranks=[top_rank], files=[name], time_window=ctx.counter_window("POSIX", [fid]),

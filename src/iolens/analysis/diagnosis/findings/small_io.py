@@ -443,10 +443,10 @@ def _small_recs(ctx, file_ids, ops) -> list:
         recs.extend(advice.collective_io(op, nodes))
     elif coll:
         recs.append(advice.mpi_hints_c({"romio_cb_write" if op == "write" else "romio_cb_read": "enable"},
-                                    "Make sure collective buffering is not disabled",
-                                    "The application already calls collective MPI-IO but the file system still "
-                                    "sees small requests: collective buffering may be turned off "
-                                    "(romio_cb_write=disable or automatic mode deciding against it)."))
+                                       "Make sure collective buffering is not disabled",
+                                       "The application already calls collective MPI-IO but the file system still "
+                                       "sees small requests: collective buffering may be turned off "
+                                       "(romio_cb_write=disable or automatic mode deciding against it)."))
     recs.append(advice.aggregate_requests(op))
     return recs
 
