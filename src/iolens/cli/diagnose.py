@@ -9,7 +9,7 @@ from .common import emit_json, json_option, load_one_or_job
 def _list_thresholds(ctx, _param, value):
     if not value or ctx.resilient_parsing:
         return
-    from ..analysis.diagnosis.thresholds import DEFINITIONS
+    from ..analysis.diagnosis import DEFINITIONS
 
     for t in DEFINITIONS:
         click.echo(f"{t.name} = {t.default:g}  ({t.kind}) {t.help}")

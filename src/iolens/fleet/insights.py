@@ -170,7 +170,7 @@ def _titles(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
         part = index.filter(pl.col("headline") == code)
         if part.is_empty():
             continue
-        names = batch.rule_values(code, th)
+        names = batch.stage_names(code, th)
         values = part.select(pl.col("_row"), *[stage(code, k).alias(k) for k in [*names, "best"]])
         for v in values.iter_rows(named=True):
             text[v["_row"]] = batch.title_of(code, v, th)

@@ -16,7 +16,7 @@ from .findings import FINDINGS, RULES, SUPERSEDED, supersedes_of
 from .stages import RuleError, drop_stages, rule_stages, stage, with_stages
 
 __all__ = ["RULES", "RuleError", "features_of", "feature_dtypes", "feature_names", "feature_sources", "evaluate",
-           "with_rule", "stale_expr", "rule_only", "check_store", "rule_values", "title_of", "common_features"]
+           "with_rule", "stale_expr", "rule_only", "check_store", "stage_names", "title_of", "read_by", "common_features"]
 
 
 def feature_sources() -> list:
@@ -92,7 +92,7 @@ def check_store(th) -> None:
             raise RuleError(reason)
 
 
-def rule_values(code: str, th) -> list:
+def stage_names(code: str, th) -> list:
     """The names of the stages of `code`'s rule under `th` (what `title_of` reads)."""
     return list(rule_stages(RULES[code], th, supersedes_of(code)))
 
