@@ -1,4 +1,4 @@
-"""The second batch of counter checks turned into rules (STDIO_HEAVY, METADATA_HEAVY, LUSTRE_STRIPING,
+"""The second batch of counter checks turned into rules (FSYNC_HEAVY, STDIO_HEAVY, METADATA_HEAVY, LUSTRE_STRIPING,
 OST_IMBALANCE, SLOW_OST, HDF5_METADATA, REDUNDANT_READS/WRITES): on every shared log the fleet's insight columns
 equal per-log `diagnose`, at the default thresholds and at thresholds low enough that each code is found, and
 `fleet report -t` gives the columns a rebuild with the same thresholds gives."""
@@ -16,11 +16,11 @@ from iolens.analysis.diagnosis import Thresholds, diagnose, parse_assignment
 from conftest import all_logs, log_id, run_iolens
 from fleetrules import build_stores, jobs_of, t_args
 
-CODES = ("STDIO_HEAVY", "METADATA_HEAVY", "LUSTRE_STRIPING", "OST_IMBALANCE", "SLOW_OST",
+CODES = ("FSYNC_HEAVY", "STDIO_HEAVY", "METADATA_HEAVY", "LUSTRE_STRIPING", "OST_IMBALANCE", "SLOW_OST",
          "HDF5_METADATA", "REDUNDANT_READS", "REDUNDANT_WRITES", "MISALIGNED_IO", "RANDOM_ACCESS")
 # low enough that every code above is found on some shared log; tiny_file_bytes, hdf5_meta_request_bytes,
 # redundant_ratio and large_request_bytes change which files or requests count
-LOOSE = {"stdio_min_share": "5%", "stdio_min_bytes": "1KiB",
+LOOSE = {"fsync_min_count": "5", "fsync_per_write": "0.01", "stdio_min_share": "5%", "stdio_min_bytes": "1KiB",
          "metadata_min_share": "10%", "tiny_file_bytes": "1MiB", "tiny_files_min": "5", "tiny_files_min_share": "20%",
          "lustre_large_file_bytes": "1MiB", "ost_imbalance_ratio": "1.3", "ost_min_bytes": "1MiB",
          "slow_ost_ratio": "1.5", "slow_ost_min_files": "2", "hdf5_meta_request_bytes": "64KiB",
