@@ -152,9 +152,9 @@ def test_shares_of_random_traces_in_runs(seed):
 def test_rule_helpers_over_runs_are_their_row_formulas():
     """MISALIGNED_IO's unit per request and boundary test, REDUNDANT_*'s per-file byte sums and
     MPIIO_OVERHEAD's rank groups, from the trace's runs: what the row-by-row formulas they replace give."""
-    from iolens.analysis.diagnosis.mpiio_overhead import _rank_groups
-    from iolens.analysis.diagnosis.rules.misaligned_io import _file_units, _off_boundary
-    from iolens.analysis.diagnosis.rules.redundant_io import _file_sums
+    from iolens.analysis.diagnosis.findings.mpiio_overhead import _rank_groups
+    from iolens.analysis.diagnosis.findings.misaligned_io import _file_units, _off_boundary
+    from iolens.analysis.diagnosis.findings._redundancy import _file_sums
     from iolens.analysis.segments import groups
 
     rng = np.random.default_rng(0)

@@ -242,7 +242,7 @@ def test_every_code_gets_a_key_line_when_present_on_both_sides():
     """compare takes the number from `Insight.key_metric`; every code, CONFLICT and CHECK_FAILED included,
     reads 'CODE: before → after what', never 'not flagged' or a bare metric name."""
     from iolens.analysis.compare import insight_diff
-    from iolens.analysis.diagnosis.insight import CODES, KEY_METRICS, Evidence, Insight
+    from iolens.analysis.diagnosis import CODES, KEY_METRICS, Evidence, Insight
 
     def one(code, value):
         names = KEY_METRICS[code]

@@ -221,13 +221,14 @@ SMALL = [p for p in all_logs() if p.stat().st_size < (2 << 20)]
 def test_diagnosis_on_the_trace_columns_says_what_the_table_says(path):
     """A Darshan log's CONFLICT check runs on the trace's numpy columns: the same insights, word for word, as
     the sweep over its segments table."""
-    from iolens.analysis.diagnosis import Context, Thresholds, conflicts
+    from iolens.analysis.diagnosis import Context, Thresholds
+    from iolens.analysis.diagnosis.findings import conflict
 
     log = iolens.read(str(path))
     if not log.has_dxt:
         return
-    on_columns = [i.to_dict() for i in conflicts.check(Context(log, Thresholds({})))]
-    assert on_columns == [i.to_dict() for i in conflicts._check_table(Context(log, Thresholds({})))]
+    on_columns = [i.to_dict() for i in conflict.report(Context(log, Thresholds({})))]
+    assert on_columns == [i.to_dict() for i in conflict._check_table(Context(log, Thresholds({})))]
 
 
 def test_shared_header_conflict(read_log):

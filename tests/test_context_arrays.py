@@ -14,7 +14,7 @@ from conftest import all_logs, log_id
 from iolens.analysis import conflicts as sweep
 from iolens.analysis import measures
 from iolens.analysis.diagnosis import Context, Thresholds
-from iolens.analysis.diagnosis.context import SEQUENTIAL_SUM, float_sum
+from iolens.analysis.segments import SEQUENTIAL_SUM, float_sum
 from iolens.analysis.summary import dxt_summary
 from iolens.model import Log, read
 

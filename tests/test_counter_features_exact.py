@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from iolens.analysis.diagnosis.rules import common, rank_imbalance
+from iolens.analysis.diagnosis import common
+from iolens.analysis.diagnosis.findings import rank_imbalance
 from iolens.analysis.measures import largest_rank_sum
 from iolens.analysis.segments import float_sum, groups, in_sorted
 
@@ -132,7 +133,7 @@ def test_distinct_counts_like_numpy_unique():
 
 
 def test_shared_ids_are_numpys_intersection():
-    from iolens.analysis.diagnosis.rules.data_sieving import shared_ids
+    from iolens.analysis.diagnosis.findings.data_sieving import shared_ids
 
     rng = np.random.default_rng(5)
     for n, m in ((0, 0), (0, 3), (3, 0), (1, 1), (5, 8), (200, 50)):
@@ -180,7 +181,8 @@ def test_slowest_rank_time_equals_the_masked_sums():
 def test_column_stakes_equal_per_rank_sums_in_record_order(n):
     """SMALL_IO's stakes of many columns (one bincount over the cells) equal np.add.at's per-rank sums and the
     shared records' polars sums, column by column; `running_bins` equals a cumulative sum."""
-    from iolens.analysis.diagnosis.rules.small_io import column_stakes, float_sums, running_bins
+    from iolens.analysis.diagnosis.findings._requests import column_stakes, float_sums
+    from iolens.analysis.diagnosis.findings.small_io import running_bins
 
     rng = np.random.default_rng(n + 13)
     ctx = SimpleNamespace(nprocs=16)
@@ -204,7 +206,7 @@ def test_column_stakes_equal_per_rank_sums_in_record_order(n):
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9, 64])
 def test_medians_of_others_equal_one_median_each(n):
     """SLOW_OST's typical time of the other OSTs from one sort equals `median` of the others, each apart."""
-    from iolens.analysis.diagnosis.rules.slow_ost import median, medians_of_others
+    from iolens.analysis.diagnosis.findings.slow_ost import median, medians_of_others
 
     rng = np.random.default_rng(n)
     for values in (rng.random(n).tolist(), rng.integers(0, 3, n).astype(float).tolist(),
@@ -214,7 +216,7 @@ def test_medians_of_others_equal_one_median_each(n):
 
 
 def test_group_medians_equal_one_median_per_group():
-    from iolens.analysis.diagnosis.rules.slow_ost import group_medians, median
+    from iolens.analysis.diagnosis.findings.slow_ost import group_medians, median
 
     rng = np.random.default_rng(17)
     for n, groups in ((1, 1), (5, 2), (40, 7), (2000, 300)):
@@ -227,7 +229,7 @@ def test_group_medians_equal_one_median_per_group():
 
 def test_named_hdf5_equals_a_test_of_each_name():
     from iolens.analysis.diagnosis.context import HDF5_SUFFIXES
-    from iolens.analysis.diagnosis.rules.hdf5_metadata import named_hdf5
+    from iolens.analysis.diagnosis.findings.hdf5_metadata import named_hdf5
 
     cases = [{}, {1: "a.txt"}, {1: "x.H5", 2: "y.h5.bak", 3: "z.HDF5"}, {1: "ΣΑΣ.h5", 2: "ΌΣ", 3: "h5"},
              {1: "a.h5\nb", 2: "c"}, {1: ".nc4"}, {1: "/d/f.CGNS", 2: "/d/f.cgns.tmp"}, {1: "İ.hdf", 2: "K.h5part"}]

@@ -302,12 +302,13 @@ def test_threshold_values_and_units():
 
 # --- robustness and rendering -------------------------------------------------------------------------
 def test_a_failing_check_does_not_hide_the_others(monkeypatch):
-    import iolens.analysis.diagnosis as d
+    from iolens.analysis.diagnosis import engine
+    from iolens.analysis.diagnosis.finding import Finding
 
-    def broken(ctx):
+    def broken(ctx, verdict):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(d, "CHECKS", (("broken", broken),) + d.CHECKS)
+    monkeypatch.setattr(engine, "FINDINGS", {"BROKEN": Finding("BROKEN", "", broken), **engine.FINDINGS})
     log = _read(str(GEN / "fill_rank0.darshan"))
     with pytest.warns(RuntimeWarning, match="boom"):
         ins = diagnose(log)
@@ -374,6 +375,11 @@ class _FakeCtx:
     def names_of(self, ids, limit=10):
         return [f"file{i}" for i in ids][:limit]
 
+    def rank_labels(self, ranks):  # `Context.rank_labels`
+        from iolens.analysis.units import fmt_ranks
+
+        return fmt_ranks(ranks)
+
     def matters(self, seconds):
         return seconds >= 0.25
 
@@ -392,7 +398,7 @@ def _ops(rank, start, end, step=1.0, fid=1):
 
 
 def test_straggler_names_the_late_rank_and_its_delay():
-    from iolens.analysis.diagnosis.ranks import check_straggler
+    from iolens.analysis.diagnosis.findings.straggler import report as check_straggler
 
     seg = [op for r in range(8) for op in _ops(r, 0.0, 10.0)] + _ops(5, 10.0, 40.0)  # rank 5 goes on for 30 s
     ins = check_straggler(_FakeCtx(seg))
@@ -402,7 +408,7 @@ def test_straggler_names_the_late_rank_and_its_delay():
 
 
 def test_no_straggler_when_a_rank_only_writes_one_record_late():
-    from iolens.analysis.diagnosis.ranks import check_straggler
+    from iolens.analysis.diagnosis.findings.straggler import report as check_straggler
 
     seg = [op for r in range(8) for op in _ops(r, 0.0, 10.0)] + [(0, 2, 39.9, 40.0, 100)]
     assert check_straggler(_FakeCtx(seg)) == []
@@ -411,7 +417,7 @@ def test_no_straggler_when_a_rank_only_writes_one_record_late():
 def test_alone_time_finds_the_lone_rank():
     import polars as pl
 
-    from iolens.analysis.diagnosis.ranks import alone_time, busy_intervals
+    from iolens.analysis.diagnosis.findings.serialized_io import alone_time, busy_intervals
 
     seg = pl.DataFrame([op for op in _ops(0, 0.0, 50.0, step=0.01)] +
                        [op for r in range(1, 4) for op in _ops(r, 50.0, 60.0)],

@@ -203,7 +203,7 @@ def test_large_random_requests_are_random_but_not_random_access(g2, tmp_path):
 def test_straggler_that_starts_late_is_named_with_its_start_delay():
     from test_diagnose import _FakeCtx, _ops
 
-    from iolens.analysis.diagnosis.ranks import check_straggler
+    from iolens.analysis.diagnosis.findings.straggler import report as check_straggler
 
     seg = [op for r in range(8) if r != 3 for op in _ops(r, 0.0, 10.0)] + _ops(3, 30.0, 31.0)
     ins = check_straggler(_FakeCtx(seg))
@@ -266,7 +266,7 @@ def _loads(n=8, **heavy):
 
 
 def test_imbalance_angles_bytes_fsyncs_and_time():
-    from iolens.analysis.diagnosis.ranks import _imbalanced_angles
+    from iolens.analysis.diagnosis.findings.rank_imbalance import imbalanced_angles as _imbalanced_angles
 
     ctx = _Ctx()
     assert _imbalanced_angles(ctx, _loads()) == {}

@@ -10,7 +10,7 @@ import pytest
 
 import iolens
 from iolens.analysis.diagnosis import Thresholds, diagnose
-from iolens.analysis.diagnosis.rules import RULES
+from iolens.analysis.diagnosis import RULES
 from iolens.fleet.recompute import with_thresholds
 
 from conftest import all_logs, run_iolens

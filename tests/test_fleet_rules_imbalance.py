@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 import iolens
-from iolens.analysis.diagnosis import CHECKS, Thresholds, diagnose
-from iolens.analysis.diagnosis.rules import RULES
+from iolens.analysis.diagnosis import FINDINGS, RULES, Thresholds, diagnose
+from iolens.analysis.diagnosis.batch import read_by
 from iolens.fleet.recompute import with_thresholds
 
 from conftest import all_logs, run_iolens
@@ -37,8 +37,8 @@ def per_log(path, th) -> list:
 
 
 def test_rank_imbalance_is_a_rule_with_its_check():
-    assert CODE in RULES and RULES[CODE].check in dict(CHECKS)
-    assert {"imbalance_ratio", "serialized_min_share", "serialized_gap"} <= set(RULES[CODE].thresholds)
+    assert CODE in RULES and RULES[CODE] is FINDINGS[CODE] and RULES[CODE].report is not None
+    assert {"imbalance_ratio", "serialized_min_share", "serialized_gap"} <= read_by(CODE)
 
 
 def test_rebuild_at_a_ratio_is_the_per_log_diagnosis(stores):

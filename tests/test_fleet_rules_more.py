@@ -118,7 +118,7 @@ def test_trace_ost_lists_are_the_segments_tables(path):
     """OST_IMBALANCE reads each traced POSIX operation's OSTs from the reader's arrays: the lists of the
     segments table's `osts` column, in its order."""
     from iolens.analysis.diagnosis import Context
-    from iolens.analysis.diagnosis.rules.ost_imbalance import _trace_osts
+    from iolens.analysis.diagnosis.findings._lustre import _trace_osts
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

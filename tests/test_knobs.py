@@ -248,9 +248,10 @@ def test_parse_and_suggest():
 
 
 def test_recommendations_carry_a_run_line_that_iolens_run_accepts():
-    from iolens.analysis.diagnosis import recommendations as rec
+    from iolens.analysis.diagnosis.findings import _advice as rec
+    from iolens.analysis.diagnosis.findings.hdf5_metadata import hdf5_metadata_cache
 
-    recs = [rec.hdf5_collective_transfer(), rec.hdf5_collective_metadata(), *rec.hdf5_metadata_cache(),
+    recs = [rec.hdf5_collective_transfer(), rec.hdf5_collective_metadata(), *hdf5_metadata_cache(),
             rec.hdf5_alignment(4 * MiB), rec.hdf5_no_fill(), rec.netcdf_no_fill(), rec.netcdf_collective()]
     for r in recs:
         words = r.try_now.split()

@@ -12,7 +12,7 @@ import pytest
 
 import iolens
 from iolens.analysis.diagnosis import diagnose
-from iolens.analysis.diagnosis.mpiio_overhead import collective_buffer, overhead_by_rank, trace_overhead_by_rank
+from iolens.analysis.diagnosis.findings.mpiio_overhead import collective_buffer, overhead_by_rank, trace_overhead_by_rank
 from iolens.analysis.segments import POLARS_SMALL_GROUP_BY, WRITE, Segments, log_segments
 
 from conftest import all_logs, log_id, run_iolens

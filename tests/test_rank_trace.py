@@ -1,4 +1,4 @@
-"""The rank checks' trace measures over numpy columns (`measures.group_runs`, `rank_imbalance.alone_spans`,
+"""The rank checks' trace measures over numpy columns (`measures.group_runs`, `serialized_io.alone_spans`,
 the per-rank loads) give what the polars queries they replace gave, bit for bit, on every small shared log."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from conftest import all_logs, log_id
 from iolens.analysis import measures
 from iolens.analysis.diagnosis import Context, Thresholds
-from iolens.analysis.diagnosis.rules import rank_imbalance
+from iolens.analysis.diagnosis.findings import rank_imbalance, serialized_io
 from iolens.analysis.segments import POLARS_SMALL_GROUP_BY
 from iolens.model import read
 
@@ -64,7 +64,7 @@ def test_busy_runs_and_alone_time_are_the_polars_ones(path):
         assert rank.tolist() == want["rank"].to_list()
         assert _hex(start) == _hex(want["start"]) and _hex(end) == _hex(want["end"])
         alone = polars_alone(want)
-        ranks, secs, first, last = rank_imbalance.alone_spans(rank, start, end)
+        ranks, secs, first, last = serialized_io.alone_spans(rank, start, end)
         assert ranks.tolist() == alone["rank"].to_list()
         assert _hex(secs) == _hex(alone["alone"])
         assert _hex(first) == _hex(alone["first"]) and _hex(last) == _hex(alone["last"])
@@ -110,7 +110,7 @@ def test_group_running_max_is_each_groups_running_max():
 def test_serial_alone_names_the_longest_lone_rank(path):
     """SERIALIZED_IO's measure, off the standard streams: the rank alone the longest, its time and window."""
     ctx = _context(path)
-    got = rank_imbalance.serial_alone(ctx)
+    got = serialized_io.serial_alone(ctx)
     seg = ctx.seg.filter(~pl.col("file_id").is_in(pl.Series(sorted(ctx.std_ids), dtype=pl.UInt64).implode()))
     if ctx.nprocs < 2 or seg.is_empty():
         assert got is None

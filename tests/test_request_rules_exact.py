@@ -10,10 +10,10 @@ import pytest
 
 from conftest import all_logs, log_id
 from iolens.analysis.diagnosis import Context, Thresholds
-from iolens.analysis.diagnosis.context import float_sum
-from iolens.analysis.diagnosis.rules.common import counter_stake, dxt_stake
-from iolens.analysis.diagnosis.rules.small_io import (SEQUENTIAL_SUM_BELOW, column_stakes, float_sums, rank_stake,
-                                                      trace_arrays)
+from iolens.analysis.segments import float_sum
+from iolens.analysis.diagnosis.common import counter_stake, dxt_stake
+from iolens.analysis.diagnosis.findings._requests import (SEQUENTIAL_SUM_BELOW, column_stakes, float_sums, rank_stake,
+                                                          trace_arrays)
 from iolens.analysis.segments import POLARS_SMALL_GROUP_BY
 from iolens.errors import LogError
 from iolens.model import read
@@ -77,7 +77,7 @@ def test_trace_stake_is_rank_stake(path):
     """`trace_stake` (the whole trace's per-rank times of `Context.rank_times` when a mask holds every request)
     is `rank_stake` of the masked requests, bit for bit; `rank_groups`/`rank_times` are computed once per trace
     and are `groups` and `group_sums` of its ranks."""
-    from iolens.analysis.diagnosis.rules.small_io import trace_stake
+    from iolens.analysis.diagnosis.findings._requests import trace_stake
     from iolens.analysis.segments import group_sums, groups
 
     ctx = context(path)

@@ -6,8 +6,8 @@ import pytest
 
 import iolens
 from iolens.analysis.diagnosis import Context, Thresholds
-from iolens.analysis.diagnosis.rules.collective_io import mpi_file_ranks
-from iolens.analysis.diagnosis.rules.redundant_io import _members
+from iolens.analysis.diagnosis.findings._mpiio import mpi_file_ranks
+from iolens.analysis.diagnosis.findings._redundancy import _members
 
 from conftest import all_logs, log_id
 

@@ -1,9 +1,9 @@
 """The jobs table's insight columns: the rule codes evaluated over many jobs, the per-log diagnosis for the rest.
 
-The rule codes (`analysis.diagnosis.rules`) are column expressions over the rule features a diagnosed build
-stores: the build evaluates them over each batch, `fleet report -t` over the stored table, without a log. The
-other codes come from the per-log diagnosis (the trace-based checks, and counter checks that are not rules yet),
-stored as built. The headline is the most serious insight of both, in the diagnosis's own order (severity,
+The rule codes (the findings with a rule: `analysis.diagnosis.batch`) are column expressions over the rule
+features a diagnosed build stores: the build evaluates them over each batch, `fleet report -t` over the stored
+table, without a log. The other codes come from the per-log diagnosis (the trace-based findings), stored as
+built. The headline is the most serious insight of both, in the diagnosis's own order (severity,
 then score, then code), so a rebuild and a recomputation agree.
 """
 from __future__ import annotations
@@ -12,7 +12,9 @@ import warnings
 
 import polars as pl
 
-from ..analysis.diagnosis import CODES, Context, diagnose_context, rules
+from ..analysis.diagnosis import CODES, Context, batch, diagnose_context
+from ..analysis.diagnosis.common import RUN_TIME, common_features
+from ..analysis.diagnosis.stages import drop_stages, stage, stage_name
 from ..errors import LogError
 
 SERIOUS = ("critical", "warning")
@@ -23,30 +25,29 @@ REBUILD = ("this store has no rule features (built before `fleet report -t`, or 
            "rebuild it with `iolens fleet build LOGS -o NEW_STORE` to change thresholds")
 
 
-_PER_LOG_INSIGHTS = {f"insight_{c}": None for c in CODES if c not in rules.RULES}  # the per-log codes' columns
-_RULE_CHECKS = frozenset(r.check for r in rules.RULES.values())  # the checks the rule codes replace
+_PER_LOG_INSIGHTS = {f"insight_{c}": None for c in CODES if c not in batch.RULES}  # the per-log codes' columns
 
 
 def log_columns(log, th) -> dict:
-    """One log's rule features, and the per-log diagnosis without the rule codes' checks: its insight
-    columns and its own headline (`per_log_*`), which `with_insights` merges with the rule codes'."""
+    """One log's rule features, and the per-log diagnosis without the rule findings: its insight columns and
+    its own headline (`per_log_*`), which `with_insights` merges with the rule codes'."""
     out = dict(_PER_LOG_INSIGHTS)
     try:
         ctx = Context(log, th)
-        row = rules.common_features(ctx)
-        for code, rule in rules.RULES.items():
+        row = common_features(ctx)
+        for _, features, dtypes in batch.feature_sources():
             try:
-                row.update(rule.features(ctx, None))
-            except Exception:  # noqa: BLE001 - as diagnose does: the check failed, the others run
-                row.update(dict.fromkeys(rule.dtypes()))
+                row.update(features(ctx))
+            except Exception:  # noqa: BLE001 - as diagnose does: the finding failed, the others run
+                row.update(dict.fromkeys(dtypes()))
                 out["insight_CHECK_FAILED"] = "info"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            found = diagnose_context(ctx, skip=_RULE_CHECKS)
+            found = diagnose_context(ctx, skip=batch.RULES)
     except Exception as exc:  # noqa: BLE001 - the job's features are still worth a row
-        return {**dict.fromkeys(rules.feature_dtypes()), **out, **dict.fromkeys(PER_LOG), "per_log_insights": 0,
+        return {**dict.fromkeys(batch.feature_dtypes()), **out, **dict.fromkeys(PER_LOG), "per_log_insights": 0,
                 "diagnosis_error": f"{type(exc).__name__}: {exc}"}
-    names = rules.feature_names()
+    names = batch.feature_names()
     row = dict(zip(names, map(row.get, names)))  # one column order in every batch (the store's schema)
     for i in found:  # most severe first: keep the first severity seen per code
         key = f"insight_{i.code}"
@@ -63,11 +64,11 @@ def log_columns(log, th) -> dict:
 
 
 def dtypes() -> dict:
-    return {**rules.feature_dtypes(), **PER_LOG}
+    return {**batch.feature_dtypes(), **PER_LOG}
 
 
 def has_features(jobs) -> bool:
-    return rules.common.RUN_TIME in jobs.collect_schema().names()
+    return RUN_TIME in jobs.collect_schema().names()
 
 
 LAZY_ROWS = 20_000  # from this many rows the rules' stages run as one lazy query (10^6 jobs: 15 % faster)
@@ -80,37 +81,37 @@ def with_insights(jobs: pl.DataFrame, th, titles=None, keep_stale: bool = False)
     `th` (a trace read at another threshold) keep their stored severity (`fleet report -t`)."""
     if not has_features(jobs):
         raise LogError(REBUILD, "jobs")
-    rules.check_edges(th)
+    batch.check_store(th)
     names = set(jobs.collect_schema().names())
     # a code whose features this store has not (built by an iolens before it was a rule) stays as built
-    codes = [c for c, r in rules.RULES.items() if set(r.dtypes()) <= names]
-    missing = [c for c in rules.RULES if c not in codes]
+    codes = [c for c, r in batch.RULES.items() if set(r.dtypes()) <= names]
+    missing = [c for c in batch.RULES if c not in codes]
     stale = {}
     # one lazy plan of every rule's stages on a store; a rule level at a time on a build's batch, where
     # planning that query (~0.15 s whatever the rows) cost twice the eager steps
     staged = jobs.lazy() if jobs.height >= LAZY_ROWS else jobs
     for code in codes:
-        staged = rules.with_stages(staged, code, th)
+        staged = batch.with_rule(staged, code, th)
     staged = staged.collect() if isinstance(staged, pl.LazyFrame) else staged
     cols = []
     for code in codes:
-        severity, old = rules.stage(code, "insight"), f"insight_{code}"
-        s = rules.stale_expr(code, th) if keep_stale else None
+        severity, old = stage(code, "insight"), f"insight_{code}"
+        s = batch.stale_expr(code, th) if keep_stale else None
         if s is not None and old in jobs.columns:
             n = int(staged.select(s.sum()).item() or 0)
             if n:
                 stale[code] = n
                 severity = pl.when(s).then(pl.col(old)).otherwise(severity)
-        serious = rules.stage(code, "serious")
+        serious = stage(code, "serious")
         if s is not None and code in stale:
             serious = pl.when(s).then(pl.col(old).is_in(SERIOUS).fill_null(False).cast(pl.Int64)).otherwise(serious)
-        cols += [severity.alias(old), rules.stage(code, "score").alias(f"_score_{code}"),
+        cols += [severity.alias(old), stage(code, "score").alias(f"_score_{code}"),
                  serious.alias(f"_serious_{code}")]
     jobs = staged.with_columns(*cols)
     jobs = _headline(jobs, codes, th, titles)
-    jobs = rules.drop_stages(jobs, codes)
+    jobs = drop_stages(jobs, codes)
     changed = th.changed()
-    own = rules.rule_only(changed)
+    own = batch.rule_only(changed)
     note = {"thresholds": dict(changed),
             "recomputed": [f"insight_{c}" for c in codes] + list(HEADLINE),
             "per_log": [f"insight_{c}" for c in CODES if c not in codes],
@@ -159,7 +160,7 @@ def _titles(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
     want = pl.col("headline").is_in(codes).fill_null(False)
     if titles is not None:
         want = want & titles
-    names = [n for n in jobs.columns if n.startswith(tuple(rules.stage_name(c, "") for c in codes))]
+    names = [n for n in jobs.columns if n.startswith(tuple(stage_name(c, "") for c in codes))]
     index = (jobs.select(want.alias("_want"), "headline", *names).with_row_index("_row")  # not every column
              .filter(pl.col("_want")))
     if index.is_empty():
@@ -169,9 +170,9 @@ def _titles(jobs: pl.DataFrame, codes: list, th, titles) -> pl.DataFrame:
         part = index.filter(pl.col("headline") == code)
         if part.is_empty():
             continue
-        exprs = rules.RULES[code].rule(th)
-        values = part.select(pl.col("_row"), *[rules.stage(code, k).alias(k) for k in [*exprs, "best"]])
+        names = batch.stage_names(code, th)
+        values = part.select(pl.col("_row"), *[stage(code, k).alias(k) for k in [*names, "best"]])
         for v in values.iter_rows(named=True):
-            text[v["_row"]] = rules.RULES[code].title(v, th)
+            text[v["_row"]] = batch.title_of(code, v, th)
     filled = pl.Series("_title", text, dtype=pl.String)
     return jobs.with_columns(pl.coalesce(pl.col("headline_title"), filled).alias("headline_title"))

@@ -1,4 +1,4 @@
-"""What every check needs, computed once per log: counters per file, the trace per layer, job facts."""
+"""What every finding needs, computed once per log: counters per file, the trace per layer, job facts."""
 from __future__ import annotations
 
 from functools import cached_property
@@ -7,24 +7,50 @@ import numpy as np
 import polars as pl
 
 from ...model.log import reader_arrays
-from ...model.darshan import COUNTER_PREFIX, SIZE_BINS, STD_STREAMS  # noqa: F401 - SIZE_BINS: the checks' name
+from ...model.darshan import COUNTER_PREFIX, STD_STREAMS
 from .. import measures
 from ..measures import RecordCounters, recorded
 from ...reader.lustre import COMPONENT_FIELDS
-from ..segments import MODULE_CODES, SEQUENTIAL_SUM, Segments, float_sum, log_segments  # noqa: F401 - the checks' names
+from ..segments import MODULE_CODES, Segments, log_segments
 from ..segments import distinct, group_sums, groups, in_sorted, is_in
 from ..summary import dxt_summary
-from .rules import common as rules_common
-from .thresholds import Thresholds
+from ..units import fmt_ranks
+from .common import RUN_TIME, matters
+from .stages import evaluate
 
 HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".h5part", ".nc4", ".cgns")
 NETCDF_SUFFIXES = (".nc", ".cdf", ".netcdf")
 MAX_RANKS = 32  # evidence lists at most this many ranks (the heaviest first)
+MATTERS_DTYPES = {RUN_TIME: pl.Float64, "stake": pl.Float64}
 MAX_FILES = 10
 
-clip = recorded  # the checks' short name for a counter read with -1 as 0
+clip = recorded  # the findings' short name for a counter read with -1 as 0
 
 
+class RankWords:
+    """How a finding's text names processes: 'rank 3', 'ranks 0–7', 'ranks'. These name MPI ranks by number;
+    a log whose processes have labels of their own (a job's 'worker pid 3688') will name them its way."""
+    ranks_noun = "ranks"
+
+    def rank_label(self, rank) -> str:
+        return f"rank {int(rank)}"
+
+    def rank_labels(self, ranks) -> str:
+        """'rank 0', 'ranks 0, 1', 'ranks 0–7', 'ranks 0, 3, 9, … (20 ranks)' (`units.fmt_ranks`)."""
+        return fmt_ranks(ranks)
+
+    def rank_list(self, ranks, limit: int = 8) -> str:
+        """'ranks 0, 3, 9' with at most `limit` named: 'ranks 0, …, 7 and 5 more'."""
+        shown = ", ".join(str(int(r)) for r in list(ranks)[:limit])
+        return f"{self.ranks_noun} {shown}" + (f" and {len(ranks) - limit} more" if len(ranks) > limit else "")
+
+
+RANK_WORDS = RankWords()
+
+
+def capital(text: str) -> str:
+    """`text` starting a sentence."""
+    return text[:1].upper() + text[1:]
 
 
 def _file_names(log) -> dict:
@@ -55,8 +81,11 @@ def without_heatmaps(names: dict) -> dict:
     return out
 
 
-class Context:
-    def __init__(self, log, thresholds: Thresholds):
+class Context(RankWords):
+    """What every finding reads of one log, computed once: its counters as numpy columns, its trace, job facts,
+    the thresholds (`th`) and how the text names its processes (`RankWords`)."""
+
+    def __init__(self, log, thresholds):
         self.log = log
         self.th = thresholds
         job = log.job
@@ -113,7 +142,7 @@ class Context:
         return cache[key]
 
     def memo(self, key, compute):
-        """`compute()`, once per log for `key`: a table that several checks of a family share."""
+        """`compute()`, once per log for `key`: a table that several findings of a family share."""
         cache = self.__dict__.setdefault("_memo", {})
         if key not in cache:
             cache[key] = compute()
@@ -124,7 +153,7 @@ class Context:
         df = self.log.counters.get(module)
         return df if df is not None and df.height else None
 
-    # numpy views of the counters, for the checks' integer totals and per-row arithmetic: on a log of a few
+    # numpy views of the counters, for the findings' integer totals and per-row arithmetic: on a log of a few
     # dozen records a polars query costs ~100 µs of fixed overhead, a numpy operation ~1 µs. Only what numpy
     # computes bit for bit like polars goes through them: integer sums, element-wise arithmetic, and float
     # sums handed back to polars as a Series (`float_sum`); per-group float sums stay polars group-bys.
@@ -174,7 +203,7 @@ class Context:
     def _int_totals(self, module: str):
         """Every integer counter of `module` summed over its records, at once, from its clipped matrix (a module
         of a few records); None for a table's counters or a module of many records (summing every counter of
-        thousands costs more than the few a check reads)."""
+        thousands costs more than the few a finding reads)."""
         cache = self.__dict__.setdefault("_int_totals_cache", {})
         if module not in cache:
             c = self.records[module]
@@ -380,32 +409,14 @@ class Context:
         return self.slowest_rank_io_time / self.run_time
 
     def matters(self, seconds: float) -> bool:
-        """Is a problem that costs the busiest rank `seconds` worth a warning for this run? (`rules.matters`)
+        """Is a problem that costs the busiest rank `seconds` worth a warning for this run? (`common.matters`)
 
         Yes when it is at least `min_stake_floor` and either at least `min_runtime_share` of the run time or
         at least `min_stake_seconds` (for long runs, a minute of every rank waiting is worth fixing even if it
         is a small share).
         """
-        return self._rule({"m": rules_common.matters(pl.col("stake"), self.th)}, seconds, None)["m"]
-
-    def judge(self, stake: float, share) -> tuple:
-        """(severity, strong) of a pattern costing the busiest rank `stake` seconds and covering `share`
-        (`rules.judge`, the rules' own expression).
-
-        A strong pattern (share at least `strong_share` of the requests, bytes or I/O time it is measured
-        against) is structural: a warning on any run, however fast this machine made it. A weaker one is a
-        warning only when its cost here matters (`matters`), else info.
-        """
-        severity, strong = rules_common.judge(pl.col("stake"), pl.col("share"), self.th)
-        v = self._rule({"severity": severity, "strong": strong}, stake, share)
-        return v["severity"], v["strong"]
-
-    def _rule(self, exprs: dict, stake, share) -> dict:
-        """`exprs` of the common rules on one row: this run's time, `stake` seconds, `share`."""
-        frame = pl.DataFrame({rules_common.RUN_TIME: pl.Series([self.run_time], dtype=pl.Float64),
-                              "stake": pl.Series([stake], dtype=pl.Float64),
-                              "share": pl.Series([share], dtype=pl.Float64)})
-        return frame.select(**exprs).row(0, named=True)
+        values = {RUN_TIME: self.run_time, "stake": seconds}
+        return evaluate(values, {"m": matters(pl.col("stake"), self.th)}, MATTERS_DTYPES)["m"]
 
     # --- the trace ------------------------------------------------------------------------------
     def trace_truncated(self, module: str) -> bool:
@@ -454,7 +465,7 @@ class Context:
     def seg_mpiio(self) -> pl.DataFrame:
         return self._seg_of("DXT_MPIIO")
 
-    # the trace as numpy columns (analysis.segments): what the per-log checks compute on
+    # the trace as numpy columns (analysis.segments): what the per-log findings compute on
     @cached_property
     def trace(self) -> Segments:
         """Every traced operation, in the rows' order of `seg`."""
@@ -484,7 +495,7 @@ class Context:
     def rank_groups(self, seg: Segments) -> tuple:
         """`segments.groups(seg.rank)` of one of this log's traces (`trace_posix`, `trace_app`...): (the first
         operation of each rank, ranks ascending; each operation's rank number), once per trace (the rules'
-        stakes, RANK_IMBALANCE's loads and the straggler check group the same ranks)."""
+        stakes, RANK_IMBALANCE's loads and STRAGGLER group the same ranks)."""
         return self._of_trace("rank_groups", seg, lambda: groups(seg.rank))
 
     def rank_times(self, seg: Segments) -> np.ndarray:
@@ -513,7 +524,7 @@ class Context:
     @cached_property
     def posix_transitions(self):
         """Every traced POSIX request after each rank's first on a file, per operation kind, with the previous
-        one's offset and end (analysis.access.transitions): sorted once, shared by the request checks."""
+        one's offset and end (analysis.access.transitions): sorted once, shared by the request findings."""
         from ..access import transitions
         return transitions(self.trace_posix)
 

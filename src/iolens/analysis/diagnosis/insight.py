@@ -18,58 +18,12 @@ SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 LANGUAGES = ("c", "shell", "text", "fortran", "ini")
 SOURCES = ("dxt", "counters")
 
-# code -> one line: what it means. docs/diagnosis.md explains the triggers.
-CODES = {
-    "TRUNCATED_TRACE": "The DXT trace (or a counter module) is incomplete; conclusions from it are partial.",
-    "SMALL_IO": "Small requests dominate at the file-system (POSIX) layer.",
-    "MISALIGNED_IO": "Large requests do not start on a file-system block or Lustre stripe boundary.",
-    "RANDOM_ACCESS": "Non-sequential (backward-seeking) small requests dominate.",
-    "RANK_IMBALANCE": "I/O time or bytes are very uneven across ranks.",
-    "STRAGGLER": "A few ranks finish their I/O much later than the rest.",
-    "SERIALIZED_IO": "One rank does I/O alone while the other ranks wait.",
-    "NO_COLLECTIVE_IO": "Many ranks use small independent MPI-IO requests on a shared file.",
-    "COLLECTIVE_IO": "Collective buffering is in use (how many aggregators reached the file system).",
-    "MPIIO_OVERHEAD": "Most MPI-IO time is spent above the file system (two-phase exchange, waiting for aggregators).",
-    "DATA_SIEVING": "The file system sees reads the application never asked for (read-modify-write).",
-    "HDF5_METADATA": "HDF5 metadata operations take a large share of the HDF5 time or of the requests.",
-    "LUSTRE_STRIPING": "A large shared file sits on too few Lustre stripes.",
-    "OST_IMBALANCE": "Bytes are very uneven across the Lustre OSTs used.",
-    "SLOW_OST": "Files on one Lustre OST take far longer per byte than on the others (a slow storage server).",
-    "METADATA_HEAVY": "Opens, stats and seeks take a large share of the I/O time, or many files are tiny.",
-    "REDUNDANT_READS": "Bytes read far exceed the extent of the files read.",
-    "REDUNDANT_WRITES": "Bytes written far exceed the extent of the files written.",
-    "FSYNC_HEAVY": "The application forces data to disk (fsync) very often.",
-    "STDIO_HEAVY": "A large share of the I/O goes through buffered C stdio (fopen/fprintf/fread).",
-    "CONFLICT": "Different ranks touch the same bytes of a file and at least one writes (a race if concurrent).",
-    "CHECK_FAILED": "One of iolens' checks could not run on this log (a bug: please report it).",
-}
-
-# code -> candidate metric names, first present wins: the insight's one headline number (`key_metric`), the
-# one `iolens compare` shows before/after ("SMALL_IO: 160,000 → 0 small requests")
-KEY_METRICS = {
-    "TRUNCATED_TRACE": ("read_coverage", "write_coverage", "records"),
-    "SMALL_IO": ("small_requests",),
-    "MISALIGNED_IO": ("misaligned_requests",),
-    "RANDOM_ACCESS": ("random_reads", "random_writes"),
-    "RANK_IMBALANCE": ("max_over_mean", "heaviest_rank_share"),
-    "STRAGGLER": ("max_delay_s",),
-    "SERIALIZED_IO": ("serial_share",),
-    "NO_COLLECTIVE_IO": ("independent_writes", "independent_reads"),
-    "COLLECTIVE_IO": ("aggregators", "estimated_aggregators", "collective_writes", "collective_reads"),
-    "MPIIO_OVERHEAD": ("overhead_share",),
-    "DATA_SIEVING": ("unrequested_read_bytes",),
-    "HDF5_METADATA": ("metadata_time_share", "small_metadata_writes"),
-    "LUSTRE_STRIPING": ("largest_file_bytes",),
-    "OST_IMBALANCE": ("max_over_mean",),
-    "SLOW_OST": ("slowdown",),
-    "METADATA_HEAVY": ("metadata_time_share", "tiny_files"),
-    "REDUNDANT_READS": ("excess_bytes",),
-    "REDUNDANT_WRITES": ("excess_bytes",),
-    "FSYNC_HEAVY": ("fsyncs",),
-    "STDIO_HEAVY": ("stdio_bytes_share", "stdio_time_share"),
-    "CONFLICT": ("pairs",),
-    "CHECK_FAILED": (),
-}
+# code -> one line: what it means; code -> candidate metric names, first present wins: the insight's one headline
+# number (`key_metric`), the one `iolens compare` shows before/after ("SMALL_IO: 160,000 → 0 small
+# requests"). Both filled from the findings' modules by the registry (findings/__init__.py), which the
+# diagnosis package imports before anything can make an Insight.
+CODES: dict = {}
+KEY_METRICS: dict = {}
 
 
 @dataclass
@@ -184,7 +138,7 @@ def sort_key(insight: Insight):
     return (SEVERITY_RANK[insight.severity], -insight.score, insight.code)
 
 
-# JSON Schema (draft 2020-12) of `iolens diagnose --json`; docs/diagnosis.md shows it with an example.
+# `iolens diagnose --json`'s JSON Schema; docs/diagnosis.md shows it with an example.
 _RECOMMENDATION_SCHEMA = {
     "type": "object",
     "required": ["title", "detail", "snippet", "language", "expected_saving", "saving_basis", "knobs", "try_now"],
@@ -201,44 +155,49 @@ _RECOMMENDATION_SCHEMA = {
         "try_now": {"type": "string"},
     },
 }
-INSIGHT_SCHEMA = {
-    "type": "object",
-    "required": ["code", "key_metric", "severity", "title", "summary", "evidence", "recommendations", "source",
-                 "partial"],
-    "properties": {
-        "code": {"type": "string", "enum": list(CODES)},
-        "key_metric": {"oneOf": [{"type": "null"}, {"type": "string"}]},
-        "severity": {"enum": list(SEVERITIES)},
-        "title": {"type": "string"},
-        "summary": {"type": "string"},
-        "evidence": {
-            "type": "object",
-            "required": ["ranks", "files", "time_window", "metrics"],
-            "properties": {
-                "ranks": {"type": "array", "items": {"type": "integer"}},
-                "files": {"type": "array", "items": {"type": "string"}},
-                "time_window": {"oneOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"},
-                                                              "minItems": 2, "maxItems": 2}]},
-                "metrics": {"type": "object", "additionalProperties": {"type": "number"}},
-            },
+def json_schema(codes) -> dict:
+    """The JSON Schema (draft 2020-12) of `iolens diagnose --json` with these insight codes."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "iolens diagnose --json",
+        "type": "object",
+        "required": ["log", "schema_version", "insights"],
+        "properties": {
+            "log": {"type": "string"},
+            "schema_version": {"const": SCHEMA_VERSION},
+            # the job's measures as `info --json` prints them (analysis.summary.job_measures); added by issue 19
+            "measures": {"type": "object", "required": ["io_time", "slowest_rank_io_time", "busy_io_time",
+                                                        "dxt_segments", "dxt_coverage", "dxt_truncated",
+                                                        "collective_share"]},
+            "insights": {"type": "array", "items": insight_schema(codes)},
         },
-        "recommendations": {"type": "array", "items": _RECOMMENDATION_SCHEMA},
-        "source": {"enum": list(SOURCES)},
-        "partial": {"type": "boolean"},
-    },
-}
-JSON_SCHEMA = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "iolens diagnose --json",
-    "type": "object",
-    "required": ["log", "schema_version", "insights"],
-    "properties": {
-        "log": {"type": "string"},
-        "schema_version": {"const": SCHEMA_VERSION},
-        # the job's measures as `info --json` prints them (analysis.summary.job_measures); added by issue 19
-        "measures": {"type": "object", "required": ["io_time", "slowest_rank_io_time", "busy_io_time",
-                                                    "dxt_segments", "dxt_coverage", "dxt_truncated",
-                                                    "collective_share"]},
-        "insights": {"type": "array", "items": INSIGHT_SCHEMA},
-    },
-}
+    }
+
+
+def insight_schema(codes) -> dict:
+    return {
+        "type": "object",
+        "required": ["code", "key_metric", "severity", "title", "summary", "evidence", "recommendations", "source",
+                     "partial"],
+        "properties": {
+            "code": {"type": "string", "enum": list(codes)},
+            "key_metric": {"oneOf": [{"type": "null"}, {"type": "string"}]},
+            "severity": {"enum": list(SEVERITIES)},
+            "title": {"type": "string"},
+            "summary": {"type": "string"},
+            "evidence": {
+                "type": "object",
+                "required": ["ranks", "files", "time_window", "metrics"],
+                "properties": {
+                    "ranks": {"type": "array", "items": {"type": "integer"}},
+                    "files": {"type": "array", "items": {"type": "string"}},
+                    "time_window": {"oneOf": [{"type": "null"}, {"type": "array", "items": {"type": "number"},
+                                                                  "minItems": 2, "maxItems": 2}]},
+                    "metrics": {"type": "object", "additionalProperties": {"type": "number"}},
+                },
+            },
+            "recommendations": {"type": "array", "items": _RECOMMENDATION_SCHEMA},
+            "source": {"enum": list(SOURCES)},
+            "partial": {"type": "boolean"},
+        },
+    }

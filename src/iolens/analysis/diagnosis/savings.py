@@ -1,73 +1,57 @@
 """What each recommendation should save: seconds of the slowest rank's I/O time on this run.
 
 `iolens tune` records this expectation next to what it measures, so it is about this run on this machine (the
-measure compare and tune judge by), not the projection at scale. Each rule starts from the time the insight
-says is at stake on the busiest rank and removes what the fix removes, per the cost model (costmodel.py):
+measure compare and tune judge by), not the projection at scale. A finding declares how its fixes save
+(`Finding.saving`), starting from the time its insight says is at stake on the busiest rank and removing what
+the fix removes, per the cost model (costmodel.py):
 
 * request-shape fixes (aggregate small requests, collective I/O, sequential or aligned access) keep the bytes
-  and remove the per-request cost: stake × the request-latency share of one request at its size;
-* fixes that remove traffic (re-reads, read-modify-write) save all of its time;
+  and remove the per-request cost: stake × the request-latency share of one request at its size (`latency`);
+* fixes that remove traffic (re-reads, read-modify-write) save all of its time (`traffic`);
 * balance fixes save the busiest rank's excess over the mean (imbalance) or the time others wait (serial);
-* the rest is an upper bound (all of the time at stake) or not estimated (None) when the log has no time for
-  it (striping, OSTs) or the fix is not about speed (a truncated trace, conflicts).
+* the rest is an upper bound (all of the time at stake: `upper_bound`) or not estimated (None) when the log
+  has no time for it (striping, OSTs) or the fix is not about speed (`not_speed`: a truncated trace,
+  conflicts).
 
-A check may set its own (MPIIO_OVERHEAD does); `attach` only fills recommendations that have none.
+A finding may set its own on its recommendations (MPIIO_OVERHEAD does); `attach` only fills those that have
+none.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 from .costmodel import profile
 from .units import fmt_bytes, fmt_pct, fmt_time
 
-# code -> (stake metric, layer, op metrics (first present decides the op), size metrics)
-LATENCY_RULES = {
-    "SMALL_IO": ("busiest_rank_small_request_time_s", "posix", (), ("smallest_write_bytes", "smallest_read_bytes",
-                                                                    "largest_small_write_bytes",
-                                                                    "largest_small_read_bytes")),
-    "RANDOM_ACCESS": ("busiest_rank_random_time_s", "posix", ("random_reads", "random_writes"),
-                      ("median_request_bytes",)),
-    "NO_COLLECTIVE_IO": ("busiest_rank_independent_time_s", "mpiio", ("independent_writes", "independent_reads"),
-                         ("median_request_bytes",)),
-    "MISALIGNED_IO": ("busiest_rank_misaligned_time_s", "posix", (), (("misaligned_bytes", "misaligned_requests"),)),
-}
-# code -> (metric, what the fix saves of it)
-TRAFFIC_RULES = {
-    "REDUNDANT_READS": "busiest_rank_redundant_time_s",
-    "REDUNDANT_WRITES": "busiest_rank_redundant_time_s",
-    "DATA_SIEVING": "busiest_rank_unrequested_read_time_s",
-}
-UPPER_BOUNDS = {
-    "STRAGGLER": "max_delay_s",
-    "METADATA_HEAVY": "max_rank_metadata_time_s",
-    "HDF5_METADATA": "busiest_rank_metadata_write_time_s",
-    "STDIO_HEAVY": "max_rank_stdio_time_s",
-}
-NOT_SPEED = {"TRUNCATED_TRACE": "not a speed fix: it makes the trace complete",
-             "CONFLICT": "not a speed fix: it is about correctness",
-             "CHECK_FAILED": "not a speed fix", "COLLECTIVE_IO": "informative: nothing to fix"}
+NOT_ESTIMATED = "not estimated: the log holds no time this fix would remove (measure it, e.g. with iolens tune)"
+NOT_ESTIMATED_DOC = "`null`: the log holds no time the fix would remove (measure it)"
 
 
-def expected_saving(ctx, insight) -> tuple:
-    """(seconds or None, how it was derived) for the recommendations of `insight`."""
-    m = insight.evidence.metrics
-    code = insight.code
-    if code in NOT_SPEED:
-        return None, NOT_SPEED[code]
-    if code in LATENCY_RULES and LATENCY_RULES[code][0] in m:
-        return _latency_saving(ctx, m, *LATENCY_RULES[code])
-    if code in TRAFFIC_RULES and TRAFFIC_RULES[code] in m:
-        t = float(m[TRAFFIC_RULES[code]])
-        return t, f"all of the busiest rank's time in the extra traffic ({fmt_time(t)}): the fix removes it"
-    if code == "RANK_IMBALANCE" and "excess_time_s" in m:
-        t = float(m["excess_time_s"])
-        return t, f"the busiest rank's I/O time above the mean rank's ({fmt_time(t)}): balanced, it is gone"
-    if code == "SERIALIZED_IO" and "serial_time_s" in m:
-        t = float(m["serial_time_s"]) * (1 - 1 / ctx.nprocs)
-        return t, (f"the time one rank does I/O alone ({fmt_time(float(m['serial_time_s']))}) less its "
-                   f"1/{ctx.nprocs} share once every rank writes its part")
-    if code in UPPER_BOUNDS and UPPER_BOUNDS[code] in m:
-        t = float(m[UPPER_BOUNDS[code]])
-        return t, f"an upper bound: all of the time at stake ({UPPER_BOUNDS[code]} = {fmt_time(t)})"
-    return None, "not estimated: the log holds no time this fix would remove (measure it, e.g. with iolens tune)"
+@dataclass(frozen=True)
+class Saving:
+    """How a finding's fixes save (`Finding.saving`): `estimate(ctx, insight)` -> (seconds or None, basis), or
+    None when this insight has no time for it; `doc`: what it is, for docs/diagnosis.md's table."""
+    estimate: Callable
+    doc: str
+
+    def __call__(self, ctx, insight):
+        return self.estimate(ctx, insight)
+
+
+def latency(stake: str, layer: str, ops: tuple = (), sizes: tuple = ()):
+    """Aggregating, reordering or aligning keeps the bytes and removes the per-request cost of the requests
+    whose busiest rank's time is metric `stake`; `ops`: metrics whose presence says the operation kind (the
+    first present), `sizes`: size metrics, or (bytes, requests) pairs of metrics, their geometric mean the
+    request size."""
+    def saving(ctx, insight):
+        m = insight.evidence.metrics
+        if stake not in m:
+            return None
+        return _latency_saving(ctx, m, stake, layer, ops, sizes)
+    return Saving(saving, "the busiest rank's time in those requests × the share of one request's cost (at their "
+                          "size, cost model) that is per-request latency: the fix keeps the bytes and removes the "
+                          "per-request cost")
 
 
 def _latency_saving(ctx, m: dict, stake_key: str, layer: str, op_keys: tuple, size_keys: tuple) -> tuple:
@@ -84,12 +68,47 @@ def _latency_saving(ctx, m: dict, stake_key: str, layer: str, op_keys: tuple, si
                            "the fix keeps the bytes and removes the per-request cost")
 
 
-def attach(ctx, found: list) -> None:
-    """Give every recommendation without its own the saving its insight expects."""
+def traffic(metric: str):
+    """The fix removes the extra traffic whose busiest rank's time is `metric`: all of it is saved."""
+    def saving(ctx, insight):
+        m = insight.evidence.metrics
+        if metric not in m:
+            return None
+        t = float(m[metric])
+        return t, f"all of the busiest rank's time in the extra traffic ({fmt_time(t)}): the fix removes it"
+    return Saving(saving, "all of the busiest rank's time in the extra traffic")
+
+
+def upper_bound(metric: str):
+    """At most all of the time at stake, metric `metric`."""
+    def saving(ctx, insight):
+        m = insight.evidence.metrics
+        if metric not in m:
+            return None
+        t = float(m[metric])
+        return t, f"an upper bound: all of the time at stake ({metric} = {fmt_time(t)})"
+    return Saving(saving, "an upper bound: all of the time at stake (`max_delay_s`, `max_rank_metadata_time_s`, "
+                          "...)")
+
+
+def not_speed(reason: str):
+    """The fix is not about speed: no seconds, and why."""
+    return Saving(lambda ctx, insight: (None, reason), "`null`: not a speed fix")
+
+
+def its_own(doc: str):
+    """The finding sets the saving on its recommendations itself (`doc`: how)."""
+    return Saving(lambda ctx, insight: None, doc)
+
+
+def attach(ctx, found: list, saving_of) -> None:
+    """Give every recommendation without its own the saving its insight expects (`saving_of(code)`: the
+    finding's `saving`, or None)."""
     for insight in found:
         todo = [r for r in insight.recommendations if r.expected_saving is None and not r.saving_basis]
         if not todo:
             continue
-        seconds, basis = expected_saving(ctx, insight)
+        saving = saving_of(insight.code)
+        seconds, basis = (saving(ctx, insight) if saving is not None else None) or (None, NOT_ESTIMATED)
         for r in todo:
             r.expected_saving, r.saving_basis = seconds, basis

@@ -1,0 +1,54 @@
+"""REDUNDANT_READS: bytes read far exceed the extent of the files read (re-reads).
+
+The rule and its features are REDUNDANT_WRITES' in the other direction (`_redundancy`). DATA_SIEVING supersedes
+it when it names all of its files: the re-reads are the read half of read-modify-write.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from ..finding import Finding
+from ..insight import Recommendation
+from ..savings import traffic
+from . import _redundancy
+
+CODE, OP = "REDUNDANT_READS", "read"
+
+
+def recommendations(ctx, fids) -> list:
+    return [read_once_broadcast(), Recommendation(
+        "Keep data you read again in memory",
+        "If the same data is read repeatedly by the same rank (e.g. every epoch or time step), cache it "
+        "in memory or on node-local storage after the first read.", "", "text")]
+
+
+def report(ctx, v) -> list:
+    return _redundancy.report(ctx, v, OP, recommendations)
+
+
+def read_once_broadcast() -> Recommendation:
+    return Recommendation(
+        "Read shared input once and broadcast it",
+        "When every rank reads the same data, have one rank (or a collective read) fetch it and distribute it "
+        "over the network, which is much faster than N identical file-system reads.",
+        "if (rank == 0) pread(fd, buf, n, 0);\n"
+        "MPI_Bcast(buf, n, MPI_BYTE, 0, comm);\n"
+        "/* or: MPI_File_read_at_all(fh, 0, buf, n, MPI_BYTE, MPI_STATUS_IGNORE); with romio_cb_read=enable */",
+        "c")
+
+
+FINDING = Finding(
+    code=CODE,
+    meaning="Bytes read far exceed the extent of the files read.",
+    key_metrics=("excess_bytes",),
+    reads=("redundant_ratio", "redundant_min_bytes"),
+    trigger="per file, bytes read at the POSIX layer are at least `redundant_ratio` × the extent — the union of "
+            "the byte ranges touched (DXT, exact) or the highest offset + 1 (counters, a lower bound) — and the "
+            "excess is at least `redundant_min_bytes`.",
+    source="dxt / counters",
+    report=report,
+    saving=traffic("busiest_rank_redundant_time_s"),
+    features=partial(_redundancy.features, op=OP), dtypes=partial(_redundancy.dtypes, OP),
+    rule=partial(_redundancy.rule, OP), measure=partial(_redundancy.measure, op=OP),
+    title=lambda v, th: _redundancy.title(OP, v), stale=partial(_redundancy.stale, OP),
+)
