@@ -20,7 +20,7 @@ import tempfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from ..errors import LogError
 from .header import MAGIC
@@ -104,51 +104,81 @@ def inflate_region(buf, compression: str, label: str) -> Region:
     return Region(b"".join(out), tuple(cuts))
 
 
-def deflate_region(region: Region, compression: str) -> bytes:
-    """The region compressed, one stream per piece between its cuts (zlib at the runtime's default level)."""
+def deflate_region(region: Region, compression: str, threads: int = 1) -> list:
+    """The region compressed, one stream per piece between its cuts (zlib at the runtime's default level),
+    as a list of streams; pieces compressed on `threads` threads (zlib and bzip2 release the GIL)."""
     if compression == "none" or not region.data:
-        return bytes(region.data)
+        return [bytes(region.data)] if region.data else []
     pack = zlib.compress if compression == "zlib" else bz2.compress
     bounds = [0, *region.cuts, len(region.data)]
-    return b"".join(pack(region.data[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a)
+    view = memoryview(region.data)
+    pieces = [view[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    if threads <= 1 or len(pieces) == 1:
+        return [pack(piece) for piece in pieces]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(threads, len(pieces))) as pool:
+        return list(pool.map(pack, pieces))
 
 
-def encode_log(image: LogImage) -> list:
-    """The log's bytes, as a list of chunks (header first)."""
+def encode_log(image: LogImage, threads: int = 1) -> Iterator[tuple]:
+    """The log as (file offset, bytes) pieces: the regions in file order as they are compressed, then the
+    header (at offset 0, once the region map is known; the first piece reserves its place)."""
     layout = header_layout(image.version)
     bo = image.byte_order
     header = bytearray(layout.size)
     header[:8] = image.version.encode("ascii").ljust(8, b"\0")
     struct.pack_into(bo + "q", header, 8, MAGIC)
     header[16] = COMPRESSION_CODE[image.compression]
-    chunks = [deflate_region(image.job, image.compression)]
-    pos = layout.size + len(chunks[0])
-    if image.names is not None and image.names.data:
-        names = deflate_region(image.names, image.compression)
-        struct.pack_into(bo + "QQ", header, layout.maps_at, pos, len(names))
-        chunks.append(names)
-        pos += len(names)
+    yield 0, bytes(layout.size)
+    pos = layout.size
+    for stream in deflate_region(image.job, image.compression):
+        yield pos, stream
+        pos += len(stream)
+
+    def region(at: int, data: Region):
+        nonlocal pos
+        start = pos
+        for stream in deflate_region(data, image.compression, threads):
+            yield pos, stream
+            pos += len(stream)
+        if pos > start:
+            struct.pack_into(bo + "QQ", header, at, start, pos - start)
+
+    if image.names is not None:
+        yield from region(layout.maps_at, image.names)
     partial = 0
     for module_id in sorted(image.modules):
         module = image.modules[module_id]
         slot = slot_of(image.version, module_id)
         if slot is None:
             raise ValueError(f"log format {image.version} has no slot for module {module_id}")
-        data = deflate_region(module.region, image.compression)
-        if not data:
-            continue
-        struct.pack_into(bo + "QQ", header, layout.maps_at + 16 * (slot + 1), pos, len(data))
-        struct.pack_into(bo + "I", header, layout.versions_at + 4 * slot, module.version)
-        partial |= int(module.partial) << slot
-        chunks.append(data)
-        pos += len(data)
+        start = pos
+        yield from region(layout.maps_at + 16 * (slot + 1), module.region)
+        if pos > start:
+            struct.pack_into(bo + "I", header, layout.versions_at + 4 * slot, module.version)
+            partial |= int(module.partial) << slot
     struct.pack_into(bo + layout.partial_fmt, header, layout.partial_at, partial)
-    return [bytes(header), *chunks]
+    yield 0, bytes(header)
 
 
-def encode_unfinished(version: str, streams: Iterable[bytes]) -> list:
+def encode_unfinished(version: str, streams: Iterable[bytes]) -> Iterator[tuple]:
     """An unfinished log as the runtime leaves one: the header still zeros, then the regions' zlib streams."""
-    return [bytes(header_layout(version).size), *streams]
+    pos = header_layout(version).size
+    yield 0, bytes(pos)
+    for stream in streams:
+        yield pos, stream
+        pos += len(stream)
+
+
+def assemble(pieces: Iterable[tuple]) -> bytes:
+    """The file's bytes from (offset, bytes) pieces."""
+    out = bytearray()
+    for offset, data in pieces:
+        if offset + len(data) > len(out):
+            out.extend(bytes(offset + len(data) - len(out)))
+        out[offset:offset + len(data)] = data
+    return bytes(out)
 
 
 def zlib_stream(data: bytes) -> bytes:
@@ -156,8 +186,8 @@ def zlib_stream(data: bytes) -> bytes:
 
 
 # --- files ------------------------------------------------------------------------------------------------
-def write_atomically(path, chunks: Iterable[bytes], force: bool = False, mode: int = 0o644) -> None:
-    """Write `chunks` to `path` through a temporary file in the same folder, renamed once whole (and synced).
+def write_atomically(path, pieces: Iterable[tuple], force: bool = False, mode: int = 0o644) -> None:
+    """Write (offset, bytes) `pieces` to `path` through a temporary file in the same folder, renamed once whole (and synced).
     An existing `path` is replaced only with `force`; LogError (one line) otherwise or when it cannot be
     written. A process killed meanwhile leaves at most the hidden temporary file, never `path`."""
     path = Path(path)
@@ -171,8 +201,10 @@ def write_atomically(path, chunks: Iterable[bytes], force: bool = False, mode: i
         raise LogError(f"cannot write here ({exc.strerror or exc})", str(path)) from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
+            for offset, data in pieces:
+                if fh.tell() != offset:
+                    fh.seek(offset)
+                fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode & ~_umask())
