@@ -20,7 +20,7 @@ from .log import Anonymized, anonymize_data, output_name
 from .report import Report
 from .tokens import Key, Tokens, key_beside, new_key_file
 
-__all__ = ["Anonymized", "Key", "Report", "Tokens", "anonymize_file", "key_beside", "new_key_file", "output_name",
+__all__ = ["Anonymized", "Key", "Report", "Tokens", "anonymize_file", "anonymized_name", "key_beside", "new_key_file", "output_name",
            "read_anonymized", "token_path", "write_anonymized"]
 
 
@@ -56,11 +56,25 @@ def write_anonymized(path, out, tokens: Tokens, force: bool = False) -> Report:
     return done.report
 
 
+def anonymized_name(path, tokens: Tokens) -> str:
+    """The anonymised log's file name, from the log's name and command line (only its job region is read);
+    LogError as `anonymize_file`."""
+    from ..log import read_job_only
+    from ..recover import PARTIAL_SUFFIX
+
+    try:
+        command = read_job_only(str(path)).job.exe.encode()
+    except LogError:
+        if not (str(path).endswith(PARTIAL_SUFFIX) and os.path.isfile(path) and os.path.getsize(path) == 0):
+            raise
+        command = None  # an empty unfinished log: only its file name speaks
+    return output_name(str(path), tokens, command)
+
+
 def token_path(path, tokens: Tokens) -> str:
-    """An anonymised stand-in for where a log lies: its folder's path tokens, then its anonymised name (the
-    name needs the log's command line, so this reads the log's job region)."""
+    """An anonymised stand-in for where a log lies: its folder's path tokens, then its anonymised name."""
     folder = os.path.dirname(os.path.abspath(str(path)))
-    return tokens.path(folder.encode()).decode() + "/" + anonymize_file(path, tokens).name
+    return tokens.path(folder.encode()).decode() + "/" + anonymized_name(path, tokens)
 
 
 def read_anonymized(path, tokens: Tokens, regions=None):
