@@ -42,6 +42,29 @@ def tokens_for(output, key_file, keep_exe_name: bool):
     return Tokens(key, keep_exe_name), path, True
 
 
+def anonymized_copies(paths, folder: Path, tokens) -> list:
+    """Anonymised copies of the logs (files, or folders of logs keeping their shape) in `folder`: the paths to
+    read in place of `paths`, one each. What `export --anonymize` reads; LogError on a log that cannot be read."""
+    from ..errors import LogError
+    from ..reader.anonymize import anonymize_file
+    from ..reader.recorder import is_recorder_trace
+    from ..reader.writer import write_atomically
+
+    out = []
+    for arg in map(str, paths):
+        if os.path.isdir(arg) and is_recorder_trace(arg):
+            raise LogError("--anonymize rewrites Darshan logs; this is a Recorder trace", arg)
+        top = folder / tokens.component(os.path.basename(os.path.normpath(arg)).encode()).decode() \
+            if os.path.isdir(arg) else folder
+        for path, rel in find_logs([arg]):
+            done = anonymize_file(path, tokens)
+            target = (top / tokens.path(rel.encode()).decode() if rel else top) / done.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(target, done.pieces)
+        out.append(str(top) if os.path.isdir(arg) else str(target))
+    return out
+
+
 def find_logs(paths) -> list:
     """[(log path, folder under OUT relative to its argument)]: files as given, folders walked for logs."""
     from ..errors import LogError
@@ -67,9 +90,10 @@ def find_logs(paths) -> list:
 
 @click.command("anonymize")
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path),
-              help="The anonymised log (one LOG), or a folder for several (created; folders keep their shape, "
-                   "every name in it a token).")
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=str),
+              help="The anonymised log (one LOG file), or a folder (several logs, a folder of logs, an existing "
+                   "folder or a name ending in /; created): the logs under their anonymised names, folders "
+                   "as tokens.")
 @key_options
 @click.option("--force", is_flag=True, help="Replace outputs that exist.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path),
@@ -78,7 +102,7 @@ def find_logs(paths) -> list:
               help="Write every original and its token (JSON) to this file: private, like the key.")
 @json_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no report on the terminal.")
-def command(logs, out: Path, key_file, keep_exe_name, force, report_file, map_file, as_json, quiet) -> None:
+def command(logs, out: str, key_file, keep_exe_name, force, report_file, map_file, as_json, quiet) -> None:
     """Write each Darshan LOG (files or folders of logs) again, in its own format, with nothing that
     identifies the user: names (one token per path component), the command line, mount points, host names,
     uid, job id and job metadata become keyed tokens; record ids are recomputed from the new names; every
@@ -90,10 +114,11 @@ def command(logs, out: Path, key_file, keep_exe_name, force, report_file, map_fi
     from ..reader.writer import write_atomically
 
     found = find_logs(logs)
-    single = len(found) == 1 and not os.path.isdir(logs[0]) and not out.is_dir() and not str(out).endswith("/")
-    if not single:
-        if out.exists() and not out.is_dir():
-            raise LogError("exists and is not a folder (several logs go into a folder)", str(out))
+    single = len(found) == 1 and not os.path.isdir(logs[0]) and not os.path.isdir(out) and not out.endswith(
+        ("/", os.sep))
+    out = Path(out)
+    if not single and out.exists() and not out.is_dir():
+        raise LogError("exists and is not a folder (several logs go into a folder)", str(out))
     tokens, key_path, new_key = tokens_for(out, key_file, keep_exe_name)
     plan = _targets(found, out, single, tokens, force)
     reports, pairs, failed = [], [], 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from .anonymize import key_options
 from .common import emit_json, json_option
 
 
@@ -58,28 +59,42 @@ def command():
 @click.option("--group-by", type=click.Choice(["job"]),
               help="One row per job (the logs `iolens jobs` groups: workflows, one log per process) instead of "
                    "per log.")
+@click.option("--anonymize", is_flag=True,
+              help="Read every log as `iolens anonymize` writes it: the store holds only tokens (paths, "
+                   "commands, uid, job id); --key-file, or a new key written beside the store. Per-log stores.")
+@key_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @threshold_options
 @json_option
-def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, prune, group_by, quiet, overrides,
-                  config, as_json):
+def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, prune, group_by, anonymize,
+                  key_file, keep_exe_name, quiet, overrides, config, as_json):
     """Read every Darshan log under PATHS (directories, globs, or .txt/.list files of paths) into STORE.
 
     Logs are read in parallel on Dask. Logs that cannot be read become rows of the errors table. Each
     finished batch is committed to STORE's Delta tables at once; a build that is stopped keeps them, and
     the next build carries on. One build at a time per store. -t/--config set the diagnosis's thresholds
     for the logs this build reads (`fleet report -t` recomputes the rule codes of every stored job instead).
+    With --anonymize every row holds tokens, keyed by the log's token path (docs/anonymize.md).
     """
     from ..fleet.build import build
 
     thresholds = thresholds_of(overrides, config)
+    secret = None
+    if anonymize:
+        if group_by == "job":
+            raise click.BadParameter("--anonymize builds a per-log store; --group-by job does not take it yet",
+                                     param_hint="--anonymize")
+        tokens = _store_tokens(store, key_file, keep_exe_name)
+        secret = (tokens.key.secret, tokens.keep_exe_name)
+    elif key_file is not None or keep_exe_name:
+        raise click.BadParameter("--key-file and --keep-exe-name go with --anonymize", param_hint="--anonymize")
 
     signal.signal(signal.SIGTERM, _terminated)  # a batch system's time limit: close the workers, then exit
     show = not quiet and not as_json and sys.stderr.isatty()
     with _bar(show) as progress:
         summary = build(paths, store, diagnose=not no_diagnose, files=with_files, scheduler=scheduler,
                         workers=workers, batch=batch, progress=progress, prune=prune, thresholds=thresholds,
-                        group_by=group_by)
+                        group_by=group_by, anonymize=secret)
     if as_json:
         emit_json(summary)
         return
@@ -88,6 +103,17 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
                f"{summary['skipped']:,} logs already in the store ({summary['found']:,} found, "
                f"{summary['replaced']:,} rewritten and replaced, {summary['pruned']:,} pruned); "
                f"{summary['seconds']:.1f} s, {rate:,.0f} logs/s")
+
+
+def _store_tokens(store: Path, key_file, keep_exe_name: bool):
+    """The key of an anonymised build: --key-file, the one a first build wrote beside the store, or a new one."""
+    from ..reader.anonymize import Key, Tokens, key_beside
+    from .anonymize import tokens_for
+
+    beside = key_beside(store)
+    if key_file is None and beside.exists() and (store / "anonymized.json").exists():
+        return Tokens(Key.from_file(beside), keep_exe_name)  # the store's own key, from its first build
+    return tokens_for(store, key_file, keep_exe_name)[0]
 
 
 def _terminated(signum, frame):

@@ -11,6 +11,7 @@ See docs/anonymize.md.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -19,6 +20,8 @@ from ..writer import assemble, write_atomically
 from .log import Anonymized, anonymize_data, output_name
 from .report import Report
 from .tokens import Key, Tokens, key_beside, new_key_file
+
+NAME_SAYS = re.compile(r" \(its name says [^)]*\)")
 
 __all__ = ["Anonymized", "Key", "Report", "Tokens", "anonymize_file", "anonymized_name", "key_beside", "new_key_file", "output_name",
            "read_anonymized", "token_path", "write_anonymized"]
@@ -40,6 +43,8 @@ def anonymize_file(path, tokens: Tokens, compression: Optional[str] = None) -> A
         return anonymize_data(path, data, tokens, compression)
     except LogError as exc:
         exc.path = exc.path or path
+        exc.message = NAME_SAYS.sub("", exc.message)  # what the original's file name says stays out of it
+        exc.args = (exc.message,)
         raise
     except (ValueError, OverflowError, MemoryError, IndexError, UnicodeError) as exc:
         raise LogError(f"corrupt log ({type(exc).__name__}: {exc})", path) from None
@@ -77,14 +82,15 @@ def token_path(path, tokens: Tokens) -> str:
     return tokens.path(folder.encode()).decode() + "/" + anonymized_name(path, tokens)
 
 
-def read_anonymized(path, tokens: Tokens, regions=None):
+def read_anonymized(path, tokens: Tokens, regions=None, label: Optional[str] = None):
     """(RawLog, Report) of the anonymised log of `path`, never written to disk: what iolens reads of the file
-    `write_anonymized` writes. The RawLog's path is the anonymised log's token path."""
+    `write_anonymized` writes. The RawLog's path is `label`, by default the anonymised log's token path."""
     from ..log import _parse
 
     done = anonymize_file(path, tokens, compression="none")
-    folder = os.path.dirname(os.path.abspath(str(path)))
-    label = tokens.path(folder.encode()).decode() + "/" + done.name
+    if label is None:
+        folder = os.path.dirname(os.path.abspath(str(path)))
+        label = tokens.path(folder.encode()).decode() + "/" + done.name
     try:
         raw = _parse(label, assemble(done.pieces), None, regions)
     except LogError as exc:

@@ -13,6 +13,7 @@ import struct
 import numpy as np
 
 from ...errors import LogError
+from ..counter_names import COUNTER_NAMES
 from ..counters import LAYOUTS, record_dtype
 from ..dxt import SEGMENT_LAYOUT
 from ..jenkins import record_id
@@ -22,6 +23,9 @@ from .report import Report
 from .tokens import Tokens, is_darshan_name
 
 DATASET_MODULES = ("H5D", "PNETCDF_VAR")  # their records name `file:dataset` and point at the file's record
+# Counters that hold a record id (as an int64): (module, version) -> counter names. POSIX_RENAMED_FROM is the id of
+# the file a renamed file was renamed from (POSIX module version 4, runtime 3.1.7 on).
+ID_COUNTERS = {("POSIX", 4): ("POSIX_RENAMED_FROM",)}
 DXT_HEADER = 104
 HOSTNAME = slice(24, 88)
 
@@ -175,6 +179,12 @@ def rewrite_counters(region: Region, module: str, version: int, bo: str, ids: Id
     recs["id"] = ids.array(recs["id"])
     if "file_rec_id" in (recs.dtype.names or ()):
         recs["file_rec_id"] = ids.array(recs["file_rec_id"])
+    for counter in ID_COUNTERS.get((module, version), ()):
+        column = COUNTER_NAMES[module][0].index(counter)
+        values = recs["ints"][:, column].astype(np.int64).view(np.uint64)
+        named = values != 0  # 0: no such record
+        values[named] = ids.array(values[named])
+        recs["ints"][:, column] = values.view(np.int64)
     return Region(recs.tobytes(), region.cuts)
 
 
