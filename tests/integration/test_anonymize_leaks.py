@@ -97,9 +97,10 @@ def make_distinctive(src: Path, folder: Path) -> Path:
 
 
 def original_ids(src: Path) -> set:
+    """The ids of the names that hold a name (not Darshan's own, not only the tree's structure: "/")."""
     parts = read_parts(src)
     return {struct.pack(parts.byte_order + "Q", i) for i, n in parts.name_records()
-            if not is_darshan_name(n) and i}
+            if not is_darshan_name(n) and i and set(n.split(b"/")) - {b"", b".", b".."}}
 
 
 def forbidden(bo: str) -> list:
