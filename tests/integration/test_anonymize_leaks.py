@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from iolens.reader.anonymize import Key, Tokens, write_anonymized
 from iolens.reader.anonymize.tokens import is_darshan_name
 
 from conftest import LOGS, all_logs, log_id, run_iolens
@@ -26,6 +27,7 @@ from logtools import read_parts, write_parts
 MARK, END = b"ZQX", b"QXZ"
 UID, JOBID, PID = 7411234567891, 9876543210123, 31337
 SECRET_NAME = f"ZQXaliceQXZ_ZQXappQXZ_id{JOBID}-{PID}_11-24-79683-1234567890123456789_1.darshan"
+CLI_LOGS = ("aligned.darshan", "mpi-io-test-ppc64-3.1.6.darshan", "ior_hdf5_example.darshan")  # through the command
 HEADERLESS = sorted(p for p in LOGS.glob("**/*.darshan_partial") if p.stat().st_size) if LOGS.is_dir() else []
 
 
@@ -116,14 +118,18 @@ def assert_clean(blobs: dict, bad: list, ids: set) -> None:
         assert not found, f"{len(found)} original record ids found in the {label}"
 
 
-def anonymize(path: Path, tmp_path: Path) -> tuple:
-    key = tmp_path / "k.key"
-    key.write_text("ab" * 32)
+def anonymize(path: Path, tmp_path: Path, cli: bool = False) -> tuple:
+    """(the anonymised log, its report as JSON text): by the command (`cli`) or in this process."""
     out = tmp_path / "out"
-    report = tmp_path / "report.json"
-    run_iolens("anonymize", path, "-o", f"{out}/", "--key-file", key, "--report", report)
-    (anon,) = list(out.iterdir())
-    return anon, report.read_text()
+    if cli:
+        key, report = tmp_path / "k.key", tmp_path / "report.json"
+        key.write_text("ab" * 32)
+        run_iolens("anonymize", path, "-o", f"{out}/", "--key-file", key, "--report", report)
+        (anon,) = list(out.iterdir())
+        return anon, report.read_text()
+    out.mkdir()
+    report = write_anonymized(path, out, Tokens(Key(bytes.fromhex("ab" * 32))))
+    return Path(report.output), json.dumps({"logs": [report.to_dict()]})
 
 
 @pytest.mark.parametrize("src", [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 4 << 20 else p
@@ -133,7 +139,7 @@ def test_nothing_identifying_survives(tmp_path, src):
     parts = read_parts(dist)
     named = any(not is_darshan_name(n) and n.strip(b"/") for _, n in parts.name_records())
     assert MARK in parts.job and (MARK in parts.names or not named)  # the markers are really there
-    anon, report = anonymize(dist, tmp_path)
+    anon, report = anonymize(dist, tmp_path, cli=src.name in CLI_LOGS)
     new = read_parts(anon)
     blobs = {"file": anon.read_bytes(), "job region": new.job, "name records": new.names,
              "file name": anon.name.encode(), "report": report.encode()}
@@ -169,7 +175,7 @@ def test_nothing_identifying_survives_in_an_unfinished_log(tmp_path, src):
             streams[k] = encode_names(mark_names(names), "3.41", "<")
     dist = tmp_path / SECRET_NAME.replace("_1.darshan", ".darshan_partial")
     dist.write_bytes(bytes(size) + b"".join(zlib.compress(s) for s in streams))
-    anon, report = anonymize(dist, tmp_path)
+    anon, report = anonymize(dist, tmp_path, cli=True)
     out, blobs, pos = anon.read_bytes(), {}, size
     while pos < len(out):
         d = zlib.decompressobj()
