@@ -293,7 +293,8 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
 
     tokens = anonymized_tokens(anonymize)
     if tokens is not None and group_by == "job":
-        raise LogError("--anonymize builds a per-log store; --group-by job does not take it yet", str(store))
+        raise LogError("--anonymize builds a per-log store; for one row per job, anonymise the logs first "
+                       "(`iolens anonymize LOGS -o DIR`) and build DIR with --group-by job", str(store))
     if group_by == "job":
         return build_jobs(paths, store, diagnose=diagnose, files=files, scheduler=scheduler, workers=workers,
                           batch=batch, progress=progress, prune=prune, thresholds=thresholds)
