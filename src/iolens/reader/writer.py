@@ -26,6 +26,7 @@ from ..errors import LogError
 from .header import MAGIC
 
 COMPRESSION_CODE = {"zlib": 0, "bzip2": 1, "none": 2}
+PARALLEL_BYTES = 1 << 20  # a region smaller than this is compressed on the calling thread
 
 
 @dataclass(frozen=True)
@@ -113,12 +114,16 @@ def deflate_region(region: Region, compression: str, threads: int = 1) -> list:
     bounds = [0, *region.cuts, len(region.data)]
     view = memoryview(region.data)
     pieces = [view[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
-    if threads <= 1 or len(pieces) == 1:
+    if threads <= 1 or len(pieces) == 1 or len(region.data) < PARALLEL_BYTES:
         return [pack(piece) for piece in pieces]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(min(threads, len(pieces))) as pool:
-        return list(pool.map(pack, pieces))
+    # contiguous groups of pieces, a few per thread: a many-rank region has thousands of small streams
+    groups = max(1, min(len(pieces), 4 * threads))
+    cuts = [len(pieces) * k // groups for k in range(groups + 1)]
+    with ThreadPoolExecutor(min(threads, groups)) as pool:
+        done = pool.map(lambda ab: [pack(piece) for piece in pieces[ab[0]:ab[1]]], zip(cuts, cuts[1:]))
+        return [stream for group in done for stream in group]
 
 
 def encode_log(image: LogImage, threads: int = 1) -> Iterator[tuple]:
