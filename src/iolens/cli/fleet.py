@@ -82,8 +82,8 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
     secret = None
     if anonymize:
         if group_by == "job":
-            raise click.BadParameter("--anonymize builds a per-log store; for one row per job, anonymise the logs first "
-                                     "(`iolens anonymize LOGS -o DIR`) and build DIR with --group-by job",
+            raise click.BadParameter("--anonymize builds a per-log store; for one row per job, anonymise the logs "
+                                     "first (`iolens anonymize LOGS -o DIR`) and build DIR with --group-by job",
                                      param_hint="--anonymize")
         tokens = _store_tokens(store, key_file, keep_exe_name)
         secret = (tokens.key.secret, tokens.keep_exe_name)

@@ -192,9 +192,9 @@ def zlib_stream(data: bytes) -> bytes:
 
 # --- files ------------------------------------------------------------------------------------------------
 def write_atomically(path, pieces: Iterable[tuple], force: bool = False, mode: int = 0o644) -> None:
-    """Write (offset, bytes) `pieces` to `path` through a temporary file in the same folder, renamed once whole (and synced).
-    An existing `path` is replaced only with `force`; LogError (one line) otherwise or when it cannot be
-    written. A process killed meanwhile leaves at most the hidden temporary file, never `path`."""
+    """Write (offset, bytes) `pieces` to `path` through a temporary file in the same folder, renamed once whole
+    (and synced). An existing `path` is replaced only with `force`; LogError (one line) otherwise or when it
+    cannot be written. A process killed meanwhile leaves at most the hidden temporary file, never `path`."""
     path = Path(path)
     if path.exists() and not force:
         raise LogError("exists (give --force to replace it)", str(path))

@@ -23,8 +23,8 @@ from .tokens import Key, Tokens, key_beside, new_key_file
 
 NAME_SAYS = re.compile(r" \(its name says [^)]*\)")
 
-__all__ = ["Anonymized", "Key", "Report", "Tokens", "anonymize_file", "anonymized_name", "key_beside", "new_key_file", "output_name",
-           "read_anonymized", "token_path", "write_anonymized"]
+__all__ = ["Anonymized", "Key", "Report", "Tokens", "anonymize_file", "anonymized_name", "key_beside", "new_key_file",
+           "output_name", "read_anonymized", "write_anonymized"]
 
 
 def anonymize_file(path, tokens: Tokens, compression: Optional[str] = None) -> Anonymized:
@@ -74,12 +74,6 @@ def anonymized_name(path, tokens: Tokens) -> str:
             raise
         command = None  # an empty unfinished log: only its file name speaks
     return output_name(str(path), tokens, command)
-
-
-def token_path(path, tokens: Tokens) -> str:
-    """An anonymised stand-in for where a log lies: its folder's path tokens, then its anonymised name."""
-    folder = os.path.dirname(os.path.abspath(str(path)))
-    return tokens.path(folder.encode()).decode() + "/" + anonymized_name(path, tokens)
 
 
 def read_anonymized(path, tokens: Tokens, regions=None, label: Optional[str] = None):
