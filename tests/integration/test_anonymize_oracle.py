@@ -301,7 +301,7 @@ def test_libdarshan_util_reads_the_same_log(anonymized, path):
     assert anon.stat().st_size > 0
 
 
-@pytest.mark.parametrize("path", [p for p in FINISHED if p.stat().st_size < 2 << 20][::4], ids=log_id)
+@pytest.mark.parametrize("path", slow_if_big(FINISHED), ids=log_id)
 def test_pydarshan_report_opens_it(anonymized, path):
     """PyDarshan's public API reads the anonymised log whole, with the original's record counts."""
     from darshan.report import DarshanReport
