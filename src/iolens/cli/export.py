@@ -1,14 +1,18 @@
 """`iolens export LOG -o DIR`: the tables as Parquet or CSV files, or the trace for Perfetto / Chrome."""
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import click
 
-from ..pipeline import render
 from ..errors import LogError
+from ..pipeline import anonymize as anonymizing
+from ..pipeline import render
 from ..views import perfetto
 from ..views.html.filters import Filters
+from .anonymize import key_options, tokens_for
 from .common import filter_options, load_one_or_job, log_argument
 
 TRACE_SUFFIX = {"perfetto": ".pftrace", "chrome-json": ".json"}
@@ -23,16 +27,27 @@ TRACE_SUFFIX = {"perfetto": ".pftrace", "chrome-json": ".json"}
               show_default=True, help="Tables (parquet, csv) or the DXT trace for ui.perfetto.dev (perfetto: "
                                       "protobuf .pftrace; chrome-json: Chrome JSON .json).")
 @filter_options
+@click.option("--anonymize", is_flag=True,
+              help="Export the log as `iolens anonymize` writes it: names, command line, hosts, uid, job id and "
+                   "metadata as keyed tokens (--key-file; without it a new key is written beside -o).")
+@key_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_name, quiet) -> None:
+def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_name, anonymize, key_file,
+            keep_exe_name, quiet) -> None:
     """Write job.json and one file per table (LOG may be a folder of one job's logs: its merged tables) (files, counters_<MODULE>, segments, dxt_records, lustre,
     heatmap, conflicts); see the README for the columns. With --format perfetto or chrome-json, write the DXT
     trace instead: one process per rank, a track per layer, a slice per operation.
 
-    --start/--end/--from/--to/--file narrow the trace (and the segments and conflicts tables)."""
+    --start/--end/--from/--to/--file narrow the trace (and the segments and conflicts tables). --anonymize
+    exports the anonymised log instead (docs/anonymize.md); --file then takes a token."""
     filters = Filters(start=start, end=end, rank_from=rank_from, rank_to=rank_to, file=file_name)
     if rank_from is not None and rank_to is not None and rank_to < rank_from:
         raise click.BadParameter("--to must not be below --from", param_hint="--to")
+    if anonymize:
+        _export_anonymized(log, out, fmt, filters, quiet, key_file, keep_exe_name)
+        return
+    if key_file is not None or keep_exe_name:
+        raise click.BadParameter("--key-file and --keep-exe-name go with --anonymize", param_hint="--anonymize")
     if fmt in TRACE_SUFFIX:
         _export_trace(log, out, fmt, filters, quiet)
         return
@@ -40,6 +55,29 @@ def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_
         raise click.BadParameter(f"{out} is a file; give a directory", param_hint="-o")
     for path in render.export(load_one_or_job((log,), quiet, "export")[0], out, fmt, filters=filters):
         click.echo(str(path))
+
+
+def _export_anonymized(log: str, out: Path, fmt: str, filters, quiet: bool, key_file, keep_exe_name: bool) -> None:
+    """The export of the anonymised log(s), made from anonymised copies in a private temporary folder (removed
+    after): the tables, job.json and trace name only tokens."""
+    if out.exists() and not out.is_dir() and fmt not in TRACE_SUFFIX:
+        raise click.BadParameter(f"{out} is a file; give a directory", param_hint="-o")
+    tokens = tokens_for(out, key_file, keep_exe_name)[0]
+    shown, out = out, out.absolute()
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="iolens-anonymize-") as tmp:
+        (copy,) = anonymizing.anonymized_copies([log], Path(tmp), tokens)
+        os.chdir(tmp)  # the copies are read by relative path: job.json names no temporary folder
+        try:
+            copy = os.path.relpath(copy, tmp)
+            if fmt in TRACE_SUFFIX:
+                _export_trace(copy, out, fmt, filters, quiet)
+                return
+            written = render.export(load_one_or_job((copy,), quiet, "export")[0], out, fmt, filters=filters)
+        finally:
+            os.chdir(here)
+    for path in written:
+        click.echo(str(shown / path.relative_to(out)))
 
 
 def trace_path(log: str, out: Path, fmt: str) -> Path:

@@ -14,6 +14,7 @@ from ..pipeline import fleet as fleet_pipeline
 from ..analysis.diagnosis.thresholds import load_config, parse_assignment
 from ..errors import LogError
 from ..views.html.fleet import rules_sentence
+from .anonymize import key_options, note_new_key
 from .common import emit_json, json_option
 
 
@@ -62,26 +63,41 @@ def command():
 @click.option("--group-by", type=click.Choice(["job"]),
               help="One row per job (the logs `iolens jobs` groups: workflows, one log per process) instead of "
                    "per log.")
+@click.option("--anonymize", is_flag=True,
+              help="Read every log as `iolens anonymize` writes it: the store holds only tokens (paths, "
+                   "commands, uid, job id); --key-file, or a new key written beside the store. Per-log stores.")
+@key_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @threshold_options
 @json_option
-def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, prune, group_by, quiet, overrides,
-                  config, as_json):
+def build_command(paths, store, with_files, no_diagnose, scheduler, workers, batch, prune, group_by, anonymize,
+                  key_file, keep_exe_name, quiet, overrides, config, as_json):
     """Read every Darshan log under PATHS (directories, globs, or .txt/.list files of paths) into STORE.
 
     Logs are read in parallel on Dask. Logs that cannot be read become rows of the errors table. Each
     finished batch is committed to STORE's Delta tables at once; a build that is stopped keeps them, and
     the next build carries on. One build at a time per store. -t/--config set the diagnosis's thresholds
     for the logs this build reads (`fleet report -t` recomputes the rule codes of every stored job instead).
+    With --anonymize every row holds tokens, keyed by the log's token path (docs/anonymize.md).
     """
     thresholds = thresholds_of(overrides, config)
+    tokens = None
+    if anonymize:
+        if group_by == "job":
+            raise click.BadParameter(fleet_pipeline.PER_JOB_ANONYMIZED, param_hint="--anonymize")
+        tokens, key_path, new_key = fleet_pipeline.store_tokens(store, key_file, keep_exe_name)
+        if new_key:
+            note_new_key(key_path)
+    elif key_file is not None or keep_exe_name:
+        raise click.BadParameter("--key-file and --keep-exe-name go with --anonymize", param_hint="--anonymize")
 
     signal.signal(signal.SIGTERM, _terminated)  # a batch system's time limit: close the workers, then exit
     show = not quiet and not as_json and sys.stderr.isatty()
     with _bar(show) as progress:
         summary = fleet_pipeline.fleet_build(paths, store, diagnose=not no_diagnose, files=with_files,
                                              scheduler=scheduler, workers=workers, batch=batch, progress=progress,
-                                             prune=prune, thresholds=thresholds, group_by=group_by)
+                                             prune=prune, thresholds=thresholds, group_by=group_by,
+                                             anonymize=tokens)
     if as_json:
         emit_json(summary)
         return

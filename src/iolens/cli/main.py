@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "jobs": ("iolens.cli.jobs", "Many logs of one job: its steps, processes, helpers and data flows."),
     "fleet": ("iolens.cli.fleet", "Many logs: a Parquet store of every job, and one page over them."),
     "tune": ("iolens.cli.tune", "Search a command's runtime knobs (ROMIO hints, variables), model-guided."),
+    "anonymize": ("iolens.cli.anonymize", "Write logs again with nothing that identifies the user, to share."),
 }
 
 

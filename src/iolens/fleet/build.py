@@ -21,6 +21,7 @@ from ..model import Log
 from ..optional import require
 from ..reader.log import read_raw
 from . import store as fleet_store
+from .anonymized import PER_JOB_ANONYMIZED, check_anonymized, label_of, read_raw_anonymized, tokens_of
 from .columns import ERROR_SCHEMA, TIMING, column_dtype, typed_frame
 from .features import DIAGNOSIS_REGIONS, FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
 from .insights import log_columns, with_insights
@@ -31,16 +32,16 @@ from .scheduling import Cluster, Tally, batch_size, cores, worker_ticker
 __all__ = ["build", "column_dtype", "cores", "find_logs", "log_key", "plan", "process_batch", "typed_frame"]
 
 
-# --- finding logs ------------------------------------------------------------------------------------
-
-
 # --- one batch: the Dask task ----------------------------------------------------------------------
-def process_batch(keys: list, diagnose: bool = True, files: bool = False, tick=None, thresholds=None) -> dict:
+def process_batch(keys: list, diagnose: bool = True, files: bool = False, tick=None, thresholds=None,
+                  anonymize=None) -> dict:
     """Read a batch of logs into its jobs/errors/files rows (frames, None when empty); counts and seconds
     per stage. `tick(n)` is called after each log with the number read so far. `thresholds`: the diagnosis's
-    overrides {name: value}. Writes nothing: the build commits the batch to the store as one transaction."""
+    overrides {name: value}. `anonymize`: (key bytes, keep_exe_name): each log read as `iolens anonymize`
+    writes it, its rows keyed by its token path (fleet/anonymized.py). Writes nothing: the build commits the
+    batch to the store as one transaction."""
     with _one_reader_thread():
-        return _process(keys, diagnose, files, tick, thresholds)
+        return _process(keys, diagnose, files, tick, thresholds, anonymize)
 
 
 @contextmanager
@@ -57,18 +58,22 @@ def _one_reader_thread():
             os.environ.pop("IOLENS_THREADS", None)
 
 
-def _process(keys: list, diagnose: bool, files: bool, tick, thresholds=None) -> dict:
+def _process(keys: list, diagnose: bool, files: bool, tick, thresholds=None, anonymize=None) -> dict:
     th = Thresholds(thresholds or {})
     timing = dict.fromkeys(TIMING, 0.0)
     # the diagnosis reads the whole log (but its heatmap); the features alone need only a few of its regions
     regions = DIAGNOSIS_REGIONS if diagnose else FILE_ROW_REGIONS if files else FEATURE_REGIONS
-    jobs, errors, file_table = [], [], []
-    for n, (path, size, mtime) in enumerate(keys, 1):
+    jobs, errors, file_table, labels = [], [], [], []
+    tokens = tokens_of(anonymize)
+    for n, (source, size, mtime) in enumerate(keys, 1):
         if tick is not None:
             tick(n - 1)
         t0 = time.perf_counter()
+        path = source if tokens is None else label_of(source, tokens)  # what the store keys the log by
+        labels.append(path)
         try:
-            raw = read_raw(path, regions=regions)
+            raw = read_raw(source, regions=regions) if tokens is None else read_raw_anonymized(source, path, tokens,
+                                                                                              regions)
         except LogError as exc:
             errors.append({"path": path, "size": size, "mtime": mtime, "reason": exc.message})
             continue
@@ -106,41 +111,47 @@ def _process(keys: list, diagnose: bool, files: bool, tick, thresholds=None) -> 
         "files": typed_frame(file_table) if file_table else None,
     }
     timing["parquet"] = time.perf_counter() - t0
-    return {"logs": len(keys), "paths": [k[0] for k in keys], "frames": frames,
+    return {"logs": len(keys), "paths": labels, "frames": frames,
             "jobs": len(jobs), "errors": len(errors), "timing": timing}
 
 
 # --- the whole build --------------------------------------------------------------------------------
-def plan(paths, store, on_new=None) -> dict:
+def plan(paths, store, on_new=None, tokens=None) -> dict:
     """What a build does: `todo` keys to read (with whether the store holds an older row of the path),
     `skipped` logs already in the store as they are now, `gone` stored logs no longer on disk. `on_new()` is
-    called as soon as some log is known to be new, before every log is stat'ed."""
+    called as soon as some log is known to be new, before every log is stat'ed. With `tokens` (an anonymised
+    build) the store keys logs by their token paths; a stored log not found under PATHS counts as gone."""
     found = find_logs(paths)
     known = fleet_store.known_keys(store)
-    if on_new is not None and any(p not in known for p in found):
+    labels = {p: p if tokens is None else label_of(p, tokens) for p in found}
+    if on_new is not None and any(labels[p] not in known for p in found):
         on_new()
     todo, skipped = [], 0
     for path in found:
         key = log_key(path)
-        rows = known.get(path)
+        rows = known.get(labels[path])
         if rows == [key[1:]]:
             skipped += 1
         else:  # new, rewritten in place, or left in two rows by an older killed build: (re)read it
             todo.append((key, rows is not None))
-    seen = set(found)
-    gone = sorted(p for p in known if p not in seen and not os.path.exists(p))
+    seen = set(labels.values())
+    gone = sorted(p for p in known if p not in seen and (tokens is not None or not os.path.exists(p)))
     return {"todo": todo, "skipped": skipped, "gone": gone, "found": len(found)}
 
 
 def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler=None, workers: int | None = None,
           batch: int | None = None, progress=None, prune: bool = False, thresholds=None,
-          group_by: str | None = None) -> dict:
+          group_by: str | None = None, anonymize=None) -> dict:
     """Bring `store` up to date with every log under `paths`: new logs added, logs rewritten in place
     replaced, with `prune` rows of logs gone from disk dropped. `scheduler`: None (a local Dask cluster of
     `workers` processes), "sync"/"threads", a `distributed.Client`, or a scheduler address.
     `progress(done_logs, total_logs)` is called as logs are read. `thresholds`: the diagnosis's overrides
     {name: value} (the insight columns are evaluated with them). Each finished batch is committed at once
-    (see `store`). Returns a summary. `group_by="job"`: one row per job instead (fleet/jobs.py)."""
+    (see `store`). Returns a summary. `group_by="job"`: one row per job instead (fleet/jobs.py). `anonymize`:
+    (key bytes, keep_exe_name): every log read as `iolens anonymize` writes it, keyed by its token path."""
+    tokens = tokens_of(anonymize)
+    if tokens is not None and group_by == "job":
+        raise LogError(PER_JOB_ANONYMIZED, str(store))
     if group_by == "job":
         return build_jobs(paths, store, diagnose=diagnose, files=files, scheduler=scheduler, workers=workers,
                           batch=batch, progress=progress, prune=prune, thresholds=thresholds)
@@ -148,7 +159,8 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
     began = time.perf_counter()
     totals = {"added": 0, "errors": 0, "batches": 0, "timing": dict.fromkeys(TIMING, 0.0)}
     with fleet_store.Writer(store) as writer, Cluster(scheduler, workers) as cluster:
-        todo = plan(paths, store, on_new=cluster.start)
+        check_anonymized(store, tokens)
+        todo = plan(paths, store, on_new=cluster.start, tokens=tokens)
         if prune and todo["gone"]:
             writer.prune(todo["gone"])
         keys = todo["todo"]
@@ -156,8 +168,8 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
             with cluster.ready() as (client, n_workers):
                 size = batch or batch_size(len(keys), n_workers)
                 batches = [keys[i:i + size] for i in range(0, len(keys), size)]
-                for result, replace in _run(batches, client, scheduler, n_workers, (diagnose, files, thresholds),
-                                              progress):
+                for result, replace in _run(batches, client, scheduler, n_workers,
+                                            (diagnose, files, thresholds, anonymize), progress):
                     writer.commit(result["paths"], result["frames"], replace=replace)
                     totals["added"] += result["jobs"]
                     totals["errors"] += result["errors"]
@@ -188,11 +200,11 @@ def _run(batches, client, scheduler, workers, options, progress):
 
 
 def _run_here(keys, scheduler, workers, options, tally):
-    diagnose, files, thresholds = options
+    diagnose, files, thresholds, anonymize = options
 
     def one(index):
         return index, process_batch(keys[index], diagnose, files, tick=lambda n: tally(index, n),
-                                    thresholds=thresholds)
+                                    thresholds=thresholds, anonymize=anonymize)
 
     if scheduler == "threads":
         with ThreadPoolExecutor(workers) as pool:
@@ -219,7 +231,7 @@ def _batch_task(index: int, keys: list, options: tuple, topic: str) -> tuple:
     """The Dask task: one batch, with its progress sent to the client as worker events (at most 5 a
     second per worker)."""
     tick = worker_ticker(topic, index)
-    diagnose, files, thresholds = options
-    return index, process_batch(keys, diagnose, files, tick, thresholds)
+    diagnose, files, thresholds, anonymize = options
+    return index, process_batch(keys, diagnose, files, tick, thresholds, anonymize)
 
 

@@ -4,18 +4,32 @@ from __future__ import annotations
 from ..errors import LogError
 from ..fleet import build as fleet_builder
 from ..fleet import store as fleet_store
+from ..fleet.anonymized import PER_JOB_ANONYMIZED, own_key
 from ..fleet.jobs import is_per_job
 from ..fleet.recompute import with_thresholds
+from ..reader.anonymize import Tokens
 from ..views.html.fleet import write_fleet_report
+from .anonymize import key_tokens
 from .judge import as_thresholds
 
-__all__ = ["fleet_build", "fleet_report"]
+__all__ = ["PER_JOB_ANONYMIZED", "fleet_build", "fleet_report", "store_tokens"]
 
 
 def fleet_build(paths, store, **options) -> dict:
     """Bring the fleet store up to date with every log under `paths` (`fleet.build.build`'s options: diagnose,
-    files, scheduler, workers, batch, progress, prune, thresholds, group_by). Needs `iolens[fleet]`."""
+    files, scheduler, workers, batch, progress, prune, thresholds, group_by, anonymize). `anonymize`: the Tokens
+    every log is read anonymised with (`store_tokens`), the store keyed by token paths. Needs `iolens[fleet]`."""
+    anonymize = options.get("anonymize")
+    if isinstance(anonymize, Tokens):  # what a Dask task is given: plain values
+        options["anonymize"] = (anonymize.key.secret, anonymize.keep_exe_name)
     return fleet_builder.build(paths, store, **options)
+
+
+def store_tokens(store, key_file=None, keep_exe_name: bool = False) -> tuple:
+    """(Tokens, key path, new?) of an anonymised build of `store`: `key_file`, else the key its first anonymised
+    build wrote beside it (`STORE.key`), else a new one written there."""
+    own = own_key(store) if key_file is None else None
+    return key_tokens(store, own if own is not None else key_file, keep_exe_name)
 
 
 PER_JOB_THRESHOLDS = ("a per-job store (--group-by job) keeps its diagnosis as built (a job's steps are judged "

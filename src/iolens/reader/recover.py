@@ -16,6 +16,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -203,9 +204,22 @@ def _ops(recs) -> dict:
     return {(int(i), int(r)): (int(w), int(x)) for i, r, w, x in zip(recs.ids, recs.ranks, writes, reads)}
 
 
-def recover(path: str, data: bytes, job_only: bool = False):
-    """A RawLog of what an unfinished log holds (`raw.recovered`, `raw.missing`); LogError when nothing is.
-    job_only: stop after the job region (grouping many logs needs no more)."""
+@dataclass
+class Streams:
+    """What an unfinished log's whole zlib streams hold, in file order, as far as the format decides it."""
+    version: str
+    byte_order: str
+    job: JobRecord
+    job_stream: tuple  # (offset, length, inflated bytes)
+    name_streams: list  # [(offset, length, inflated bytes)]
+    names: dict
+    modules: list  # [(offset, length, inflated bytes, module id, module version, records)], labelled streams
+    missing: list  # what the file lacks after its header, named
+    lib_versions: Optional[dict]  # the module versions of the runtime release (None: unknown)
+
+
+def _first_job(path: str, data: bytes):
+    """(log format, byte order, job record, streams after it), or LogError when there is no job region."""
     name = parse_log_name(path)
     said = f" (its name says {name.describe()})" if name else ""
     if not data:
@@ -213,49 +227,69 @@ def recover(path: str, data: bytes, job_only: bool = False):
     found = _job_stream(data)
     if found is None:
         raise LogError(f"unfinished log with no header and no whole job region{said}; nothing to recover")
-    version, bo, job, streams = found
-    header = Header(version, bo, "zlib", HEADER_SIZES[version], 0, Region(0, 0))
-    raw = RawLog(path, header, job, {})
-    raw.recovered, raw.missing = True, ["header (region map, module versions, partial flags)"]
-    if job_only:
-        raw.notes.append(f"unfinished log ({Path(path).name}): no header; only its job region was read")
-        return raw
+    return found
+
+
+def label_streams(path: str, data: bytes) -> Streams:
+    """Every whole stream of an unfinished log: the job, the name records, then each stream labelled with its
+    module (recover's rule); LogError when not even the job region is whole."""
+    version, bo, job, streams = _first_job(path, data)
+    job_stream = next(_streams(data, HEADER_SIZES[version]))[:3]
     versions = module_versions(job.metadata.get("lib_ver", ""))
     order = [m for m in sorted(MODULE_NAMES) if versions and MODULE_NAMES[m] in versions]
-    modules: dict = {}  # module id -> [parsed streams]
-    current = 0  # the module id of the last stream labelled (0: the name records)
+    names: dict = {}
+    name_streams, pending, missing = [], [], []
     end = None
-    pending = []  # the whole streams after the name records: (offset, length, inflated bytes)
     for offset, length, buf, whole in streams:
         if not whole:
-            raw.missing.append(f"a stream cut short at byte {offset} (the file ends inside it)")
+            missing.append(f"a stream cut short at byte {offset} (the file ends inside it)")
             end = offset
             break
-        names = _names(buf, version, bo) if not pending else None
-        if names is not None and _valid_names(names) and not (raw.names and _any_module_fits(
-                buf, order, versions, bo, raw.names, job.nprocs)):
-            for rec_id, n in names.items():
-                raw.names.setdefault(rec_id, n)
+        parsed = _names(buf, version, bo) if not pending else None
+        if parsed is not None and _valid_names(parsed) and not (names and _any_module_fits(
+                buf, order, versions, bo, names, job.nprocs)):
+            for rec_id, n in parsed.items():
+                names.setdefault(rec_id, n)
+            name_streams.append((offset, length, buf))
             continue
         pending.append((offset, length, buf))
-    labels, stop = _label(pending, order, versions or {}, bo, raw.names, job.nprocs)
-    for (offset, length, _), (mod_id, mod_version, recs) in zip(pending, labels):
-        modules.setdefault(mod_id, []).append((mod_version, recs, length))
-        current = mod_id
+    labels, stop = _label(pending, order, versions or {}, bo, names, job.nprocs)
+    modules = [(*stream, *label) for stream, label in zip(pending, labels)]
     if stop is not None:
-        raw.missing.append(f"the stream at byte {pending[len(labels)][0]} and all after it ({stop}: not labelled)")
+        missing.append(f"the stream at byte {pending[len(labels)][0]} and all after it ({stop}: not labelled)")
         end = pending[len(labels)][0]
-    if not raw.names:
-        raw.missing.append("name records")
+    if not names:
+        missing.append("name records")
     if versions is None:
-        raw.missing.append(f"every module region (runtime {job.metadata.get('lib_ver', '?')!r}: its module "
-                           f"versions are not known to iolens)")
-    for mod_id, parts in sorted(modules.items()):
-        _store(raw, ModuleInfo, mod_id, parts)
+        missing.append(f"every module region (runtime {job.metadata.get('lib_ver', '?')!r}: its module "
+                       f"versions are not known to iolens)")
+    current = modules[-1][3] if modules else 0  # the module id of the last stream labelled (0: the names)
     tail = [MODULE_NAMES[m] for m in order if m > current]
     if end is None and tail:
-        raw.missing.append("any module region after " + (MODULE_NAMES.get(current, "the name records"))
-                           + " (the file ends there; the header that would list them was never written)")
+        missing.append("any module region after " + (MODULE_NAMES.get(current, "the name records"))
+                       + " (the file ends there; the header that would list them was never written)")
+    return Streams(version, bo, job, job_stream, name_streams, names, modules, missing, versions)
+
+
+def recover(path: str, data: bytes, job_only: bool = False):
+    """A RawLog of what an unfinished log holds (`raw.recovered`, `raw.missing`); LogError when nothing is.
+    job_only: stop after the job region (grouping many logs needs no more)."""
+    if job_only:
+        version, bo, job, _ = _first_job(path, data)
+        raw = RawLog(path, Header(version, bo, "zlib", HEADER_SIZES[version], 0, Region(0, 0)), job, {})
+        raw.recovered, raw.missing = True, ["header (region map, module versions, partial flags)"]
+        raw.notes.append(f"unfinished log ({Path(path).name}): no header; only its job region was read")
+        return raw
+    found = label_streams(path, data)
+    header = Header(found.version, found.byte_order, "zlib", HEADER_SIZES[found.version], 0, Region(0, 0))
+    raw = RawLog(path, header, found.job, dict(found.names))
+    raw.recovered = True
+    raw.missing = ["header (region map, module versions, partial flags)", *found.missing]
+    modules: dict = {}  # module id -> [parsed streams]
+    for _, length, _, mod_id, mod_version, recs in found.modules:
+        modules.setdefault(mod_id, []).append((mod_version, recs, length))
+    for mod_id, parts in sorted(modules.items()):
+        _store(raw, ModuleInfo, mod_id, parts)
     raw.notes.append("unfinished log (" + Path(path).name + "): no header; recovered " +
                      ", ".join(["job"] + (["name records"] if raw.names else []) +
                                [MODULE_NAMES[m] for m in sorted(modules)]) +

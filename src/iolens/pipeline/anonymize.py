@@ -1,0 +1,183 @@
+"""Anonymising: Darshan logs written again, in their own format, with keyed tokens in place of everything that
+identifies the user (`iolens anonymize`; the rewriting itself is reader/anonymize/), and the anonymised copies
+`iolens export --anonymize` reads. docs/anonymize.md."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import LogError
+from ..reader.anonymize import Key, Report, Tokens, anonymize_file, anonymized_name, key_beside, new_key_file
+from ..reader.recorder import is_recorder_trace
+from ..reader.writer import write_atomically
+
+__all__ = ["Anonymization", "anonymize", "anonymized_copies", "find_logs", "key_tokens"]
+
+LOG_SUFFIXES = (".darshan", ".darshan_partial")
+
+
+@dataclass
+class Anonymization:
+    """What `anonymize` did: the key, each log written (its input and report, `report.output` the file), and
+    the one-line errors of the logs it could not."""
+    key_file: str
+    new_key: bool
+    tokens: Tokens
+    written: list = field(default_factory=list)  # [(input path, Report)]
+    errors: list = field(default_factory=list)  # [LogError]
+
+    @property
+    def failed(self) -> int:
+        return len(self.errors)
+
+    def to_dict(self) -> dict:
+        """What `iolens anonymize --json` prints and `--report` writes: no original value."""
+        return {"key_file": str(self.key_file), "new_key": self.new_key,
+                "logs": [report.to_dict() for _, report in self.written], "failed": self.failed}
+
+    def token_map(self) -> dict:
+        """Every original and its token, by kind, and each log's input and output: private, like the key."""
+        def text(value):
+            return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value
+
+        kinds = {kind: {str(text(k)): text(v) for k, v in values.items()}
+                 for kind, values in self.tokens.originals.items()}
+        logs = [{"input": path, "output": report.output} for path, report in self.written]
+        return {"logs": logs, "tokens": kinds}
+
+    def write_report(self, path) -> None:
+        write_atomically(path, [(0, (json.dumps(self.to_dict(), indent=2) + "\n").encode())], force=True)
+
+    def write_map(self, path) -> None:
+        write_atomically(path, [(0, (json.dumps(self.token_map(), indent=2) + "\n").encode())], force=True,
+                         mode=0o600)
+
+
+def anonymize(logs, out, key_file=None, *, keep_exe_name: bool = False, force: bool = False, on_error=None,
+              on_new_key=None, progress=None) -> Anonymization:
+    """Write each Darshan log of `logs` (files, or folders of logs keeping their shape) again with keyed tokens:
+    one log file to `out` itself (unless `out` is a folder or ends in /), else each under its anonymised name
+    into the folder `out` (folders as tokens). Tokens are keyed by `key_file`, or by a new key written beside
+    `out` (`on_new_key(path)` is called then). Every output name is checked before anything is written (two
+    logs may not share one; an existing file is replaced only with `force`). A log that cannot be read is
+    left out, its LogError kept (`errors`) and passed to `on_error`; `progress(done, total)` after each log."""
+    logs = [logs] if isinstance(logs, (str, os.PathLike)) else list(logs)
+    found = find_logs(logs)
+    out_text = os.fspath(out)
+    single = len(found) == 1 and not os.path.isdir(logs[0]) and not os.path.isdir(out_text) and not out_text.endswith(
+        ("/", os.sep))
+    out = Path(out_text)
+    if not single and out.exists() and not out.is_dir():
+        raise LogError("exists and is not a folder (several logs go into a folder)", str(out))
+    tokens, key_path, new_key = key_tokens(out, key_file, keep_exe_name)
+    if new_key and on_new_key is not None:
+        on_new_key(key_path)
+    done = Anonymization(str(key_path), new_key, tokens)
+
+    def failed(exc: LogError) -> None:
+        done.errors.append(exc)
+        if on_error is not None:
+            on_error(exc)
+
+    plan = _targets(found, out, single, tokens, force, failed)
+    if progress is not None:
+        progress(0, len(plan))
+    for n, (path, target) in enumerate(plan, 1):
+        try:
+            report = anonymize_log(path, target, tokens, force)
+        except LogError as exc:
+            failed(exc)
+        else:
+            done.written.append((str(path), report))
+        if progress is not None:
+            progress(n, len(plan))
+    return done
+
+
+def key_tokens(output, key_file=None, keep_exe_name: bool = False) -> tuple:
+    """(Tokens, key path, new?): the tokens of `key_file`, or of a new owner-only key written beside `output`.
+    A key already beside the output is never replaced: LogError naming it, to be given as `key_file`."""
+    if key_file is not None:
+        return Tokens(Key.from_file(key_file), keep_exe_name), key_file, False
+    path = key_beside(output)
+    if path.exists():
+        raise LogError(f"a key is already there (from an earlier run?): pass --key-file {path} to use it, "
+                       "or remove it", str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return Tokens(new_key_file(path), keep_exe_name), path, True
+
+
+def anonymize_log(path, target: Path, tokens: Tokens, force: bool = False) -> Report:
+    """Anonymise the log at `path` into the file `target` (atomically; its folder made); its report."""
+    done = anonymize_file(path, tokens)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(target, done.pieces, force=force)
+    done.report.output = str(target)
+    return done.report
+
+
+def anonymized_copies(paths, folder: Path, tokens: Tokens) -> list:
+    """Anonymised copies of the logs (files, or folders of logs keeping their shape) in `folder`: the paths to
+    read in place of `paths`, one each. What `export --anonymize` reads; LogError on a log that cannot be read."""
+    out = []
+    for arg in map(str, paths):
+        if os.path.isdir(arg) and is_recorder_trace(arg):
+            raise LogError("--anonymize rewrites Darshan logs; this is a Recorder trace", arg)
+        top = folder / tokens.component(os.path.basename(os.path.normpath(arg)).encode()).decode() \
+            if os.path.isdir(arg) else folder
+        for path, rel in find_logs([arg]):
+            done = anonymize_file(path, tokens)
+            target = (top / tokens.path(rel.encode()).decode() if rel else top) / done.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(target, done.pieces)
+        out.append(str(top) if os.path.isdir(arg) else str(target))
+    return out
+
+
+def find_logs(paths) -> list:
+    """[(log path, folder under OUT relative to its argument)]: files as given, folders walked for logs."""
+    found = []
+    for arg in map(str, paths):
+        if os.path.isdir(arg):
+            inside = []
+            for root, dirs, files in os.walk(arg):
+                dirs.sort()
+                rel = os.path.relpath(root, arg)
+                inside += [(os.path.join(root, f), "" if rel == "." else rel) for f in sorted(files)
+                           if f.endswith(LOG_SUFFIXES)]
+            if not inside:
+                raise LogError("no Darshan log (*.darshan, *.darshan_partial) in this folder", arg)
+            found += inside
+        elif os.path.exists(arg):
+            found.append((arg, ""))
+        else:
+            raise LogError("no such file or folder", arg)
+    return found
+
+
+def _targets(found: list, out: Path, single: bool, tokens: Tokens, force: bool, failed) -> list:
+    """[(log, output path)], every output name checked before anything is written: two logs may not share
+    one, and an existing file is replaced only with `force`. A log whose job region cannot be read is passed
+    to `failed` and left out."""
+    if single:
+        if out.exists() and not force:
+            raise LogError("exists (give --force to replace it)", str(out))
+        return [(found[0][0], out)]
+    plan, seen = [], {}
+    for path, rel in found:
+        try:
+            name = anonymized_name(path, tokens)
+        except LogError as exc:
+            failed(exc)
+            continue
+        target = (out / tokens.path(rel.encode()).decode() if rel else out) / name
+        if target in seen:
+            raise LogError(f"{path} and {seen[target]} would both be written to {target.name}: anonymise them "
+                           "into separate folders", str(out))
+        if target.exists() and not force:
+            raise LogError("exists (give --force to replace it)", str(target))
+        seen[target] = path
+        plan.append((path, target))
+    return plan
