@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -92,21 +91,36 @@ def check_api(path, expect_error: bool | None = True, match: str | None = None) 
     return None
 
 
+# Runs the command and writes the peak RSS (KiB) of that process alone to the descriptor it is given. A child forked from a large
+# process (pytest after the fleet tests) reports the parent's size as its own peak (Linux counts the pre-exec
+# image in ru_maxrss), so the measured process is forked from this small, freshly exec'ed one instead.
+_PEAK_WRAPPER = """
+import os, resource, subprocess, sys
+fd, timeout = int(sys.argv[1]), float(sys.argv[2])
+try:
+    code = subprocess.run(sys.argv[3:], timeout=timeout).returncode
+except subprocess.TimeoutExpired:
+    code = -9
+os.write(fd, str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss).encode())
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_cli(path, timeout=60) -> subprocess.CompletedProcess:
     """`iolens info PATH`; the result carries the peak RSS (MiB) of that process alone (`peak_mb`)."""
+    read_end, write_end = os.pipe()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([*_iolens_command(), "info", str(path)], stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "100"})
-        killer = threading.Timer(timeout, proc.kill)
-        killer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, not every child's maximum
-        finally:
-            killer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        cmd = [sys.executable, "-c", _PEAK_WRAPPER, str(write_end), str(timeout), *_iolens_command(), "info",
+               str(path)]
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, pass_fds=(write_end,),
+                                env={**os.environ, "COLUMNS": "100"})
+        os.close(write_end)
+        with os.fdopen(read_end) as peak:
+            proc.wait(timeout + 30)
+            peak_kib = int(peak.read() or 0)
         out.seek(0), err.seek(0)
-        result = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
-    result.peak_mb = usage.ru_maxrss / 1024
+        result = subprocess.CompletedProcess(proc.args[5:], proc.returncode, out.read(), err.read())
+    result.peak_mb = peak_kib / 1024
     return result
 
 
