@@ -31,6 +31,7 @@ ORDER: list[tuple[str, ...]] = [
     ("analysis.measures",),
     ("model",),
     ("reader",),  # with its native module, reader._native (compiled: imports nothing of iolens)
+    ("optional",),  # the one place that imports an extra's packages (and says which extra is missing)
     ("errors", "version"),
 ]
 PREFIXES = {

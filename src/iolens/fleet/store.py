@@ -25,6 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import LogError
+from ..optional import load
 
 TABLES = ("jobs", "errors", "files", "logs")
 KEY = ("path", "size", "mtime")
@@ -62,7 +63,7 @@ def read(store, table: str) -> pl.DataFrame:
 
 def data_files(store, table: str) -> list:
     """The Parquet files of the table's current version (what DuckDB's `read_parquet([...])` should read)."""
-    from deltalake import DeltaTable
+    DeltaTable = load("fleet", "deltalake").DeltaTable
 
     if not is_table(store, table):
         return []
@@ -164,7 +165,9 @@ class Writer:
             raise LogError(f"cannot write the store ({_one_line(exc)})", str(self.store)) from None
 
     def _write(self, table: str, paths, frame, swap: bool, predicate: str | None = None) -> None:
-        from deltalake import DeltaTable, WriterProperties, write_deltalake
+        deltalake = load("fleet", "deltalake")
+        DeltaTable, WriterProperties, write_deltalake = deltalake.DeltaTable, deltalake.WriterProperties, \
+            deltalake.write_deltalake
 
         predicate = predicate or path_predicate(paths)
         where = str(table_dir(self.store, table).resolve())
@@ -183,7 +186,7 @@ class Writer:
 
     def prune(self, paths: list) -> None:
         """Drop every row of PATHS (logs gone from disk): a commit per table and 1,000 logs."""
-        from deltalake import DeltaTable
+        DeltaTable = load("fleet", "deltalake").DeltaTable
 
         for table in COMMIT_ORDER:
             if paths and is_table(self.store, table):
@@ -193,7 +196,8 @@ class Writer:
     def compact(self, most_files: int = 64) -> None:
         """Merge a table's small files (one per batch and build) once it has more than MOST_FILES, so
         readers open few files; the old ones go at the next vacuum."""
-        from deltalake import DeltaTable, WriterProperties
+        deltalake = load("fleet", "deltalake")
+        DeltaTable, WriterProperties = deltalake.DeltaTable, deltalake.WriterProperties
 
         for table in TABLES:
             if is_table(self.store, table):
@@ -204,7 +208,7 @@ class Writer:
     def vacuum(self) -> None:
         """Remove files no current version references (superseded by a replace, or written by a killed
         build), so a plain glob over the table reads what the Delta log says."""
-        from deltalake import DeltaTable
+        DeltaTable = load("fleet", "deltalake").DeltaTable
 
         for table in TABLES:
             if is_table(self.store, table):

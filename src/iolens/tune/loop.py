@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..collect.run import find_darshan, program_name
+from ..optional import load
 from . import model as fitting
 from . import space as spaces
 from . import study as studies
@@ -347,13 +348,13 @@ def _log_scale(metrics: dict) -> tuple:
 
 
 def _pruned():
-    from optuna.trial import TrialState
+    TrialState = load("tune", "optuna.trial").TrialState
 
     return TrialState.PRUNED
 
 
 def _failed():
-    from optuna.trial import TrialState
+    TrialState = load("tune", "optuna.trial").TrialState
 
     return TrialState.FAIL
 

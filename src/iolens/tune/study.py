@@ -13,6 +13,8 @@ import json
 import logging
 from pathlib import Path
 
+from ..optional import load
+
 JOURNAL = "study.journal"
 STUDY_NAME = "iolens-tune"
 INTERRUPTED = "interrupted: tune was stopped while it ran"
@@ -38,13 +40,13 @@ def claim(folder: Path):
 
 def open_study(folder: Path, seed: int = 0):
     """(study, storage) of `folder`: created, or loaded as it was left."""
-    import optuna
+    optuna = load("tune", "optuna")
 
     optuna.logging.set_verbosity(logging.WARNING)
     try:
-        from optuna.storages.journal import JournalFileBackend as Backend
-    except ImportError:  # optuna < 4
-        from optuna.storages import JournalFileStorage as Backend
+        Backend = load("tune", "optuna.storages.journal").JournalFileBackend
+    except ImportError:  # optuna < 4 (MissingExtra is not one: optuna itself is there)
+        Backend = optuna.storages.JournalFileStorage
     storage = optuna.storages.JournalStorage(Backend(str(Path(folder) / JOURNAL)))
     study = optuna.create_study(study_name=STUDY_NAME, storage=storage, direction="minimize",
                                 sampler=optuna.samplers.RandomSampler(seed=seed), load_if_exists=True)
@@ -52,7 +54,7 @@ def open_study(folder: Path, seed: int = 0):
 
 
 def distributions(space) -> dict:
-    from optuna.distributions import CategoricalDistribution
+    CategoricalDistribution = load("tune", "optuna.distributions").CategoricalDistribution
 
     return {k.name: CategoricalDistribution(list(k.values)) for k in space.knobs}
 
@@ -62,7 +64,7 @@ def recover(study, storage, salvage) -> int:
     finished from what it left: `salvage(number, user_attrs)` returns its record. The others are marked
     failed and "interrupted": not a run, they neither count against the budget nor appear among the
     trials, and the loop runs what is still missing. Returns how many were interrupted."""
-    from optuna.trial import TrialState
+    TrialState = load("tune", "optuna.trial").TrialState
 
     study_id = storage.get_study_id_from_name(STUDY_NAME)
     lost = 0
