@@ -34,7 +34,14 @@ class MissingExtra(LogError):
 
 def missing(extra: str) -> list:
     """The distributions of EXTRA that cannot be found (without importing them)."""
-    return [dist for module, dist in EXTRAS[extra].items() if importlib.util.find_spec(module) is None]
+    return [dist for module, dist in EXTRAS[extra].items() if not _found(module)]
+
+
+def _found(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken install, or a module blocked in sys.modules: not usable
+        return False
 
 
 def available(extra: str) -> bool:

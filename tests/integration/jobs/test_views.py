@@ -164,7 +164,7 @@ def test_info_lists_the_unfinished_trace_apart(loader):
 def test_a_log_cut_inside_its_trace_is_unfinished_not_out_of_memory(logs_dir, tmp_path):
     # a real 8-rank log made unfinished inside its DXT_MPIIO region: the reader recovers the whole streams (the
     # first ranks' trace); the rest of the trace is lost with the cut, not for want of Darshan memory
-    from logtools import region_spans
+    from support.logtools import region_spans
 
     src = logs_dir / "generated" / "fill_rank0.darshan"
     off, n = region_spans(src)["DXT_MPIIO"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -93,21 +94,39 @@ def check_api(path, expect_error: bool | None = True, match: str | None = None) 
     return None
 
 
+# Runs a command and writes its peak RSS (KiB) to a file. A process's ru_maxrss starts from the memory of the
+# process it was forked from (Linux keeps the high-water mark across fork and exec), so the command is forked
+# from this small interpreter, not from the test process (which may hold gigabytes by then).
+PEAK_OF = """import os, signal, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+if os.WIFSIGNALED(status):
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_cli(path, timeout=60) -> subprocess.CompletedProcess:
     """`iolens info PATH`; the result carries the peak RSS (MiB) of that process alone (`peak_mb`)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([*_iolens_command(), "info", str(path)], stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "100"})
-        killer = threading.Timer(timeout, proc.kill)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r") as peak:
+        proc = subprocess.Popen([sys.executable, "-c", PEAK_OF, peak.name, *_iolens_command(), "info", str(path)],
+                                stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True,
+                                env={**os.environ, "COLUMNS": "100"})
+        killer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         killer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, not every child's maximum
+            proc.wait()
         finally:
             killer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
         result = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
-    result.peak_mb = usage.ru_maxrss / 1024
+        kib = peak.read().strip()
+    result.peak_mb = int(kib) / 1024 if kib else 0.0  # (none: killed by the timeout)
     return result
 
 
@@ -190,7 +209,7 @@ def test_fixed_bad_files_cli(logs_dir, tmp_path, fill_rank0, case):
 
 def test_unknown_module_version(logs_dir, tmp_path):
     """A module record format newer than iolens knows is an error that names the module, like libdarshan-util."""
-    from logtools import rewrite_log
+    from support.logtools import rewrite_log
 
     src = logs_dir / "generated/fill_rank0.darshan"
     for mod, version in [("POSIX", 5), ("DXT_POSIX", 9), ("LUSTRE", 3), ("HEATMAP", 2), ("POSIX", 0)]:

@@ -121,7 +121,7 @@ def test_report_api_agrees(logs_dir, rel):
 
 def test_report_drops_unnamed_records(logs_dir, tmp_path):
     """Documented quirk: DarshanReport keeps only records whose id has a name record; iolens keeps all."""
-    from logtools import rewrite_log
+    from support.logtools import rewrite_log
     from darshan.report import DarshanReport
 
     src = logs_dir / "public/darshan-logs/release_logs/mpi-io-test-x86_64-3.4.7.darshan"
