@@ -91,6 +91,7 @@ def written_ops(parsed: dict) -> Counter:
     return out
 
 
+@pytest.mark.smoke
 def test_perfetto_trace_holds_every_operation_once(logs, tmp_path):
     path = logs("generated2/shared_header_conflict")
     proc = run("export", path, "-o", tmp_path, "--format", "perfetto")

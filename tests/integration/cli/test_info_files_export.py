@@ -13,6 +13,7 @@ from support.cli import IOLENS
 from support.cli import run_iolens as run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", all_logs(), ids=log_id)
 def test_info_json_on_every_log(path, logs_dir):
     summary = json.loads(run("info", "--json", path).stdout)
@@ -24,6 +25,7 @@ def test_info_json_on_every_log(path, logs_dir):
         assert layer["module"] in names
 
 
+@pytest.mark.smoke
 def test_info_text_names_job_and_layers(public):
     out = run("info", public / "pydarshan-examples" / "ior_hdf5_example.darshan").stdout
     assert "ior" in out
@@ -88,6 +90,7 @@ def test_files_shared_file_counts_all_ranks_and_stripes(public):
     assert (h5["stripe_size"], h5["stripe_count"]) == (1048576, 1)
 
 
+@pytest.mark.smoke
 def test_files_sort_and_limit(public):
     path = public / "dxt-explorer-samples"
     log = next(path.glob("jlbez_IO_test5*.darshan"))
@@ -98,6 +101,7 @@ def test_files_sort_and_limit(public):
     assert "electron_1.h5" in text
 
 
+@pytest.mark.smoke
 def test_export_parquet_round_trip(generated, tmp_path):
     out = tmp_path / "tables"
     run("export", generated / "collective_2phase.darshan", "-o", out)
@@ -137,6 +141,7 @@ def test_python_api_read(generated):
     assert seg.filter(pl.col("module") == "DXT_MPIIO").height == 512
 
 
+@pytest.mark.smoke
 def test_missing_file_is_one_line_error(tmp_path):
     proc = run("info", tmp_path / "nope.darshan", check=False)
     assert proc.returncode == 2

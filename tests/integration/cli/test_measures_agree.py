@@ -30,6 +30,7 @@ def cli_json(*args) -> dict:
     return json.loads(result.output)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", LOGS, ids=log_id)
 def test_every_command_prints_the_same_job_measures(path, fleet_rows, compared):
     rows, unreadable = fleet_rows

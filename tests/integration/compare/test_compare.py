@@ -218,6 +218,7 @@ def test_bad_input_is_one_line_and_non_zero(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
+@pytest.mark.smoke
 def test_cli_writes_the_page_with_labels_and_a_sweep_chart(tmp_path):
     page = tmp_path / "sweep.html"
     r = iolens_cli("compare", "-q", "-o", page, "--label", "4 MiB", "--label", "64 KiB", "--label", "2 ranks",

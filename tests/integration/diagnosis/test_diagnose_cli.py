@@ -22,6 +22,7 @@ def iolens(*args, env=None):
 pytestmark = pytest.mark.usefixtures("logs_dir")  # every test here reads the real logs
 
 
+@pytest.mark.smoke
 def test_json_is_the_documented_shape_and_nothing_else():
     r = iolens("diagnose", "--json", GEN / "small_indep_shared.darshan")
     assert r.returncode == 0, r.stderr
@@ -106,6 +107,7 @@ def test_bad_config_file_is_a_usage_error(tmp_path):
     assert r.returncode == 2 and "--config" in r.stderr
 
 
+@pytest.mark.smoke
 def test_unreadable_log_exits_2_with_one_line(tmp_path):
     junk = tmp_path / "junk.darshan"
     junk.write_bytes(b"not a darshan log at all" * 10)

@@ -41,12 +41,23 @@ def store_builder(tmp_path_factory, logs_dir):
     return store
 
 
+class _Built(dict):
+    """name -> store, each built when a test first asks for it (a run without the slow tests builds fewer)."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, name):
+        self[name] = self.make(name)
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def stores(request, store_builder):
     """name -> the store the test module's STORES (support.fleet_stores.Stores) asks for under that name."""
     spec = request.module.STORES
-    return {name: store_builder(setting, name in spec.cli, spec.workers, spec.logs)
-            for name, setting in spec.settings.items()}
+    return _Built(lambda name: store_builder(spec.settings[name], name in spec.cli, spec.workers, spec.logs))
 
 
 @pytest.fixture(scope="module")

@@ -145,6 +145,7 @@ def test_find_logs_walks_globs_and_list_files(tmp_path, generated):
     assert found == sorted([str(generated / "fill_rank0.darshan"), str(generated / "collective_2phase.darshan")])
 
 
+@pytest.mark.slow
 def test_local_cluster_and_default_scheduler_give_the_same_table(tmp_path, logs_dir):
     """`--scheduler ADDRESS` on a real distributed LocalCluster (2 worker processes) and the default local
     process scheduler write the same jobs table."""

@@ -66,6 +66,7 @@ def test_heatmap_is_not_inflated_by_the_light_read(logs_dir):
     assert read_raw(str(with_heatmap), regions=FEATURE_REGIONS).heatmap == []
 
 
+@pytest.mark.slow
 def test_no_diagnose_build_has_the_diagnosed_builds_features(tmp_path, generated):
     logs = sorted(generated.glob("*.darshan"))[:6]
     build(logs, tmp_path / "full", diagnose=True, scheduler="sync")

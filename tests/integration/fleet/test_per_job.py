@@ -57,7 +57,7 @@ def test_whole_folder_is_the_one_job_iolens_jobs_finds(whole, workflows, truth):
     assert logs.filter(pl.col("role") == "helper").height == row["helpers"]
 
 
-@pytest.mark.parametrize("folder", FOLDERS)
+@pytest.mark.parametrize("folder", [FOLDERS[0], *(pytest.param(f, marks=pytest.mark.slow) for f in FOLDERS[1:])])
 def test_each_workflow_row_is_its_job(tmp_path, workflows, truth, folder):
     """A store per folder: the row's POSIX totals are TRUTH.json's, helpers counted out of its processes, its
     I/O time and insights those `diagnose FOLDER` prints."""
@@ -82,6 +82,7 @@ def test_each_workflow_row_is_its_job(tmp_path, workflows, truth, folder):
     assert row["insights"] == sum(i["severity"] in ("critical", "warning") for i in diag["insights"])
 
 
+@pytest.mark.slow
 def test_a_changed_or_removed_log_recomputes_its_job(tmp_path, workflows, truth):
     run = tmp_path / "loader"
     shutil.copytree(workflows / "loader", run)
@@ -125,6 +126,7 @@ def test_a_log_of_a_stored_job_joins_it(tmp_path, workflows, truth):
     assert got.height == 1 and {k: got.row(0, named=True)[c] for k, c in POSIX.items()} == totals(both)
 
 
+@pytest.mark.slow
 def test_per_log_and_per_job_stores_never_mix(tmp_path, workflows):
     per_log, per_job = tmp_path / "per_log", tmp_path / "per_job"
     run_iolens("fleet", "build", workflows / "shimmed", "-o", per_log, "-q")
@@ -137,6 +139,7 @@ def test_per_log_and_per_job_stores_never_mix(tmp_path, workflows):
     assert rows(per_job).height == 1 and rows(per_log).height == len(list((workflows / "shimmed").iterdir()))
 
 
+@pytest.mark.slow
 def test_a_job_of_one_log_has_its_per_log_row(tmp_path, public):
     from iolens.fleet.insights import dtypes as rules_dtypes
 

@@ -9,7 +9,7 @@ from iolens.fleet import store as fleet_store
 from support.cli import run_iolens
 from support.browser import LoadedPage
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a per-job store built for it
 sync_api = pytest.importorskip("playwright.sync_api")
 
 

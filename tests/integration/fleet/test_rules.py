@@ -33,7 +33,8 @@ CLI_BUILDS = ("default", "share")  # through the command (a local Dask cluster);
 STORES = Stores(SETTINGS, cli=CLI_BUILDS)  # every shared log built once per setting (the `stores` fixture)
 
 
-@pytest.mark.parametrize("name", ["default", "share", "count", "off_edge"])
+# the default store in the default run; each rebuild at other thresholds with the tests marked slow
+@pytest.mark.parametrize("name", ["default", *(pytest.param(n, marks=pytest.mark.slow) for n in ("share", "count", "off_edge"))])
 def test_fleet_insights_are_the_per_log_diagnosis(stores, name):
     """Every shared log, every rule code: the column is the severity `diagnose` gives (null when absent), and
     the headline is diagnose's first critical/warning insight, its title included."""
@@ -56,7 +57,7 @@ def test_fleet_insights_are_the_per_log_diagnosis(stores, name):
     assert {"critical", "warning", None} <= seen  # the comparison covers found and not found
 
 
-@pytest.mark.parametrize("name", ["share", "count", "shared", "edge", "off_edge"])
+@pytest.mark.parametrize("name", ["share", "off_edge", *(pytest.param(n, marks=pytest.mark.slow) for n in ("count", "shared", "edge"))])
 def test_report_thresholds_give_the_rebuilds_columns(stores, name):
     """`fleet report -t X=V` over the default store == `fleet build -t X=V`, for every job whose stored
     features answer it; the rest (a trace read at another small_request_bytes) are counted, kept as built. A
@@ -128,6 +129,7 @@ def test_config_file_is_read_like_diagnose(stores, tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "small_min_opz" in r.stderr
 
 
+@pytest.mark.smoke
 def test_store_without_features_says_rebuild(tmp_path, generated):
     store = tmp_path / "plain"
     run_iolens("fleet", "build", generated / "fill_rank0.darshan", "-o", store, "-q", "--no-diagnose")

@@ -42,7 +42,8 @@ def report_json(store, tmp_path, setting) -> dict:
                                  *t_args(setting)).stdout)
 
 
-@pytest.mark.parametrize("name", list(SETTINGS))
+# at the default thresholds test_rules.py compares every rule code already: that one with the slow tests
+@pytest.mark.parametrize("name", [pytest.param("default", marks=pytest.mark.slow), "loose"])
 def test_fleet_columns_are_the_per_log_diagnosis(stores, name):
     """Every shared log, every code of this batch: the column is the severity `diagnose` gives (null when
     absent) at the store's thresholds, and the headline is diagnose's first critical/warning insight."""

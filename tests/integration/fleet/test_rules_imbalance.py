@@ -8,6 +8,7 @@ import json
 import warnings
 
 import polars as pl
+import pytest
 
 import iolens
 from iolens.analysis.diagnosis import CHECKS, Thresholds, diagnose
@@ -38,6 +39,7 @@ def test_rank_imbalance_is_a_rule_with_its_check():
     assert {"imbalance_ratio", "serialized_min_share", "serialized_gap"} <= set(RULES[CODE].thresholds)
 
 
+@pytest.mark.slow
 def test_rebuild_at_a_ratio_is_the_per_log_diagnosis(stores):
     """The rebuilt store's RANK_IMBALANCE column is diagnose's severity at imbalance_ratio=1.5 on every log,
     and the lower ratio finds imbalances the default does not."""

@@ -12,6 +12,8 @@ from iolens.fleet.insights import with_insights
 
 from support.fleet_stores import Stores, jobs_of
 
+pytestmark = pytest.mark.slow  # three builds on a Dask cluster of their own
+
 # the shared logs DATA_SIEVING finds at the default thresholds, and two it does not (one collective)
 SIEVED = ("sieved_noncontig_reads", "jlbez_8a_benchmark_write_parallel", "jeanbez_8_benchmark_parallel",
           "jlbez_IO_test5", "shane_macsio_id29959")

@@ -73,6 +73,7 @@ def start_build(root, store, *extra):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_build_leaves_whole_batches_and_no_worker(tmp_path, corpus, sig):
     store = tmp_path / "store"
@@ -138,6 +139,7 @@ def test_a_log_rewritten_in_place_replaces_its_row(tmp_path, logs_dir):
     assert sorted(Path(p).name for p in fleet_store.read(store, "jobs")["path"]) == ["run1.darshan"]
 
 
+@pytest.mark.slow
 def test_two_builds_at_once_give_one_row_per_log(tmp_path, corpus):
     store = tmp_path / "store"
     first = start_build(corpus, store, "--batch", "10", "--no-diagnose")  # 20 commits: still running
@@ -155,6 +157,7 @@ def test_two_builds_at_once_give_one_row_per_log(tmp_path, corpus):
     assert '"read": 0' in again.stdout
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_the_build_with_one_line_and_the_store_as_it_was(tmp_path, logs_dir):
     """No space to write (a file-size limit: the kernel's EFBIG, as a full disk's ENOSPC): one line, exit 2,
     the store as it was; the next build carries on."""

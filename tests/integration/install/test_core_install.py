@@ -114,6 +114,7 @@ HIDE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("hidden, args, extra", [
     (("deltalake",), ["fleet", "build", "{logs}/generated", "-o", "{tmp}/store"], "fleet"),
     (("sklearn",), ["fleet", "report", "{tmp}/store", "-o", "{tmp}/f.html"], "fleet"),

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from support.cli import run_iolens
 
 TOTALS = ("reads", "writes", "bytes_read", "bytes_written")
@@ -92,6 +94,7 @@ def test_logs_without_a_job_id_group_by_time(workflows, tmp_path):
     assert [s["exe"] for s in job["steps"]] == ["seq_reader"]
 
 
+@pytest.mark.smoke
 def test_terminal_table(workflows):
     text = run_iolens("jobs", workflows / "loader").stdout
     assert "job 700101" in text and "recovered" in text and "empty" in text and "3690" in text

@@ -17,6 +17,7 @@ from support.browser import LoadedPage
 from support.cli import run_iolens
 
 
+@pytest.mark.smoke
 def test_diagnose_folder_judges_the_job(loader):
     parent = next(loader.glob("train-4_*.darshan"))
     alone = run_iolens("diagnose", parent).stdout

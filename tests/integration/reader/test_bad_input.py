@@ -434,6 +434,7 @@ def test_fuzz_inflated_regions(logs_dir, tmp_path, monkeypatch, rel, region, com
     check_api(path, expect_error=None)
 
 
+@pytest.mark.slow
 def test_fuzz_cli_sample(logs_dir, tmp_path):
     """A seeded sample of damaged logs through `iolens info`: exit 0, or exit 2 with one error line."""
     rng = random.Random(2024)

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 import iolens
 from iolens.model.recorder.calls import LAYERS
@@ -153,6 +154,7 @@ def test_export_writes_calls(tmp_path, logs_dir):
     assert set(segments["module"].to_list()) == {"DXT_POSIX", "DXT_MPIIO"}
 
 
+@pytest.mark.smoke
 def test_diagnose_and_report_run(tmp_path, logs_dir):
     folder = logs_dir / "recorder" / "small_records"
     insights = json.loads(run("diagnose", "--json", folder).stdout)["insights"]

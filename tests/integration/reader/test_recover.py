@@ -146,6 +146,7 @@ def test_unfinished_log_cut_anywhere_never_raises(logs_dir, tmp_path, rel):
         assert log.job["missing"]
 
 
+@pytest.mark.smoke
 def test_cut_cli_is_one_line(logs_dir, tmp_path):
     src = logs_dir / CUT_SAMPLES[0]
     data = src.read_bytes()
@@ -237,6 +238,7 @@ def test_header_cut_cli_and_jobs(logs_dir, tmp_path):
     assert "cut inside its job region" in proc.stderr and "process 42" in proc.stderr
 
 
+@pytest.mark.slow
 def test_fleet_row_of_a_log_cut_inside_its_trace_is_not_truncated(logs_dir, tmp_path):
     # what `info` says of an unfinished log's trace, a fleet row says too: the trace is not truncated (its
     # process was ended while Darshan wrote it), and there is no coverage to compare with the counters

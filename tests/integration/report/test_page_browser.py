@@ -112,6 +112,7 @@ def test_file_selector_changes_what_is_shown(browser, pages):
     p.close()
 
 
+@pytest.mark.smoke
 def test_page_without_dxt(browser, pages):
     p = open_page(browser, pages("public/pydarshan-examples/sample-badost.darshan"))
     assert p.errors == []

@@ -95,6 +95,7 @@ def test_script_json_cannot_close_the_script():
     assert json.loads(text)["name"] == "</script><img src=x onerror=alert(1)>&\u2028"
 
 
+@pytest.mark.smoke
 def test_cli_writes_one_self_contained_page(logs_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["report", str(logs_dir / "generated/fill_rank0.darshan")])

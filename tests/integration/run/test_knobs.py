@@ -43,6 +43,7 @@ def run_app(stand_in, hdf5_app, tmp_path, name, *sets, app_args=()):
     return report, r.stderr, side, h5
 
 
+@pytest.mark.smoke
 def test_hdf5_knobs_take_effect_in_an_unchanged_program_and_the_data_is_identical(stand_in, hdf5_app,
                                                                                    tmp_path, logs_dir):
     base, base_err, base_side, base_h5 = run_app(stand_in, hdf5_app, tmp_path, "base")

@@ -20,6 +20,7 @@ from support.darshan_stand_in import SOURCE_LOG, iolens_run
 DUMP_ENV = "import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1], 'w')); sys.exit(int(sys.argv[2]))"
 
 
+@pytest.mark.smoke
 def test_runs_the_command_under_darshan_and_keeps_its_log(stand_in, tmp_path, logs_dir):
     dump, out = tmp_path / "env.json", tmp_path / "logs" / "first.darshan"
     hints = tmp_path / "hints.txt"

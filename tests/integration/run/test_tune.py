@@ -106,6 +106,7 @@ def test_finds_the_knob_the_application_rewards(stand_in, app_config, tmp_path):
     assert json.loads((study / "model.json").read_text())["basis"][0] == "1"
 
 
+@pytest.mark.slow
 def test_says_no_real_change_when_no_knob_matters(stand_in, app_config, tmp_path):
     config = write_config(tmp_path, app_config, 0.15, [])
     space = write_space(tmp_path, SPACE)
@@ -123,6 +124,7 @@ def test_says_no_real_change_when_no_knob_matters(stand_in, app_config, tmp_path
     assert trials(tmp_path / "study").height == 8
 
 
+@pytest.mark.slow
 def test_the_default_space_comes_from_the_baseline_log(stand_in, app_config, tmp_path):
     # no --space: the baseline's log (collective MPI-IO writes, 8 ranks) brings the collective-buffering hints
     config = write_config(tmp_path, app_config, 0.3, [{"knob": "romio.romio_cb_write", "value": "disable",
@@ -137,6 +139,7 @@ def test_the_default_space_comes_from_the_baseline_log(stand_in, app_config, tmp
     assert result["verdict"]["verdict"] == "faster"
 
 
+@pytest.mark.slow
 def test_resumes_after_a_kill_with_no_run_lost_or_repeated(stand_in, app_config, tmp_path):
     config = write_config(tmp_path, app_config, 0.3, [{"knob": "romio.cb_nodes", "value": 2, "factor": 0.2}])
     space = write_space(tmp_path, SPACE)
@@ -167,6 +170,7 @@ def test_resumes_after_a_kill_with_no_run_lost_or_repeated(stand_in, app_config,
     assert t.filter(pl.col("role") == "baseline").height == 2 and t.filter(pl.col("role") == "confirm").height == 2
 
 
+@pytest.mark.slow
 def test_failed_runs_are_recorded_and_the_study_goes_on(stand_in, app_config, tmp_path):
     rules = [{"knob": "env.TUNE_APP_MODE", "value": "crash", "fail": "exit"},
              {"knob": "env.TUNE_APP_MODE", "value": "silent", "fail": "nolog"},
@@ -192,6 +196,7 @@ def test_failed_runs_are_recorded_and_the_study_goes_on(stand_in, app_config, tm
     assert result["verdict"]["verdict"] == "faster"
 
 
+@pytest.mark.slow
 def test_a_13440_configuration_space_is_planned_without_enumerating_runs(stand_in, app_config, tmp_path):  # noqa: E501
     # 14 alignments x 10 stripe counts x 8 stripe sizes x 12 cb_nodes, as in the issue
     space = write_space(tmp_path, """
@@ -236,6 +241,7 @@ def test_the_model_predicts_a_large_grid_fast():
     assert 8 <= sp.config(idx)["romio.cb_nodes"] <= 32
 
 
+@pytest.mark.slow
 def test_hdf5_and_netcdf_knobs_run_through_the_knob_layer(stand_in, app_config, tmp_path):
     # the knob layer (iolens.knobs) applies hdf5.* / netcdf.* to the unchanged program, so they are searched,
     # not listed as code changes; this stand-in loads no HDF5, and each run's .run.json says the knob was not applied
@@ -252,6 +258,7 @@ def test_hdf5_and_netcdf_knobs_run_through_the_knob_layer(stand_in, app_config, 
     assert all(not k["applied"] for k in tried)  # the stand-in does not load HDF5 or netCDF
 
 
+@pytest.mark.smoke
 def test_from_python_and_a_baseline_with_nothing_to_tune(stand_in, tmp_path, monkeypatch, logs_dir):
     # POSIX only, one file per process, no Lustre: the default space has no runtime knob, and says so
     import iolens
@@ -283,6 +290,7 @@ def test_a_bad_space_file_is_one_line_and_status_2(stand_in, app_config, tmp_pat
     assert len(lines) == 1 and lines[0].startswith("iolens: error: ") and message in lines[0], proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_the_study_page_opens_in_the_browser_without_errors(stand_in, app_config, tmp_path, browser):
     config = write_config(tmp_path, app_config, 0.2, [{"knob": "romio.cb_nodes", "value": 2, "factor": 0.2},
@@ -317,6 +325,7 @@ def test_no_darshan_runtime_is_one_line_before_anything_runs(tmp_path):
     assert not (tmp_path / "study").exists()
 
 
+@pytest.mark.slow
 def test_objective_wall_judges_the_wall_times(stand_in, app_config, tmp_path):
     config = write_config(tmp_path, app_config, 1.5, [{"knob": "romio.cb_nodes", "value": 2, "factor": 0.05}])
     space = write_space(tmp_path, "[romio]\ncb_nodes = [1, 2, 4]\n")
