@@ -19,15 +19,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
-FAKE = {"json": "json-dist", "iolens_no_such_module": "no-such-dist", "iolens_nor_this_one": "nor-this-dist"}
-
-
-@pytest.fixture
-def fake_extra(monkeypatch):
-    """An extra named `fake` with one package that is there and two that are not."""
-    monkeypatch.setitem(EXTRAS, "fake", FAKE)
-    return "fake"
-
 
 @pytest.mark.parametrize("call, missing", [
     (lambda: require("fake", "iolens frob"), ["no-such-dist", "nor-this-dist"]),
