@@ -15,3 +15,7 @@ class LogError(Exception):
 
 class NoTraceError(LogError):
     """The log holds no DXT trace where one is required."""
+
+
+class MissingDependencyError(LogError):
+    """An optional dependency a command needs is not installed: the message names the pip extra."""

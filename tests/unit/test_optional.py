@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from iolens import optional
-from iolens.errors import LogError
-from iolens.optional import EXTRAS, MissingExtra, load, require
+from iolens.errors import LogError, MissingDependencyError
+from iolens.optional import EXTRAS, require, require_extra
 
 from support.corpus import REPO
 
@@ -20,36 +20,35 @@ else:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
 
-@pytest.mark.parametrize("call, missing", [
-    (lambda: require("fake", "iolens frob"), ["no-such-dist", "nor-this-dist"]),
-    (lambda: load("fake", "iolens_no_such_module"), ["no-such-dist"]),
-    (lambda: load("fake", "iolens_nor_this_one.sub"), ["nor-this-dist"]),
+@pytest.mark.parametrize("call, words", [
+    (lambda: require_extra("fake", "iolens frob"),
+     ["iolens frob needs the 'fake' extra", "no-such-dist, nor-this-dist not installed", "pip install 'iolens[fake]'"]),
+    (lambda: require("iolens_no_such_module"), ["no-such-dist is not installed", "(pip install 'iolens[fake]')"]),
+    (lambda: require("iolens_nor_this_one.sub"), ["nor-this-dist is not installed", "(pip install 'iolens[fake]')"]),
 ])
-def test_a_missing_package_is_one_line_naming_the_extra(fake_extra, call, missing):
-    with pytest.raises(MissingExtra) as caught:
+def test_a_missing_package_is_one_line_naming_the_extra(fake_extra, call, words):
+    with pytest.raises(MissingDependencyError) as caught:
         call()
-    err = caught.value
-    assert isinstance(err, LogError)  # the CLI prints it as `iolens: error: ...` and exits with status 2
-    text = str(err)
-    assert "\n" not in text and err.extra == "fake" and err.missing == missing
-    assert "'fake' extra" in text and text.endswith("pip install 'iolens[fake]'")
-    assert all(m in text for m in missing)
-
-
-def test_what_needs_the_extra_is_named_first(fake_extra):
-    with pytest.raises(MissingExtra, match=r"^iolens frob needs the 'fake' extra"):
-        require("fake", "iolens frob")
+    text = str(caught.value)
+    assert isinstance(caught.value, LogError)  # the CLI prints it as `iolens: error: ...` and exits with status 2
+    assert "\n" not in text and all(w in text for w in words), text
 
 
 def test_a_present_package_is_imported(fake_extra):
-    assert load("fake", "json") is json
+    assert require("json") is json
     assert optional.missing("fake") == ["no-such-dist", "nor-this-dist"]
-    assert not optional.available("fake")
 
 
-def test_a_package_outside_the_extra_is_a_programming_error(fake_extra):
+@pytest.mark.parametrize("extra", ["fleet", "tune", "sql"])
+def test_an_installed_extra_says_nothing(extra):
+    """`.[test]` pulls every extra: here each is there, and the check before a command passes."""
+    assert optional.missing(extra) == []
+    require_extra(extra, "iolens frob")
+
+
+def test_a_package_outside_the_extras_is_a_programming_error():
     with pytest.raises(ValueError):
-        load("fake", "os")
+        require("os")
 
 
 def _requirement_names(requirements: list) -> set:
@@ -67,12 +66,12 @@ def test_the_extras_are_pyprojects():
     no heavy package sneaks back into the core)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    for extra, packages in EXTRAS.items():
+    for extra in {e for e, _ in EXTRAS.values()}:
         declared = _requirement_names(extras[extra])
-        for dist in packages.values():
-            assert dist in declared or f"dask[{dist}]" in declared, (extra, dist)
+        for module in optional.modules_of(extra):
+            package = EXTRAS[module][1]
+            assert package in declared or f"dask[{package}]" in declared, (extra, package)
     core = _requirement_names(project["dependencies"])
-    heavy = {dist for packages in EXTRAS.values() for dist in packages.values()} | {"dask"}
-    assert not core & heavy
-    assert set(_requirement_names(extras["all"])) == {"iolens", *(f"iolens[{e}]" for e in EXTRAS)}
+    assert not core & {package for _, package in EXTRAS.values()}
+    assert set(_requirement_names(extras["all"])) == {"iolens", *(f"iolens[{e}]" for e in ("fleet", "tune", "sql", "mcp"))}
     assert "iolens[all]" in _requirement_names(extras["test"])  # CI tests every extra

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..optional import load
+from ..optional import require
 from .diagnosis import CODES
 
 SERIOUS = ("critical", "warning")
@@ -120,8 +120,8 @@ def peer_matrix(jobs: pl.DataFrame) -> np.ndarray:
 
 def peer_groups(jobs: pl.DataFrame, seed: int = 0) -> np.ndarray:
     """A group label per job (-1: like no other group) from HDBSCAN over the log-scaled features."""
-    HDBSCAN = load("fleet", "sklearn.cluster").HDBSCAN
-    KNeighborsClassifier = load("fleet", "sklearn.neighbors").KNeighborsClassifier
+    HDBSCAN = require("sklearn.cluster").HDBSCAN
+    KNeighborsClassifier = require("sklearn.neighbors").KNeighborsClassifier
 
     n = jobs.height
     if n < 5:

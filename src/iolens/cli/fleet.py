@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..optional import require
+from ..optional import require_extra
 from .common import emit_json, json_option
 
 
@@ -71,7 +71,7 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
     the next build carries on. One build at a time per store. -t/--config set the diagnosis's thresholds
     for the logs this build reads (`fleet report -t` recomputes the rule codes of every stored job instead).
     """
-    require("fleet", "iolens fleet build")  # before anything is read: one line naming the extra
+    require_extra("fleet", "iolens fleet build")  # before anything is read: one line naming the extra
     from ..fleet.build import build
 
     thresholds = thresholds_of(overrides, config)
@@ -156,7 +156,7 @@ def report_command(store, output, open_browser, overrides, config, as_json):
     With -t/--config the rule codes' insight columns (and the headline) are recomputed from the features
     the build stored, without reading a log; the other codes stay as built (docs/fleet.md).
     """
-    require("fleet", "iolens fleet report")
+    require_extra("fleet", "iolens fleet report")
     from ..analysis.diagnosis import Thresholds
     from ..fleet.jobs import is_per_job
     from ..fleet.store import check_store

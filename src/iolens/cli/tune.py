@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..optional import require
+from ..optional import require_extra
 from .common import emit_json, json_option
 
 
@@ -41,7 +41,7 @@ def command(repeats, budget, max_time, trial_timeout, space, objective, output, 
     Every run is an `iolens run` (Darshan with DXT). The study folder keeps every log, trials.parquet,
     tune.html, best.hints, best.env, best.sh and best.toml; the same command resumes a stopped study.
     """
-    require("tune", "iolens tune")  # before the baseline runs: one line naming the extra
+    require_extra("tune", "iolens tune")  # before the baseline runs: one line naming the extra
     from ..collect.run import RunError
     from ..tune import Options, tune
     from ..tune.loop import TuneError

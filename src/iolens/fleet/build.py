@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import polars as pl
 
 from ..errors import LogError
-from ..optional import load
+from ..optional import require
 from . import store as fleet_store
 from .features import DIAGNOSIS_REGIONS, FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
 
@@ -271,7 +271,7 @@ def _scheduler(scheduler, workers):
         yield None, workers or cores()
         return
     if scheduler is None or scheduler == "processes":
-        Client = load("fleet", "distributed").Client
+        Client = require("distributed").Client
 
         from .workers import local_cluster
 
@@ -279,7 +279,7 @@ def _scheduler(scheduler, workers):
             yield client, workers or cores()
         return
     if isinstance(scheduler, str):
-        Client = load("fleet", "distributed").Client
+        Client = require("distributed").Client
 
         try:
             client = Client(scheduler, timeout="10s")
@@ -316,7 +316,7 @@ class _Cluster:
             with _scheduler(self.scheduler, self.workers) as value:
                 yield value
             return
-        Client = load("fleet", "distributed").Client
+        Client = require("distributed").Client
 
         self.start()
         cluster, self.future = self.future.result(), None  # closed here, not again by __exit__
@@ -387,7 +387,7 @@ def _run_here(keys, scheduler, workers, options, tally):
 
 
 def _run_on_cluster(keys, client, options, tally):
-    as_completed = load("fleet", "distributed").as_completed
+    as_completed = require("distributed").as_completed
 
     topic = "iolens-fleet-" + uuid.uuid4().hex
     client.subscribe_topic(topic, lambda event: tally(*event[1]))
@@ -411,7 +411,7 @@ def _batch_task(index: int, keys: list, options: tuple, topic: str) -> tuple:
 def worker_ticker(topic: str, index: int):
     """`tick(logs read so far)` for a Dask task of batch `index`: sent to the client as a worker event on
     `topic`, at most 5 a second per worker."""
-    get_worker = load("fleet", "distributed").get_worker
+    get_worker = require("distributed").get_worker
 
     worker, last = get_worker(), [0.0]
 

@@ -26,7 +26,7 @@ from ..errors import LogError
 from ..jobs import group, process_of, read_process
 from ..jobs.merged import merge_modules
 from ..jobs.processes import LOG_SUFFIXES, Process
-from ..optional import load
+from ..optional import require
 from . import store as fleet_store
 
 # the job columns a per-job row adds to the per-log features
@@ -468,7 +468,7 @@ def _phase(progress, name: str) -> bool:
 
 def _create_empty(store) -> None:
     """The `logs` table with no rows yet (a store of unreadable logs only is still a per-job store)."""
-    write_deltalake = load("fleet", "deltalake").write_deltalake
+    write_deltalake = require("deltalake").write_deltalake
 
     if not fleet_store.is_table(store, "logs"):
         write_deltalake(str(fleet_store.table_dir(store, "logs").resolve()), pl.DataFrame(schema=LOGS_SCHEMA))
@@ -499,7 +499,7 @@ def _run(batches: list, client, options: tuple, progress):
         for index, b in enumerate(batches):
             yield job_rows(b, diagnose, files, tick=lambda n, index=index: tally(index, n), thresholds=thresholds)
         return
-    as_completed = load("fleet", "distributed").as_completed
+    as_completed = require("distributed").as_completed
 
     topic = "iolens-fleet-jobs-" + uuid.uuid4().hex
     client.subscribe_topic(topic, lambda event: tally(*event[1]))

@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import LogError
-from ..optional import load
+from ..optional import require
 
 TABLES = ("jobs", "errors", "files", "logs")
 KEY = ("path", "size", "mtime")
@@ -63,7 +63,7 @@ def read(store, table: str) -> pl.DataFrame:
 
 def data_files(store, table: str) -> list:
     """The Parquet files of the table's current version (what DuckDB's `read_parquet([...])` should read)."""
-    DeltaTable = load("fleet", "deltalake").DeltaTable
+    DeltaTable = require("deltalake").DeltaTable
 
     if not is_table(store, table):
         return []
@@ -165,7 +165,7 @@ class Writer:
             raise LogError(f"cannot write the store ({_one_line(exc)})", str(self.store)) from None
 
     def _write(self, table: str, paths, frame, swap: bool, predicate: str | None = None) -> None:
-        deltalake = load("fleet", "deltalake")
+        deltalake = require("deltalake")
         DeltaTable, WriterProperties, write_deltalake = deltalake.DeltaTable, deltalake.WriterProperties, \
             deltalake.write_deltalake
 
@@ -186,7 +186,7 @@ class Writer:
 
     def prune(self, paths: list) -> None:
         """Drop every row of PATHS (logs gone from disk): a commit per table and 1,000 logs."""
-        DeltaTable = load("fleet", "deltalake").DeltaTable
+        DeltaTable = require("deltalake").DeltaTable
 
         for table in COMMIT_ORDER:
             if paths and is_table(self.store, table):
@@ -196,7 +196,7 @@ class Writer:
     def compact(self, most_files: int = 64) -> None:
         """Merge a table's small files (one per batch and build) once it has more than MOST_FILES, so
         readers open few files; the old ones go at the next vacuum."""
-        deltalake = load("fleet", "deltalake")
+        deltalake = require("deltalake")
         DeltaTable, WriterProperties = deltalake.DeltaTable, deltalake.WriterProperties
 
         for table in TABLES:
@@ -208,7 +208,7 @@ class Writer:
     def vacuum(self) -> None:
         """Remove files no current version references (superseded by a replace, or written by a killed
         build), so a plain glob over the table reads what the Delta log says."""
-        DeltaTable = load("fleet", "deltalake").DeltaTable
+        DeltaTable = require("deltalake").DeltaTable
 
         for table in TABLES:
             if is_table(self.store, table):

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from ..optional import load
+from ..optional import require
 
 PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.5
@@ -52,8 +52,8 @@ def local_cluster(workers: int):
     """A LocalCluster of WORKERS single-threaded worker processes that die with this process."""
     import logging
 
-    dask = load("fleet", "dask")
-    LocalCluster = load("fleet", "distributed").LocalCluster
+    dask = require("dask")
+    LocalCluster = require("distributed").LocalCluster
 
     # silence_logs: Dask's own notes (shutdown, a missed heartbeat on a loaded machine, logged with its
     # traceback) are not the user's business on a terminal; a failed task still fails the build
@@ -78,7 +78,7 @@ def worker_config() -> dict:
       (whose IO loop used 0.66 s of CPU in a 4,000-log build, 0.27 s with these); memory is still checked
       every second.
     (A MALLOC_TRIM_THRESHOLD_ of the user's own environment is inherited as it is.)"""
-    dask = load("fleet", "dask")
+    dask = require("dask")
 
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)

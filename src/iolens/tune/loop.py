@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..collect.run import find_darshan, program_name
-from ..optional import load
+from ..optional import require
 from . import model as fitting
 from . import space as spaces
 from . import study as studies
@@ -348,13 +348,13 @@ def _log_scale(metrics: dict) -> tuple:
 
 
 def _pruned():
-    TrialState = load("tune", "optuna.trial").TrialState
+    TrialState = require("optuna.trial").TrialState
 
     return TrialState.PRUNED
 
 
 def _failed():
-    TrialState = load("tune", "optuna.trial").TrialState
+    TrialState = require("optuna.trial").TrialState
 
     return TrialState.FAIL
 

@@ -13,7 +13,7 @@ import json
 import logging
 from pathlib import Path
 
-from ..optional import load
+from ..optional import require
 
 JOURNAL = "study.journal"
 STUDY_NAME = "iolens-tune"
@@ -40,13 +40,11 @@ def claim(folder: Path):
 
 def open_study(folder: Path, seed: int = 0):
     """(study, storage) of `folder`: created, or loaded as it was left."""
-    optuna = load("tune", "optuna")
+    optuna = require("optuna")
 
     optuna.logging.set_verbosity(logging.WARNING)
-    try:
-        Backend = load("tune", "optuna.storages.journal").JournalFileBackend
-    except ImportError:  # optuna < 4 (MissingExtra is not one: optuna itself is there)
-        Backend = optuna.storages.JournalFileStorage
+    journal = getattr(optuna.storages, "journal", None)
+    Backend = journal.JournalFileBackend if journal is not None else optuna.storages.JournalFileStorage  # optuna < 4
     storage = optuna.storages.JournalStorage(Backend(str(Path(folder) / JOURNAL)))
     study = optuna.create_study(study_name=STUDY_NAME, storage=storage, direction="minimize",
                                 sampler=optuna.samplers.RandomSampler(seed=seed), load_if_exists=True)
@@ -54,7 +52,7 @@ def open_study(folder: Path, seed: int = 0):
 
 
 def distributions(space) -> dict:
-    CategoricalDistribution = load("tune", "optuna.distributions").CategoricalDistribution
+    CategoricalDistribution = require("optuna.distributions").CategoricalDistribution
 
     return {k.name: CategoricalDistribution(list(k.values)) for k in space.knobs}
 
@@ -64,7 +62,7 @@ def recover(study, storage, salvage) -> int:
     finished from what it left: `salvage(number, user_attrs)` returns its record. The others are marked
     failed and "interrupted": not a run, they neither count against the budget nor appear among the
     trials, and the loop runs what is still missing. Returns how many were interrupted."""
-    TrialState = load("tune", "optuna.trial").TrialState
+    TrialState = require("optuna.trial").TrialState
 
     study_id = storage.get_study_id_from_name(STUDY_NAME)
     lost = 0
