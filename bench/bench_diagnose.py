@@ -28,8 +28,8 @@ NPROCS_OFFSET = 40  # int64 nprocs in the 3.41 job struct (../shared/docs/darsha
 
 
 def write_replicated(src: Path, dst: Path, ops: int) -> int:
-    from dxt_writer import DxtRecord, dxt_records, set_dxt_records
-    from logtools import read_parts, write_parts
+    from support.dxt_writer import DxtRecord, dxt_records, set_dxt_records
+    from support.logtools import read_parts, write_parts
 
     parts = read_parts(src)
     if parts.version < "3.41":

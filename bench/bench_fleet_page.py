@@ -50,7 +50,7 @@ def main():
     print(f"{big.height:,} jobs: page written in {t_write:.1f} s, {info['bytes'] / 2**20:.1f} MiB")
 
     from playwright.sync_api import sync_playwright
-    from report_browser import LoadedPage, launch
+    from support.browser import LoadedPage, launch
 
     with sync_playwright() as p:
         browser = launch(p)

@@ -2,7 +2,7 @@
 """Time of the CONFLICT check on a Recorder trace: the sweep on its segments, then each pair classified per
 consistency model from every call (analysis/consistency.py), in the diagnosis and in export's table.
 
-No real trace with many conflicts is in ../shared/logs/recorder, so one is written (tests/recordertools.py,
+No real trace with many conflicts is in ../shared/logs/recorder, so one is written (tests/support/recordertools.py,
 Recorder 2.4's layout): RANKS ranks, ITER iterations of `pwrite` of 4 KiB at offset (k // 2) * 4 KiB, `fsync`
 and `MPI_Barrier`: every two ranks' writes of one iteration conflict unsynchronised, and those of iterations
 k and k + 1 conflict across a fsync + barrier (synchronised under POSIX and commit).
@@ -41,7 +41,7 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--iterations", type=int, default=10_000)
     args = ap.parse_args()
-    from recordertools import write_trace
+    from support.recordertools import write_trace
 
     import iolens
     from iolens.analysis.conflicts import log_conflicts

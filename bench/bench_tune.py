@@ -4,7 +4,7 @@
     python bench/bench_tune.py --runs 12
 
 1. Cost per run beyond the command: a study of `--runs` runs of a command that does nothing (`true`) under
-   the test stand-in of libdarshan.so (tests/test_run.py: it copies a real 8-rank log where Darshan
+   the test stand-in of libdarshan.so (tests/support/darshan_stand_in.py: it copies a real 8-rank log where Darshan
    writes), timed in-process: (the whole `iolens.tune(...)` call − the runs' own wall times) / runs.
    The runs' wall time covers process start, the preload and moving the log (what `iolens run` costs too);
    the rest is tune: study storage, reading each log and measuring it, the model, the page.
@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,13 +33,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 
 def stand_in(work: Path) -> Path:
-    from test_run import STAND_IN
+    from support.darshan_stand_in import build_stand_in
 
-    (work / "standin.c").write_text(STAND_IN)
-    lib = work / "libdarshan.so"
-    subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(lib), str(work / "standin.c")],
-                   check=True)
-    return lib
+    return build_stand_in(work)
 
 
 def cost_per_run(runs: int) -> dict:

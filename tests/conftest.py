@@ -1,26 +1,21 @@
-"""Shared fixtures: where the real Darshan logs are (../shared/logs, or $IOLENS_LOGS)."""
+"""The fixtures every test may use (fixtures live in conftest.py files only; shared code is in support/).
+
+Layout: unit/ holds tests on hand-built inputs (fast, table-driven); integration/ holds tests on the real
+logs of ../shared/logs, the installed command, the real browser and real MPI/HDF5 programs, one folder per
+thing tested. Markers: `slow` (left out of the default run, run by .ci/run), `browser` (drives chromium),
+`smoke` (the few tests .ci/run runs again against the built wheel).
+"""
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-LOGS = Path(os.environ.get("IOLENS_LOGS", REPO.parent / "shared" / "logs")).resolve()
-IOLENS = str(Path(sys.executable).parent / "iolens")  # the installed command, as a user runs it
+pytest.register_assert_rewrite("support")
 
-
-def run_iolens(*args, check=True):
-    """`iolens ARGS...` with its output piped; with `check`, it must succeed without a traceback."""
-    proc = subprocess.run([IOLENS, *map(str, args)], capture_output=True, text=True, timeout=120)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-        assert "Traceback" not in proc.stderr
-    return proc
+from support.corpus import LOGS  # noqa: E402
 
 
 def _require_logs():
@@ -29,15 +24,6 @@ def _require_logs():
         if os.environ.get("CI"):
             pytest.fail(msg)  # CI must never pass by skipping every real-log test
         pytest.skip(msg)
-
-
-def all_logs() -> list:
-    """Every real log in the corpus, as paths (sorted, stable ids)."""
-    return sorted(LOGS.glob("**/*.darshan")) if LOGS.is_dir() else []
-
-
-def log_id(path: Path) -> str:
-    return str(path.relative_to(LOGS)) if LOGS in path.parents else path.name
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +36,7 @@ def logs_dir() -> Path:
 def browser():
     """One Debian chromium, driven by Playwright, shared by every browser test of the session."""
     sync_api = pytest.importorskip("playwright.sync_api")
-    from report_browser import CHROMIUM, launch
+    from support.browser import CHROMIUM, launch
 
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian's chromium is not installed")

@@ -163,7 +163,7 @@ def float_sum(values: np.ndarray) -> float:
     """The sum polars gives for these floats (its own summation order, so the same bits as a query's .sum()).
 
     Below SEQUENTIAL_SUM values that order is a left fold from 0.0, which numpy's cumulative sum is (its
-    `.sum()` is pairwise): no Series to build (tests/test_context_arrays.py checks it against polars)."""
+    `.sum()` is pairwise): no Series to build (tests/integration/diagnosis/test_context_arrays.py checks it against polars)."""
     if not len(values):
         return 0.0
     if len(values) < SEQUENTIAL_SUM:
@@ -428,7 +428,7 @@ POLARS_SMALL_GROUP_BY = 1000  # below this many rows a polars group-by sums each
 def group_sums(inv: np.ndarray, values: np.ndarray, ngroups: int) -> np.ndarray:
     """Float sum of `values` per group (`inv`: each row's group). Below POLARS_SMALL_GROUP_BY rows: the bits of
     polars' `group_by(...).agg(pl.col(...).sum())` over the rows in this order, Kahan-compensated sums in row
-    order (tests/test_segments.py checks it). Above: plain sums in row order (`np.bincount`), deterministic;
+    order (tests/integration/diagnosis/test_segments.py checks it). Above: plain sums in row order (`np.bincount`), deterministic;
     polars' own bits there depend on how its threads split the rows, which no output should, and a polars
     query a call cost 0.4 ms a log of a fleet build."""
     values = np.asarray(values, dtype=np.float64)

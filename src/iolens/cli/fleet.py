@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressC
 from ..pipeline import fleet as fleet_pipeline
 from ..analysis.diagnosis.thresholds import load_config, parse_assignment
 from ..errors import LogError
+from ..optional import require_extra
 from ..views.html.fleet import rules_sentence
 from .anonymize import key_options, note_new_key
 from .common import emit_json, json_option
@@ -80,6 +81,7 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
     for the logs this build reads (`fleet report -t` recomputes the rule codes of every stored job instead).
     With --anonymize every row holds tokens, keyed by the log's token path (docs/anonymize.md).
     """
+    require_extra("fleet", "iolens fleet build")  # before anything is read: one line naming the extra
     thresholds = thresholds_of(overrides, config)
     tokens = None
     if anonymize:
@@ -169,6 +171,7 @@ def report_command(store, output, open_browser, overrides, config, as_json):
     With -t/--config the rule codes' insight columns (and the headline) are recomputed from the features
     the build stored, without reading a log; the other codes stay as built (docs/fleet.md).
     """
+    require_extra("fleet", "iolens fleet report")
     values = thresholds_of(overrides, config)
     info = fleet_pipeline.fleet_report(store, output, values if (overrides or config) else None)
     if as_json:

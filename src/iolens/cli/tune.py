@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..pipeline.tune import tune
 from ..collect.run import RunError
+from ..optional import require_extra
 from ..tune import Events, Options
 from ..tune.loop import TuneError
 from ..tune.space import SpaceError
@@ -49,6 +50,7 @@ def command(repeats, budget, max_time, trial_timeout, space, objective, output, 
     Every run is an `iolens run` (Darshan with DXT). The study folder keeps every log, trials.parquet,
     tune.html, best.hints, best.env, best.sh and best.toml; the same command resumes a stopped study.
     """
+    require_extra("tune", "iolens tune")  # before the baseline runs: one line naming the extra
     options = Options(repeats=repeats, budget=budget, max_time=max_time, trial_timeout=trial_timeout, space=space,
                       objective=objective, output=output, darshan=darshan, seed=seed)
     with _progress(budget, quiet or as_json) as events:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOGS, REPO, run_iolens
+from support.cli import run_iolens
+from support.corpus import LOGS, REPO
 
 DATA = REPO / "tests" / "data" / "pairs"
 TABLE = DATA / "savings.tsv"

@@ -1,0 +1,36 @@
+"""Fixtures of the command-line tests."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from iolens.fleet import store as fleet_store
+
+from support.cli import run_iolens
+
+
+@pytest.fixture
+def logs(logs_dir):
+    """name -> the path of that shared log (`logs("generated/fill_rank0")`)."""
+    return lambda name: logs_dir / f"{name}.darshan"
+
+
+@pytest.fixture(scope="module")
+def fleet_rows(logs_dir, tmp_path_factory) -> tuple:
+    """(path -> fleet row, paths the build could not read), from one `iolens fleet build` of the corpus."""
+    store = tmp_path_factory.mktemp("fleet") / "store"
+    run_iolens("fleet", "build", logs_dir, "-o", store, "--no-diagnose", "-q")
+    jobs = fleet_store.read(store, "jobs")
+    errors = fleet_store.read(store, "errors")
+    return ({r["path"]: r for r in jobs.iter_rows(named=True)},
+            set(errors["path"].to_list()) if errors.height else set())
+
+
+@pytest.fixture(scope="module")
+def compared(fleet_rows) -> dict:
+    """path -> run, from one `iolens compare --json` of every readable log of the corpus."""
+    paths = sorted(fleet_rows[0])
+    out = json.loads(run_iolens("compare", "--json", "-q", *paths).stdout)
+    assert len(out["runs"]) == len(paths)
+    return {path: run for path, run in zip(paths, out["runs"])}

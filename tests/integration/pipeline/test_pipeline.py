@@ -1,0 +1,81 @@
+"""The pipeline on real traces: `iolens.open` gives a log of the contract whatever the target (a Darshan log, a
+Recorder folder, a folder of one job's logs), and `diagnose`, `report`, `export` give what the command line
+prints and writes for it."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import iolens
+from iolens.model import TABLES, TraceLog
+
+from support.cli import run_iolens
+
+
+def test_every_target_opens_to_the_contract(opened):
+    kind, target, log = opened
+    assert isinstance(log, TraceLog) and log.kind == kind
+    tables = log.tables()
+    assert {"files", "dxt_records", "segments", "lustre", "heatmap", "processes"} <= set(tables)
+    assert set(log.counters) == {n.removeprefix("counters_") for n in tables if n.startswith("counters_")}
+    assert set(TABLES) - {"counters"} <= set(tables)
+    assert log.processes.height == int(log.job["nprocs"]) == len(set(log.processes["rank"].to_list()))
+    assert log.processes.columns == ["rank", "label", "host", "pid", "step", "role", "log"]
+    assert log.provenance.paths and all(isinstance(p, str) for p in log.provenance.paths)
+    assert set(log.extra_tables()) == {"darshan": set(), "recorder": {"calls"}, "job": {"steps"}}[kind]
+
+
+def test_export_writes_every_table_the_contract_lists(opened, tmp_path):
+    kind, target, log = opened
+    written = {p.stem for p in iolens.export(log, tmp_path / "out") if p.suffix == ".parquet"}
+    non_empty = {n for n, t in log.tables().items() if t.height and n != "processes"}
+    assert non_empty <= written and written - non_empty <= {"conflicts"}
+
+
+def test_a_jobs_ranks_are_labelled_by_its_processes(logs_dir):
+    log = iolens.open(logs_dir / "workflows/loader")
+    procs = log.provenance.processes
+    assert log.provenance.job_id is not None
+    for p in procs:  # the processes table says, rank by rank, what provenance says per process
+        rows = log.processes.filter(log.processes["rank"] == p["rank"]).to_dicts()
+        assert rows[0]["pid"] == p["pid"] and rows[0]["step"] == p["step"] and rows[0]["log"] == p["log"]
+        if p["step_rank"] is None:
+            assert rows[0]["label"] == f"{p['role']} pid {p['pid']}"
+    for step in log.steps:  # each step's log numbers its ranks from 0 and labels them as the job does
+        part = log.step_log(step)
+        mine = [p for p in procs if p["step"] == step]
+        assert part.labels(range(part.processes.height)) == [log.label(p["rank"]) for p in mine]
+
+
+def test_diagnose_is_what_the_command_prints(logs_dir):
+    for target in (logs_dir / "workflows/loader", logs_dir / "recorder/shared_header"):
+        printed = json.loads(run_iolens("diagnose", "--json", target).stdout)
+        log = iolens.open(target)
+        assert iolens.diagnose(log) == printed["insights"]
+        assert iolens.diagnose_json(log, name=str(target)) == printed
+
+
+def test_report_embeds_the_pipelines_diagnosis(logs_dir, tmp_path):
+    log = iolens.open(logs_dir / "workflows/loader")
+    info = iolens.report(log, tmp_path / "job.html")
+    html = (tmp_path / "job.html").read_text()
+    meta = json.loads(re.search(r'id="iolens-meta">(.*?)</script>', html, re.S).group(1))
+    assert info["path"] == str(tmp_path / "job.html") and not list(tmp_path.glob(".*.tmp"))
+    assert meta["insights"] == iolens.diagnose(log)
+    assert [p["pid"] for p in meta["processes"]] == [p["pid"] for p in log.provenance.processes]
+    one = iolens.open(logs_dir / "generated2/one_heavy_rank.darshan")
+    iolens.report(one, tmp_path / "one.html", insights=[])
+    meta = json.loads(re.search(r'id="iolens-meta">(.*?)</script>', (tmp_path / "one.html").read_text(),
+                                re.S).group(1))
+    assert meta["insights"] == [] and meta["processes"] is None  # a single trace's rows are its ranks
+
+
+def test_open_says_in_one_line_what_it_cannot_open(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(iolens.LogError) as err:
+        iolens.open(tmp_path / "empty")
+    assert "\n" not in str(err.value)
+    with pytest.raises(iolens.LogError):
+        iolens.open([])

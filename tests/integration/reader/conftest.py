@@ -1,0 +1,31 @@
+"""Fixtures of the reader tests."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+TRACES = ("seqwrite_mpiio", "shared_header", "small_records")
+
+
+@pytest.fixture(scope="module", params=TRACES)
+def trace(request, logs_dir) -> Path:
+    """Each real Recorder trace (test_recorder.py)."""
+    return logs_dir / "recorder" / request.param
+
+
+@pytest.fixture(scope="module")
+def fill_rank0(logs_dir) -> bytes:
+    """The bytes of a real log, to damage (test_bad_input.py)."""
+    return (logs_dir / "generated/fill_rank0.darshan").read_bytes()
+
+
+@pytest.fixture
+def copy(tmp_path, logs_dir) -> Path:
+    """A writable copy of a real Recorder trace, to damage (test_recorder_bad_input.py)."""
+    dst = tmp_path / "trace"
+    shutil.copytree(logs_dir / "recorder" / "shared_header", dst, ignore=shutil.ignore_patterns("_text"))
+    for p in dst.iterdir():
+        p.chmod(0o644)
+    return dst

@@ -1,0 +1,91 @@
+"""Damaged Recorder traces: one clear line (`iolens.LogError`; `iolens: error: ...` and exit 2 from the CLI),
+never a traceback or a hang. Cases: a missing rank file, cut files, a wrong version, and seeded random
+damage of every rank file of a real trace."""
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import iolens
+from iolens import LogError
+
+from support.corpus import LOGS
+from support.cli import IOLENS
+
+SOURCE = LOGS / "recorder" / "shared_header"
+
+
+def one_error_line(folder: Path) -> str:
+    proc = subprocess.run([IOLENS, "info", str(folder)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("iolens: error: "), proc.stderr
+    return lines[0]
+
+
+def reads_or_says_why(folder: Path) -> None:
+    """Read and build every table: either it works or it is one LogError, within a few seconds."""
+    began = time.perf_counter()
+    try:
+        log = iolens.read(folder)
+        for table in ("calls", "segments", "files", "counters", "dxt_records", "job"):
+            getattr(log, table)
+    except LogError as exc:
+        assert "\n" not in str(exc)
+    assert time.perf_counter() - began < 60  # a hang guard, not a speed test
+
+
+def test_missing_rank_file(copy):
+    (copy / "2.cst").unlink()
+    assert "missing 2.cst" in one_error_line(copy)
+
+
+def test_wrong_version(copy):
+    (copy / "VERSION").write_text("2.3.3")
+    line = one_error_line(copy)
+    assert "version 2.3.3" in line and "2.4" in line
+
+
+@pytest.mark.parametrize("name", ["0.cst", "1.cfg", "3.ts", "recorder.mt"])
+def test_cut_files(copy, name):
+    data = (copy / name).read_bytes()
+    for cut in sorted({0, 3, 17, len(data) // 3, len(data) // 2, len(data) - 5, len(data) - 1}):
+        (copy / name).write_bytes(data[:cut])
+        with pytest.raises(LogError) as err:
+            iolens.read(copy)
+        assert str(copy) in str(err.value) and "\n" not in str(err.value)
+    assert "trace" in one_error_line(copy) or name in one_error_line(copy)
+
+
+def test_not_a_trace(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert "neither a Darshan log nor a Recorder trace" in one_error_line(tmp_path / "empty")
+
+
+def test_seeded_random_damage(copy):
+    """Overwrite random bytes of each rank file (fixed seed): read or one LogError, never anything else."""
+    rng = random.Random(12)
+    originals = {p.name: p.read_bytes() for p in copy.iterdir() if p.suffix in (".cst", ".cfg", ".ts", ".mt")}
+    for name, data in originals.items():
+        for _ in range(25):
+            damaged = bytearray(data)
+            for _ in range(rng.randint(1, 4)):
+                damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+            (copy / name).write_bytes(bytes(damaged))
+            reads_or_says_why(copy)
+        (copy / name).write_bytes(data)
+
+
+def test_huge_repeat_count_is_refused_fast(copy):
+    """A repeat count of 2^31-1 in the grammar must not expand into gigabytes before failing."""
+    data = bytearray((copy / "0.cfg").read_bytes())
+    data[-4:] = (2**31 - 1).to_bytes(4, "little")
+    (copy / "0.cfg").write_bytes(bytes(data))
+    began = time.perf_counter()
+    with pytest.raises(LogError, match="more calls than the timestamps hold"):
+        iolens.read(copy)
+    assert time.perf_counter() - began < 60  # no expansion into gigabytes (that would take minutes)
