@@ -28,23 +28,49 @@ clip = recorded  # the findings' short name for a counter read with -1 as 0
 
 
 class RankWords:
-    """How a finding's text names processes: 'rank 3', 'ranks 0–7', 'ranks'. These name MPI ranks by number;
-    a log whose processes have labels of their own (a job's 'worker pid 3688') will name them its way."""
+    """How a finding's text names processes: 'rank 3', 'ranks 0–7', 'ranks' by default (MPI ranks by number: the
+    fleet's titles, which have no log at hand). A `Context` names them as its log labels them (`Log.label`,
+    `Log.ranks_noun`): a job's non-MPI processes are 'worker pid 3688', a list of them 'processes A, B'."""
     ranks_noun = "ranks"
 
+    def label_of(self, rank: int) -> str:
+        """One rank as the log names it."""
+        return f"rank {rank}"
+
     def rank_label(self, rank) -> str:
-        return f"rank {int(rank)}"
+        """'rank 3', or the log's own label ('worker pid 3688'); `capital` it at the start of a sentence."""
+        return self.label_of(int(rank))
 
     def rank_labels(self, ranks) -> str:
-        """'rank 0', 'ranks 0, 1', 'ranks 0–7', 'ranks 0, 3, 9, … (20 ranks)' (`units.fmt_ranks`)."""
-        return fmt_ranks(ranks)
+        """'rank 0', 'ranks 0, 1', 'ranks 0–7', 'ranks 0, 3, 9, … (20 ranks)' (`units.fmt_ranks`); ranks the log
+        labels otherwise: 'worker pid 3688', 'processes worker pid 3688, worker pid 3689'."""
+        ranks = sorted(int(r) for r in ranks)
+        said = self._said(ranks)
+        if said is None:
+            return fmt_ranks(ranks)
+        if len(said) == 1:
+            return said[0]
+        shown = ", ".join(said[:FMT_RANKS_LIMIT])
+        more = f", … ({len(said)} processes)" if len(said) > FMT_RANKS_LIMIT else ""
+        return f"processes {shown}{more}"
 
     def rank_list(self, ranks, limit: int = 8) -> str:
-        """'ranks 0, 3, 9' with at most `limit` named: 'ranks 0, …, 7 and 5 more'."""
-        shown = ", ".join(str(int(r)) for r in list(ranks)[:limit])
-        return f"{self.ranks_noun} {shown}" + (f" and {len(ranks) - limit} more" if len(ranks) > limit else "")
+        """'ranks 0, 3, 9' with at most `limit` named: 'ranks 0, …, 7 and 5 more' (or 'processes A, B', as the
+        log labels them)."""
+        ranks = [int(r) for r in ranks]
+        said = self._said(ranks[:limit])
+        noun, shown = (("ranks", ", ".join(str(r) for r in ranks[:limit])) if said is None else
+                       ("processes", ", ".join(said)))
+        return f"{noun} {shown}" + (f" and {len(ranks) - limit} more" if len(ranks) > limit else "")
+
+    def _said(self, ranks) -> list | None:
+        """The labels of `ranks`, or None when each is its plain number ('rank 3'): the text then keeps the
+        numbers' short forms ('ranks 0–7')."""
+        said = [self.label_of(r) for r in ranks]
+        return None if all(s == f"rank {r}" for s, r in zip(said, ranks)) else said
 
 
+FMT_RANKS_LIMIT = 8  # `units.fmt_ranks`' default: the ranks a list names before it counts the rest
 RANK_WORDS = RankWords()
 
 
@@ -95,6 +121,14 @@ class Context(RankWords):
         self.names = _file_names(log)
         self.records = measures.log_counters(log)  # numpy over the reader's arrays: no table built for them
         self.dxt = {d["module"]: d for d in dxt_summary(log, self.records)}
+
+    # --- how the text names ranks: as the log labels them (the contract's `label`, `ranks_noun`) ----------
+    def label_of(self, rank: int) -> str:
+        return self.log.label(rank)
+
+    @property
+    def ranks_noun(self) -> str:
+        return self.log.ranks_noun
 
     # --- names and kinds ---------------------------------------------------------------------
     def name(self, file_id) -> str:
