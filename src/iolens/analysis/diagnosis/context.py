@@ -367,6 +367,50 @@ class Context(RankWords):
         """Has `module` records and its table a column `name`? (without building the table)"""
         return self.has(module) and self.records[module].has_column(name)
 
+    # --- the layers the program used: what a recommendation may need (`Recommendation.needs`, fit.py) -------
+    @cached_property
+    def layers(self) -> frozenset:
+        """The layers this log shows the program used: 'mpiio' (MPI-IO records or trace), 'mpi' (that, or more than
+        one rank of an MPI launch), 'hdf5' (H5F/H5D records), 'netcdf' (PnetCDF records, or a netCDF-named file
+        in HDF5's), 'lustre' (a file on a Lustre mount, or Lustre layout records)."""
+        out = set()
+        traced = self.dxt.get("DXT_MPIIO")
+        if self.has("MPI-IO") or (traced and traced["segments"]):
+            out.add("mpiio")
+        if "mpiio" in out or (self.nprocs > 1 and self.ranks_noun == "ranks"):
+            out.add("mpi")
+        if self.has("H5F") or self.has("H5D"):
+            out.add("hdf5")
+        if self.has("PNETCDF_FILE") or self.has("PNETCDF_VAR") or any(
+                self.name(f).lower().endswith(NETCDF_SUFFIXES) for f in self.ids_in("H5F")):
+            out.add("netcdf")
+        if self.lustre_files:
+            out.add("lustre")
+        return frozenset(out)
+
+    def has_layer(self, layer: str) -> bool:
+        """Does the log show the program used `layer` (`layers`)? For wording a recommendation's clauses."""
+        return layer in self.layers
+
+    @cached_property
+    def lustre_files(self) -> frozenset:
+        """The names of the files on Lustre: with Lustre layout records, or on a mount of type lustre."""
+        no_layouts = reader_arrays(self.log) is None and "file_id" not in self.log.lustre.columns
+        names = set() if no_layouts else {self.name(f) for f in set(self.lustre_stripes[0].tolist())}
+        files = self.log.files
+        if files.height and "fs_type" in files.columns:
+            names |= set(files.filter(pl.col("fs_type") == "lustre")["name"].to_list())
+        return frozenset(names)
+
+    @cached_property
+    def file_systems(self) -> dict:
+        """file name -> the type of the mount holding it, for the files whose mount the log names."""
+        files = self.log.files
+        if not files.height or "fs_type" not in files.columns:
+            return {}
+        known = files.filter(pl.col("fs_type").is_not_null() & (pl.col("fs_type") != ""))
+        return dict(zip(known["name"].to_list(), known["fs_type"].to_list()))
+
     @cached_property
     def lustre_stripes(self) -> tuple:
         """(file id, stripe size) of every Lustre layout component, in the table's order (`log.lustre`)."""

@@ -17,6 +17,8 @@ SEVERITIES = ("critical", "warning", "info", "ok")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 LANGUAGES = ("c", "shell", "text", "fortran", "ini")
 SOURCES = ("dxt", "counters")
+# what a recommendation may need from the log (`Recommendation.needs`; how the diagnosis judges each: fit.py)
+NEEDS = ("mpi", "mpiio", "hdf5", "netcdf", "lustre")
 
 # code -> one line: what it means; code -> candidate metric names, first present wins: the insight's one headline
 # number (`key_metric`), the one `iolens compare` shows before/after ("SMALL_IO: 160,000 → 0 small
@@ -38,10 +40,16 @@ class Recommendation:
     saving_basis: str = ""
     knobs: list = field(default_factory=list)
     try_now: str = ""  # the `iolens run --set ...` line that applies it to the unchanged program, if one can
+    # not serialized: the layers it only makes sense with (NEEDS). The diagnosis drops it from a log that shows
+    # one missing, and where the log cannot tell, its detail starts with why it may still apply (fit.py)
+    needs: tuple = ()
 
     def __post_init__(self):
         if self.language not in LANGUAGES:
             raise ValueError(f"unknown snippet language {self.language!r}")
+        unknown = [n for n in self.needs if n not in NEEDS]
+        if unknown or isinstance(self.needs, str):
+            raise ValueError(f"unknown needs {self.needs!r} (one of {', '.join(NEEDS)})")
 
     def to_dict(self) -> dict:
         saving = None if self.expected_saving is None else _number(max(float(self.expected_saving), 0.0))
