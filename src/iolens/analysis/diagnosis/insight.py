@@ -2,7 +2,8 @@
 
 The codes, severities and the dictionary shape of `Insight.to_dict()` are part of iolens' interface
 (`iolens diagnose --json`, the HTML report). Add fields only; never rename or remove one without
-bumping `SCHEMA_VERSION`.
+bumping `SCHEMA_VERSION`. (A new optional key, absent where it has nothing to say, such as `skipped` and
+`empty` at the top level, leaves every earlier document valid and unchanged: no bump.)
 """
 from __future__ import annotations
 
@@ -178,6 +179,17 @@ def json_schema(codes) -> dict:
                                                         "dxt_segments", "dxt_coverage", "dxt_truncated",
                                                         "collective_share"]},
             "insights": {"type": "array", "items": insight_schema(codes)},
+            # issue 31: present only when there is something to say (additive: no version bump). The I/O of the
+            # modules iolens does not model (DFS, DAOS, ...): numbers null where their records cannot be read
+            "skipped": {"type": "array", "items": {
+                "type": "object",
+                "required": ["module", "records", "reads", "writes", "bytes_read", "bytes_written", "io_time"],
+                "properties": {"module": {"type": "string"},
+                               **{k: {"oneOf": [{"type": "null"}, {"type": "integer", "minimum": 0}]}
+                                  for k in ("records", "reads", "writes", "bytes_read", "bytes_written")},
+                               "io_time": {"oneOf": [{"type": "null"}, {"type": "number", "minimum": 0}]}}}},
+            # the log holds no record at all (nothing was diagnosed)
+            "empty": {"const": True},
         },
     }
 

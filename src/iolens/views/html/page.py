@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from ...version import __version__
+from ...analysis.summary import is_empty, skipped_io, unseen_sentence
 from ...analysis.timeline import timeline_analysis
 from .calls import call_marks
 from .encode import Blob, script_json
@@ -49,6 +50,13 @@ def build_payload(log, *, filters: Filters = Filters(), max_ops: int = DEFAULT_M
     return meta, blob
 
 
+def unseen_lines(log) -> dict:
+    """What the diagnosis could not look at (modules iolens skips, an empty log), as the insights panel says it:
+    `alone` in place of "No problems found.", `after` below the problems; both None when nothing was missed."""
+    unseen = {"skipped": skipped_io(log.modules), "empty": is_empty(log.modules)}
+    return {"alone": unseen_sentence(unseen, False), "after": unseen_sentence(unseen, True)}
+
+
 def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
     files = log.files
     file_index = {fid: k for k, fid in enumerate(files["file_id"].to_list())}
@@ -85,6 +93,7 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
         "summary": summary_payload(log, all_segments, file_index, nranks, blob),
         "call_marks": call_marks(log, nranks),  # Recorder traces only
         "processes": _processes(log),  # a job of many logs: which row is which process (jobs/merged.py)
+        "unseen": unseen_lines(log),  # modules iolens skips, an empty log: said in the insights panel
     }
     return meta, blob
 
