@@ -27,6 +27,7 @@ NEEDS = ("mpi", "mpiio", "hdf5", "netcdf", "lustre")
 # diagnosis package imports before anything can make an Insight.
 CODES: dict = {}
 KEY_METRICS: dict = {}
+HEALTHY: set = set()  # the codes whose insight says something works (`Finding.healthy`): compare's colours
 
 
 @dataclass
