@@ -16,6 +16,7 @@ from ..segments import distinct, group_sums, groups, in_sorted, is_in
 from ..summary import dxt_summary
 from ..units import fmt_ranks
 from .common import RUN_TIME, matters
+from .insight import NEEDS
 from .stages import evaluate
 
 HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".h5part", ".nc4", ".cgns")
@@ -368,29 +369,35 @@ class Context(RankWords):
         return self.has(module) and self.records[module].has_column(name)
 
     # --- the layers the program used: what a recommendation may need (`Recommendation.needs`, fit.py) -------
-    @cached_property
+    @property
     def layers(self) -> frozenset:
-        """The layers this log shows the program used: 'mpiio' (MPI-IO records or trace), 'mpi' (that, or more than
-        one rank of an MPI launch), 'hdf5' (H5F/H5D records), 'netcdf' (PnetCDF records, or a netCDF-named file
-        in HDF5's), 'lustre' (a file on a Lustre mount, or Lustre layout records)."""
-        out = set()
-        traced = self.dxt.get("DXT_MPIIO")
-        if self.has("MPI-IO") or (traced and traced["segments"]):
-            out.add("mpiio")
-        if "mpiio" in out or (self.nprocs > 1 and self.ranks_noun == "ranks"):
-            out.add("mpi")
-        if self.has("H5F") or self.has("H5D"):
-            out.add("hdf5")
-        if self.has("PNETCDF_FILE") or self.has("PNETCDF_VAR") or any(
-                self.name(f).lower().endswith(NETCDF_SUFFIXES) for f in self.ids_in("H5F")):
-            out.add("netcdf")
-        if self.lustre_files:
-            out.add("lustre")
-        return frozenset(out)
+        """The layers this log shows the program used (`has_layer` of each of `insight.NEEDS`)."""
+        return frozenset(n for n in NEEDS if self.has_layer(n))
 
     def has_layer(self, layer: str) -> bool:
-        """Does the log show the program used `layer` (`layers`)? For wording a recommendation's clauses."""
-        return layer in self.layers
+        """Does the log show the program used `layer`? 'mpiio': MPI-IO records or trace; 'mpi': that, or more
+        than one rank of an MPI launch; 'hdf5': H5F/H5D records; 'netcdf': PnetCDF records, or a netCDF-named
+        file in HDF5's; 'lustre': a file on a Lustre mount, or Lustre layout records. Each judged once, when
+        first asked (the advice's clauses and `fit.py` ask)."""
+        known = self.__dict__.setdefault("_layers", {})
+        if layer not in known:
+            known[layer] = self._has_layer(layer)
+        return known[layer]
+
+    def _has_layer(self, layer: str) -> bool:
+        if layer == "mpiio":
+            traced = self.dxt.get("DXT_MPIIO")
+            return self.has("MPI-IO") or bool(traced and traced["segments"])
+        if layer == "mpi":
+            return self.has_layer("mpiio") or (self.nprocs > 1 and self.ranks_noun == "ranks")
+        if layer == "hdf5":
+            return self.has("H5F") or self.has("H5D")
+        if layer == "netcdf":
+            return self.has("PNETCDF_FILE") or self.has("PNETCDF_VAR") or any(
+                self.name(f).lower().endswith(NETCDF_SUFFIXES) for f in self.ids_in("H5F"))
+        if layer == "lustre":
+            return bool(self.lustre_files)
+        raise ValueError(f"unknown layer {layer!r}")
 
     @cached_property
     def lustre_files(self) -> frozenset:
