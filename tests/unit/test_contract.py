@@ -10,7 +10,8 @@ import pytest
 
 from iolens import optional
 from iolens.errors import MissingDependencyError
-from iolens.jobs import name_ranks
+from iolens.analysis.diagnosis.context import Context, capital
+from iolens.analysis.diagnosis.thresholds import Thresholds
 from iolens.model import TABLES, LogBase, Provenance, TraceLog
 from iolens.model.log import SEGMENT_SCHEMA, reader_arrays
 from iolens.pipeline.judge import by_step
@@ -108,18 +109,26 @@ def test_assembled_processes_label_their_ranks(processes, labels, noun, rows):
     assert [log.row_label(r) for r in range(len(rows))] == rows
 
 
-@pytest.mark.parametrize("text, said", [
-    ("Rank 1 reads 90% of the bytes across ranks", "Worker pid 101 reads 90% of the bytes across processes"),
-    ("ranks 1, 2 wait on rank 0", "processes worker pid 101, worker pid 102 wait on parent pid 100"),
-    ("rank 7 is not in the log", "rank 7 is not in the log"),
+def words(log):
+    """What a finding's text calls the log's ranks: its Context's helpers."""
+    ctx = Context(log, Thresholds())
+    return (capital(ctx.rank_label(1)), ctx.rank_labels([2, 1]), ctx.rank_list([1, 2, 0], limit=2),
+            f"across {ctx.ranks_noun}")
+
+
+@pytest.mark.parametrize("processes, said", [
+    (PARENT_AND_WORKERS, ("Worker pid 101", "processes worker pid 101, worker pid 102",
+                          "processes worker pid 101, worker pid 102 and 1 more", "across processes")),
+    ((), ("Rank 1", "ranks 1, 2", "ranks 1, 2 and 1 more", "across ranks")),  # one trace: its numbers
 ])
-def test_a_steps_text_names_its_processes_by_the_labels(text, said):
-    assert name_ranks(TinySource(3, PARENT_AND_WORKERS), text) == said
+def test_a_findings_text_names_the_processes_by_the_logs_labels(processes, said):
+    assert words(TinySource(3, processes)) == said
 
 
-def test_mpi_ranks_keep_their_words():
-    log = TinySource(2, MPI_STEP)
-    assert name_ranks(log, "Rank 1 is slow across ranks") == "Rank 1 is slow across ranks"
+def test_mpi_ranks_keep_their_numbers_and_short_forms():
+    ctx = Context(TinySource(4, (_process(0, 4, 0, 200, "ranks 0–3", 0),)), Thresholds())
+    assert ctx.rank_labels([0, 1, 2, 3]) == "ranks 0–3" and ctx.rank_label(3) == "rank 3"
+    assert ctx.ranks_noun == "ranks"
 
 
 def test_by_step_judges_one_trace_as_it_is():
@@ -130,8 +139,11 @@ def test_by_step_judges_one_trace_as_it_is():
 
 def test_by_step_names_each_finding_of_an_assembled_log():
     log = TinySource(3, PARENT_AND_WORKERS)
-    out = by_step(log, lambda part: [{"code": "X", "severity": "warning", "title": "Rank 2 is slow",
-                                      "summary": "", "evidence": {"ranks": [2], "files": ["/data/x"]}}])
+    def judge(part):  # a finding names its rank through the Context of the step's log
+        said = capital(Context(part, Thresholds()).rank_label(2))
+        return [{"code": "X", "severity": "warning", "title": f"{said} is slow", "summary": "",
+                 "evidence": {"ranks": [2], "files": ["/data/x"]}}]
+    out = by_step(log, judge)
     (one,) = out
     assert one["title"] == "Worker pid 102 is slow" and one["step"] == 0 and one["rows"] == ["0·102"]
     assert [p["pid"] for p in one["processes"]] == [102]

@@ -19,6 +19,7 @@ import statistics
 
 from ..model import Log, read
 from .diagnosis import diagnose
+from .diagnosis.insight import HEALTHY, SEVERITY_RANK
 from ..model.darshan import STD_STREAMS
 from .run_config import config_diff, file_keys, match_files, run_config, run_inputs
 from .runs import key_measures, run_metrics
@@ -230,10 +231,37 @@ def insight_diff(before: list, after: list, before_metrics: dict, after_metrics:
             row = _insight_row(key, ins_b, ins_a, before_metrics, after_metrics,
                                one_run=labels[0] if ins_b is not None else labels[1])
             row["side"] = "before" if ins_b is not None else "after"
+            row["label"], row["tone"] = "one run", "neutral"
             out["file_in_one_run"].append(row)
         else:
-            out[status].append(_insight_row(key, ins_b, ins_a, before_metrics, after_metrics))
+            row = _insight_row(key, ins_b, ins_a, before_metrics, after_metrics)
+            row["label"], row["tone"] = change(status, *row["severity"], row["code"])
+            out[status].append(row)
     return out
+
+
+PROBLEM = ("critical", "warning")
+
+
+def change(status: str, before: str | None, after: str | None, code: str) -> tuple:
+    """(label, tone) of one insight's change between two runs, as the terminal and the page say and colour it:
+    tone 'good' (green), 'bad' (red), 'warn' (a problem still there) or 'neutral'. A problem resolved is good
+    and a new one bad; a healthy finding (`Finding.healthy`: COLLECTIVE_IO) appearing is good and going bad; an
+    info-level note coming or going is neither; a problem still there is 'worse' or 'better' when its severity
+    moved."""
+    healthy = code in HEALTHY
+    if status == "new":
+        return ("new", "good") if healthy else ("new", "bad") if after in PROBLEM else ("new note", "neutral")
+    if status == "resolved":
+        return ("lost", "bad") if healthy else ("resolved", "good") if before in PROBLEM else ("gone", "neutral")
+    if healthy:
+        return "still", "good"
+    rank_b, rank_a = SEVERITY_RANK.get(before, 9), SEVERITY_RANK.get(after, 9)
+    if rank_a < rank_b:
+        return "worse", "bad"
+    if rank_a > rank_b:
+        return "better", "good"
+    return "still", "warn" if after in PROBLEM else "neutral"
 
 
 def _files_only_here(ins, own_keys: dict, other_keys: dict) -> bool:

@@ -6,10 +6,12 @@ import polars as pl
 
 from ..model import Log
 from ..model.darshan import DXT_LAYERS, FILE_LAYERS, LAYER_BY_MODULE, LAYERS, Layer
+from ..reader.log import NOT_READ
 from ..reader.recover import parse_log_name
 from . import measures
 from .calls import call_summary
 from .measures import TableCounters, recorded
+from .units import fmt_bytes, fmt_count
 
 
 def _sum(df: pl.DataFrame, cols) -> int | float:
@@ -184,3 +186,65 @@ def job_summary(log: Log) -> dict:
     if calls is not None:  # a Recorder trace: every call is known
         out["recorder"] = call_summary(calls, int(job["nprocs"]))
     return out
+
+
+SKIPPED_FIELDS = ("records", "reads", "writes", "bytes_read", "bytes_written", "io_time")
+
+
+def skipped_io(modules) -> list:
+    """The I/O iolens could not see, from a log's `modules`: one entry per module it does not model that holds
+    I/O, or may (an I/O layer such as DFS or DAOS, or a module it knows nothing of; not APMPI, APXC or BG/Q,
+    which record no I/O): {module, records, reads, writes, bytes_read, bytes_written, io_time}, the numbers None
+    where its records cannot be read. A layer iolens reads and found empty is not listed."""
+    out = []
+    for m in modules:
+        s = m.skipped
+        if m.supported or s is None or s["kind"] == "other" or s["records"] == 0:
+            continue  # read by iolens, no I/O layer, or no record in its region: nothing was missed
+        out.append({"module": m.name, **{k: s[k] for k in SKIPPED_FIELDS}})
+    return out
+
+
+def is_empty(modules) -> bool:
+    """Does a log with these `modules` hold no record at all: no module with data, none left unread, nothing
+    skipped (Darshan's log of a process that did no I/O, or one whose modules were all disabled)?"""
+    return not any(m.records or m.note == NOT_READ for m in modules) and not skipped_io(modules)
+
+
+def skipped_bytes(skipped: list):
+    """The bytes read and written through skipped modules (None when one's records cannot be read)."""
+    if any(s["bytes_read"] is None for s in skipped):
+        return None
+    return sum(s["bytes_read"] + s["bytes_written"] for s in skipped)
+
+
+def skipped_sentence(skipped: list) -> str:
+    """'DFS (1 record, 64 reads, 64 writes, 16 MiB read, 16 MiB written) and DAOS (...)': what `skipped_io` holds,
+    for a line of text."""
+    def one(s: dict) -> str:
+        if s["records"] is None:
+            return f"{s['module']} (its records are not read)"
+        parts = [f"{fmt_count(s['records'])} record{'' if s['records'] == 1 else 's'}"]
+        if s["reads"] is not None:
+            parts += [f"{fmt_count(s['reads'])} reads", f"{fmt_count(s['writes'])} writes"]
+        if s["bytes_read"] is not None:
+            parts += [f"{fmt_bytes(s['bytes_read'])} read", f"{fmt_bytes(s['bytes_written'])} written"]
+        return f"{s['module']} ({', '.join(parts)})"
+
+    names = [one(s) for s in skipped]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def unseen_sentence(unseen: dict | None, findings: bool) -> str | None:
+    """What a diagnosis could not look at, in one sentence, from `pipeline.judge.unseen`'s {skipped, empty}: that
+    the log is empty, or that some of its I/O went through modules iolens does not model (`findings`: the
+    sentence follows findings shown, else it replaces "No problems found."). None when nothing was missed."""
+    unseen = unseen or {}
+    if unseen.get("empty"):
+        return "The log is empty: it holds no I/O record (nothing to diagnose)."
+    skipped = unseen.get("skipped")
+    if not skipped:
+        return None
+    head = "Not diagnosed:" if findings else "No problems found in the I/O iolens reads, but"
+    return (f"{head} {skipped_sentence(skipped)} went through module{'s' if len(skipped) > 1 else ''} iolens does "
+            "not model: that I/O was skipped, not judged healthy.")

@@ -42,7 +42,10 @@ def command(log: tuple, as_json: bool, overrides: tuple, config: str | None, fs_
     Prints critical and warning insights (--all: also info/ok), each with its evidence and pasteable
     recommendations, and what each pattern would cost at scale on a Lustre-like file system (--fs-profile,
     -t fs_osts=16). --json prints {"log", "schema_version", "measures", "insights"} with every insight,
-    whatever its severity, and the job's measures as `info --json` prints them (see docs/diagnosis.md).
+    whatever its severity, and the job's measures as `info --json` prints them (see docs/diagnosis.md); and,
+    when there is some, the I/O of modules iolens does not model ("skipped") or that the log is empty.
+    A log whose I/O went through a module iolens skips (DFS, DAOS) or that holds nothing says so instead of
+    "No problems found".
     """
     values = {}
     if config:
@@ -66,4 +69,4 @@ def command(log: tuple, as_json: bool, overrides: tuple, config: str | None, fs_
     if as_json:
         emit_json(judge.diagnose_json(parsed, thresholds, name=log))
         return
-    render(log, judge.diagnose(parsed, thresholds), job=parsed.job, show_all=show_all)
+    render(log, judge.diagnose(parsed, thresholds), job=parsed.job, show_all=show_all, unseen=judge.unseen(parsed))

@@ -7,16 +7,16 @@ import polars as pl
 from .insights import dtypes
 
 STRING_COLS = {"path", "exe", "app", "log_version", "lib_version", "headline", "headline_severity",
-               "headline_title", "diagnosis_error"}  # the rule features and per_log_* columns: insights.dtypes
+               "headline_title", "diagnosis_error", "skipped_modules"}  # the rule features and per_log_* columns: insights.dtypes
 
 BOOL_COLS = {"diagnosed", "partial", "has_dxt", "dxt_truncated", "uses_hdf5", "uses_pnetcdf", "shared",
-             "io_share_over_100"}
+             "io_share_over_100", "empty"}
 
 INT_SUFFIXES = ("_bytes_read", "_bytes_written", "_reads", "_writes", "_meta_ops", "_files", "_min", "_max",
                 "_ranks")
 
 INT_COLS = {"size", "mtime", "uid", "jobid", "nprocs", "files", "shared_files", "unique_files", "bytes",
-            "bytes_read", "bytes_written", "dxt_segments", "insights"}
+            "bytes_read", "bytes_written", "dxt_segments", "insights", "skipped_bytes"}
 
 TIMING = ("read", "features", "diagnosis", "parquet")
 

@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from ..analysis import measures
+from ..analysis.summary import is_empty, skipped_bytes, skipped_io
 from ..analysis.diagnosis import Thresholds
 from ..analysis.measures import RecordCounters, small_bins
 from ..model import Log
@@ -19,6 +20,7 @@ from ..model.darshan import DXT_LAYERS, FILE_LAYERS, LAYER_BY_MODULE, LAYERS, SI
 from ..reader.counters import LAYOUTS
 from ..reader.dxt import SEGMENT_LAYOUT
 from ..reader.lustre import COMPONENT_FIELDS
+from ..reader.skipped import LAYOUTS as SKIPPED_LAYOUTS
 
 # column prefix of each layer in the jobs table
 LAYER_PREFIX = {"POSIX": "posix", "MPI-IO": "mpiio", "STDIO": "stdio", "H5D": "hdf5", "PNETCDF_VAR": "pnetcdf"}
@@ -27,10 +29,11 @@ SMALL_BINS = tuple(small_bins(Thresholds({}).small_request_bytes))
 # the log regions the features read (besides the header and job): the layers' counters, HDF5/PnetCDF file
 # records for their use, Lustre layouts, and the DXT modules for their operation counts; not the name
 # records, heatmaps or other modules, which a fleet build without the diagnosis need not inflate
-FEATURE_REGIONS = frozenset({*LAYER_PREFIX, "H5F", "PNETCDF_FILE", "LUSTRE", "DXT_POSIX", "DXT_MPIIO"})
+FEATURE_REGIONS = frozenset({*LAYER_PREFIX, "H5F", "PNETCDF_FILE", "LUSTRE", "DXT_POSIX", "DXT_MPIIO",
+                             *{m for m, _ in SKIPPED_LAYOUTS}})  # and the skipped modules' totals: what was unseen
 FILE_ROW_REGIONS = FEATURE_REGIONS | {"names"}  # file_rows names each file
 # the diagnosis reads every region iolens models but the heatmap (the report's, not a check's)
-DIAGNOSIS_REGIONS = frozenset({"names", *LAYOUTS, *SEGMENT_LAYOUT, "LUSTRE"})
+DIAGNOSIS_REGIONS = frozenset({"names", *LAYOUTS, *SEGMENT_LAYOUT, "LUSTRE", *{m for m, _ in SKIPPED_LAYOUTS}})
 def app_name(exe: str) -> str:
     """The application: base name of the command's first word ('' when Darshan did not record it)."""
     first = (exe or "").strip().split(" ", 1)[0]
@@ -79,7 +82,17 @@ def job_features(raw, path: str) -> dict:
     row["uses_hdf5"] = any(k in raw.counters and len(raw.counters[k].ids) for k in ("H5F", "H5D"))
     row["uses_pnetcdf"] = any(k in raw.counters and len(raw.counters[k].ids) for k in ("PNETCDF_FILE",
                                                                                         "PNETCDF_VAR"))
+    _unseen(row, raw.modules)
     return row
+
+
+def _unseen(row: dict, modules: list) -> None:
+    """What the row's numbers leave out: the modules iolens skips that hold I/O (`skipped_modules`, their
+    `skipped_bytes` read and written; null when none), and whether the log holds no record at all (`empty`)."""
+    skipped = skipped_io(modules)
+    row["skipped_modules"] = ",".join(s["module"] for s in skipped) or None
+    row["skipped_bytes"] = skipped_bytes(skipped) if skipped else None
+    row["empty"] = is_empty(modules)
 
 
 def distinct(values: np.ndarray) -> int:

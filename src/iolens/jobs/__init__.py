@@ -5,8 +5,6 @@
 """
 from __future__ import annotations
 
-import re
-
 from ..errors import LogError
 from .group import Job, Step, group
 from .merged import JobLog, merge
@@ -119,8 +117,9 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
 def diagnose_job(log, diagnose_step) -> list:
     """Each step's findings (a step's processes ran together; steps ran one after another, so cross-rank
     checks across steps would compare unrelated processes), each insight naming its `step`, its `processes`
-    and its evidence's `rows` (the report's row labels), its `evidence.ranks` moved to the job's numbering and
-    the ranks its title and summary name said as the user follows them (see `name_ranks`); most severe first.
+    and its evidence's `rows` (the report's row labels), and its `evidence.ranks` moved to the job's numbering
+    (its title and summary already name the step's processes by their labels: the Context reads them from the
+    step's log); most severe first.
     `log`: any log of the contract whose `provenance.processes` says which rank is which process."""
     out = []
     for step in log.steps:
@@ -130,39 +129,8 @@ def diagnose_job(log, diagnose_step) -> list:
         for insight in diagnose_step(sub):
             ev = insight["evidence"]
             insight["processes"] = attribute(sub, ev["ranks"], ev["files"])
-            insight["title"], insight["summary"] = (name_ranks(sub, t) for t in (insight["title"], insight["summary"]))
             ev["ranks"] = [r + min(moved) - first for r in ev["ranks"]]
             insight["rows"] = [log.row_label(r) for r in ev["ranks"]]
             insight["step"] = step
             out.append(insight)
     return sorted(out, key=lambda i: SEVERITY_ORDER.get(i["severity"], 9))
-
-
-RANK_MENTION = re.compile(r"\b([Rr])ank (\d+)\b")
-RANK_LIST = re.compile(r"\b([Rr])anks (\d+(?:, \d+)*)\b")
-
-
-def name_ranks(step_log, text: str) -> str:
-    """A check's text about one step, its rank numbers said as the step's log labels them (`label(rank)`): an MPI
-    launch's ranks keep their rank inside the step (`rank 2`); any other process is named by role and pid
-    (`worker pid 3688`), as `rank 0` in a parent-and-workers step would point at no row the user can find.
-
-    TODO(issue 28): the checks' wording will take these labels from the log through the Context's helpers
-    (`ctx.rank_label`, `ctx.rank_labels`, `ctx.ranks_noun`); this rewrite of their English then goes."""
-    def one(rank: int):
-        said = step_log.label(rank)
-        return None if said == f"rank {rank}" else said
-
-    def single(m):
-        said = one(int(m[2]))
-        return m[0] if said is None else (said[0].upper() + said[1:] if m[1] == "R" else said)
-
-    def several(m):
-        said = [one(int(r)) for r in m[2].split(", ")]
-        if any(x is None for x in said):
-            return m[0]
-        return ("P" if m[1] == "R" else "p") + "rocesses " + ", ".join(said)
-
-    if step_log.ranks_noun == "processes":
-        text = text.replace("across ranks", "across processes")
-    return RANK_MENTION.sub(single, RANK_LIST.sub(several, text))

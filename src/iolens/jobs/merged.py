@@ -199,8 +199,8 @@ __all__ = ["JobLog", "merge"]
 
 
 def merge_modules(module_lists) -> list:
-    """One module entry per name over several logs' module lists: records and bytes summed, partial if any
-    log's is (copies: the logs' own entries are left as they are)."""
+    """One module entry per name over several logs' module lists: records and bytes summed (and what a skipped
+    module holds), partial if any log's is (copies: the logs' own entries are left as they are)."""
     merged: dict = {}
     for modules in module_lists:
         for m in modules:
@@ -211,4 +211,13 @@ def merge_modules(module_lists) -> list:
                 seen.partial |= m.partial
                 seen.records += m.records
                 seen.compressed_bytes += m.compressed_bytes
+                seen.skipped = _add_skipped(seen.skipped, m.skipped)
     return sorted(merged.values(), key=lambda m: m.id)
+
+
+def _add_skipped(a, b):
+    """Two logs' totals of a module iolens skips (reader/skipped.py), summed; a number unknown in either is
+    unknown."""
+    if a is None or b is None:
+        return a or b
+    return {k: (a[k] if k == "kind" else None if a[k] is None or b[k] is None else a[k] + b[k]) for k in a}

@@ -4,11 +4,11 @@ from __future__ import annotations
 from ..analysis.diagnosis import Thresholds
 from ..analysis.diagnosis import diagnose as run_checks
 from ..analysis.diagnosis.insight import SCHEMA_VERSION
-from ..analysis.summary import job_measures
+from ..analysis.summary import is_empty, job_measures, skipped_io
 from ..jobs import diagnose_job
 from ..model import TraceLog
 
-__all__ = ["as_thresholds", "by_step", "diagnose", "diagnose_json", "page_insights"]
+__all__ = ["as_thresholds", "by_step", "diagnose", "diagnose_json", "page_insights", "unseen"]
 
 
 def as_thresholds(values=None) -> Thresholds:
@@ -34,13 +34,27 @@ def diagnose(log: TraceLog, thresholds=None) -> list:
 
 def diagnose_json(log: TraceLog, thresholds=None, name: str | None = None) -> dict:
     """What `iolens diagnose --json` prints: {log, schema_version, measures, insights} (and, for a job, `job`:
-    its id and processes)."""
+    its id and processes; for a log with modules iolens skipped, `skipped`; for an empty log, `empty`)."""
     out = {"log": name or log.path, "schema_version": SCHEMA_VERSION, "measures": None,
            "insights": diagnose(log, thresholds)}
     procs = log.provenance.processes
     if procs:
         out["job"] = {"job_id": log.provenance.job_id, "processes": list(procs)}
     out["measures"] = job_measures(log)
+    out.update(unseen(log))
+    return out
+
+
+def unseen(log: TraceLog) -> dict:
+    """What a diagnosis could not look at, as `diagnose --json` adds it (only when there is some):
+    `skipped`, the I/O of the modules iolens does not model (`analysis.summary.skipped_io`), and
+    `empty: true` for a log that holds no record at all."""
+    out = {}
+    skipped = skipped_io(log.modules)
+    if skipped:
+        out["skipped"] = skipped
+    if is_empty(log.modules):
+        out["empty"] = True
     return out
 
 

@@ -18,10 +18,11 @@ __all__ = ["compare", "compare_page", "export", "report"]
 
 
 def report(log: TraceLog, out, *, filters: Filters | None = None, max_ops: int | None = None, insights=None,
-           thresholds=None) -> dict:
+           thresholds=None, static: bool = False) -> dict:
     """Write the offline explorer page of `log` to `out`; the diagnosis (`page_insights`, unless `insights` are
     given) runs on a second thread while the page's data is built (both spend most of their time in
-    polars/numpy, which release the GIL). Returns {path, bytes, ops, total_ops, cut_at}."""
+    polars/numpy, which release the GIL). `static`: a page that draws every panel as it loads (its data
+    uncompressed), for screenshots and PDF. Returns {path, bytes, ops, total_ops, cut_at}."""
     t0 = time.perf_counter()
     for table in PAGE_TABLES:
         getattr(log, table)  # built once, before the two threads share the log
@@ -30,7 +31,7 @@ def report(log: TraceLog, out, *, filters: Filters | None = None, max_ops: int |
         meta, blob = page_payload(log, log.segments, filters or Filters(), max_ops or DEFAULT_MAX_OPS)
         meta["insights"] = pending.result() if pending is not None else list(insights)
     meta["timing"] = {"payload_s": time.perf_counter() - t0}
-    return write_page(meta, blob, out)
+    return write_page(meta, blob, out, static=static)
 
 
 def export(log: TraceLog, out_dir, fmt: str = "parquet", filters: Filters | None = None, on_table=None) -> list:

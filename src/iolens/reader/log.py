@@ -14,6 +14,7 @@ from .names import parse_names
 from .raw import ModuleInfo, RawLog
 from .recover import PARTIAL_SUFFIX, cut_after_header, is_unfinished, recover
 from .regions import inflate, read_regions
+from .skipped import LAYOUTS as SKIPPED_LAYOUTS, summarise
 
 
 NOT_READ = "not read (left out by the caller)"
@@ -103,6 +104,11 @@ def _parse(path: str, data: bytes, progress, regions=None, file_size=None, heade
                           reg.length, supported)
         raw.modules.append(info)
         if not supported:
+            if (regions is None or name in regions) and (name, info.version) in SKIPPED_LAYOUTS:  # what was unseen
+                wanted.append((name, reg.offset, reg.length, None))
+                readers.append(lambda buf, info=info: _skipped(raw, info, buf))
+            else:
+                info.skipped = summarise(name, info.version, None, bo)
             continue
         if regions is not None and name not in regions:
             info.note = NOT_READ
@@ -152,6 +158,10 @@ def _flag_cut(raw: RawLog, missing: list, size: int) -> None:
     raw.notes.append(f"unfinished log ({os.path.basename(raw.path)}): its header was written but the file ends at "
                      f"byte {size:,}; recovered " + ", ".join(read) + "; every value is recovered. Missing: "
                      + "; ".join(missing))
+
+
+def _skipped(raw: RawLog, info: ModuleInfo, buf: bytes) -> None:
+    info.skipped = summarise(info.name, info.version, buf, raw.header.byte_order)
 
 
 def _read_dxt(raw: RawLog, module: str, columns: dict) -> None:

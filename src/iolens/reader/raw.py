@@ -18,6 +18,9 @@ class ModuleInfo:
     supported: bool
     records: int = 0
     note: str = ""
+    # a module iolens does not model (`supported` False): what it holds, as far as iolens can tell
+    # (reader/skipped.py: kind, records, reads, writes, bytes_read, bytes_written, io_time)
+    skipped: dict | None = None
 
 
 @dataclass

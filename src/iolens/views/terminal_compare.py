@@ -118,6 +118,11 @@ def _render_config(result: dict, console: Console) -> None:
         console.print(_hanging("  ", Text("unchanged: " + ", ".join(same), style="dim")))
 
 
+# the colour of an insight's change (analysis.compare.change: a problem resolved or a healthy finding appearing
+# is good news, a new problem or a lost healthy finding bad, a problem still there amber, an info note neutral)
+TONE_STYLE = {"good": "green", "bad": "red", "warn": "yellow", "neutral": "cyan"}
+
+
 def _hanging(indent: str, text: Text, tag: Text | None = None) -> Table:
     """`indent` [tag] text, the text's wrapped lines aligned under its first one."""
     grid = Table.grid(padding=(0, 1) if tag is not None else 0)
@@ -139,10 +144,11 @@ def _render_insights(result: dict, console: Console) -> None:
         console.print(Text(f"  {runs[0]['label']} → {run['label']}:"))
         if not any(diff.values()):
             console.print(Text("    no insight before or after"))
-        for status, tag, style in (("resolved", "resolved", "green"), ("new", "new", "red"),
-                                   ("still", "still", "yellow"), ("file_in_one_run", "one run", "cyan")):
+        for status in ("resolved", "new", "still", "file_in_one_run"):
             for item in diff.get(status, []):
                 line = Text(item["summary"])
                 if item["file"]:
                     line.append(f"  [{item['file']}]", style="dim")
+                tag = item.get("label") or ("one run" if status == "file_in_one_run" else status)
+                style = TONE_STYLE[item.get("tone") or "neutral"]
                 console.print(_hanging("    ", line, Text(f"{tag:<8}", style=style)))

@@ -9,6 +9,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.summary import unseen_sentence
 from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "cyan", "ok": "green"}
@@ -72,13 +73,23 @@ def _window(window) -> str:
     return "-" if not window else f"{window[0]:.3f} s – {window[1]:.3f} s"
 
 
+def verdict(shown: list, unseen: dict | None) -> str | None:
+    """The line that says what the insights shown cannot (`analysis.summary.unseen_sentence`), or "No problems
+    found." when nothing is shown and nothing was missed; None when there are insights and nothing was missed."""
+    said = unseen_sentence(unseen, bool(shown))
+    if said is None and not shown:
+        return "No problems found."
+    return said
+
+
 def render(path: str, insights: list, job: dict | None = None, show_all: bool = False,
-           console: Console | None = None) -> None:
-    """Print insights (dicts from Insight.to_dict()) most severe first."""
+           console: Console | None = None, unseen: dict | None = None) -> None:
+    """Print insights (dicts from Insight.to_dict()) most severe first; `unseen`: what the diagnosis could not
+    look at (`pipeline.judge.unseen`: skipped modules, an empty log), said instead of "No problems found"."""
     shown = [i for i in insights if show_all or i["severity"] in ("critical", "warning")]
     hidden = len(insights) - len(shown)
     if console is None and not sys.stdout.isatty():
-        _render_plain(path, shown, hidden, job)
+        _render_plain(path, shown, hidden, job, unseen)
         return
     console = console or Console()
     counts = {s: sum(1 for i in insights if i["severity"] == s) for s in STYLE}
@@ -90,11 +101,16 @@ def render(path: str, insights: list, job: dict | None = None, show_all: bool = 
     head.append("  ".join(f"{counts[s]} {s}" for s in STYLE if counts[s]) or "no findings",
                 style="bold")
     console.print(head)
-    if not shown:
+    said = verdict(shown, unseen)
+    if said == "No problems found.":
         console.print(Text("No problems found: nothing here is worth a warning.", style="green"))
+    elif said and not shown:
+        console.print(Text(said, style="bold yellow"))
     seen: set = set()
     for i in shown:
         console.print(_panel(i, seen))
+    if said and shown:
+        console.print(Text(said, style="bold yellow"))
     if hidden:
         console.print(Text(f"{hidden} informational insight(s) hidden; --all shows them.", style="dim"))
 
@@ -166,12 +182,13 @@ def processes_text(processes: list) -> str:
                      for p in processes)
 
 
-def _render_plain(path: str, shown: list, hidden: int, job: dict | None) -> None:
+def _render_plain(path: str, shown: list, hidden: int, job: dict | None, unseen: dict | None = None) -> None:
     out = sys.stdout.write
     seen: set = set()
     out(f"{path}\n")
-    if not shown:
-        out("No problems found.\n")
+    said = verdict(shown, unseen)
+    if said and not shown:
+        out(said + "\n")
     for i in shown:
         ev = i["evidence"]
         out(f"\n[{i['severity'].upper()}] {i['code']}: {i['title']}\n")
@@ -200,5 +217,7 @@ def _render_plain(path: str, shown: list, hidden: int, job: dict | None) -> None
                     out(f"       {line}\n")
             if r.get("try_now"):
                 out(f"     without recompiling: {r['try_now']}\n")
+    if said and shown:
+        out(f"\n{said}\n")
     if hidden:
         out(f"\n{hidden} informational insight(s) hidden; --all shows them.\n")

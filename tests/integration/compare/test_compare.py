@@ -182,7 +182,8 @@ def test_json_has_the_documented_keys():
     assert set(data["insights"][1]) == {"resolved", "new", "still", "file_in_one_run"}
     item = data["insights"][1]["resolved"][0]
     assert set(item) == {"code", "file", "title", "severity", "metric", "what", "unit", "before", "after",
-                         "summary", "time_window", "ranks"}
+                         "summary", "time_window", "ranks", "label", "tone"}
+    assert (item["label"], item["tone"]) == ("resolved", "good")  # a problem fixed: green
     assert {"small_writes", "independent_mpiio_writes", "misaligned_requests", "small_requests",
             "random_reads", "fsyncs"} <= set(run["counts"])
     # the same structure from Python

@@ -108,7 +108,8 @@ def test_terminal_and_json_show_the_status():
     assert {"resolved", "new", "still", "file_in_one_run"} == set(data)  # a key added, none renamed
     item = by_code(data["file_in_one_run"])["MISALIGNED_IO"]
     assert {"code", "file", "title", "severity", "metric", "what", "unit", "before", "after", "summary",
-            "time_window", "ranks", "side"} == set(item)
+            "time_window", "ranks", "side", "label", "tone"} == set(item)
+    assert (item["label"], item["tone"]) == ("one run", "neutral")
 
 
 @pytest.mark.browser

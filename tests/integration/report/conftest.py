@@ -6,6 +6,11 @@ import pytest
 from iolens import read
 from iolens import report as write_report  # the pipeline's: diagnoses unless given insights
 
+from support.cli import run_iolens
+from support.corpus import LOGS
+
+BIG = LOGS / "generated2/random_small_reads.darshan"  # 360,000 traced operations: seconds to decode
+
 
 @pytest.fixture(scope="session")
 def pages(tmp_path_factory, logs_dir):
@@ -19,3 +24,12 @@ def pages(tmp_path_factory, logs_dir):
             write_report(read(logs_dir / rel), cache[rel], insights=None)
         return cache[rel]
     return make
+
+
+@pytest.fixture(scope="module")
+def static_pages(tmp_path_factory, logs_dir):
+    """A folder with BIG's page written twice by `iolens report`: dynamic.html, and static.html (--static)."""
+    d = tmp_path_factory.mktemp("pages")
+    run_iolens("report", BIG, "-o", d / "dynamic.html", "-q")
+    run_iolens("report", "--static", BIG, "-o", d / "static.html", "-q")
+    return d

@@ -412,7 +412,7 @@ def test_recommendations_show_expected_saving_and_the_command_to_try(browser, tm
 
     from support.cli import run_iolens
 
-    log = logs_dir / "generated/fill_rank0.darshan"
+    log = logs_dir / "pairs2/h5meta2_flush.darshan"  # HDF5 metadata flushes: HDF5 knobs to try
     found = json.loads(run_iolens("diagnose", "--json", log).stdout)["insights"]
     ins = next(i for i in found if any(r.get("try_now") for r in i["recommendations"]))
     rec = next(r for r in ins["recommendations"] if r.get("try_now"))

@@ -16,6 +16,7 @@ from ..segments import distinct, group_sums, groups, in_sorted, is_in
 from ..summary import dxt_summary
 from ..units import fmt_ranks
 from .common import RUN_TIME, matters
+from .insight import NEEDS
 from .stages import evaluate
 
 HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".h5part", ".nc4", ".cgns")
@@ -28,23 +29,49 @@ clip = recorded  # the findings' short name for a counter read with -1 as 0
 
 
 class RankWords:
-    """How a finding's text names processes: 'rank 3', 'ranks 0–7', 'ranks'. These name MPI ranks by number;
-    a log whose processes have labels of their own (a job's 'worker pid 3688') will name them its way."""
+    """How a finding's text names processes: 'rank 3', 'ranks 0–7', 'ranks' by default (MPI ranks by number: the
+    fleet's titles, which have no log at hand). A `Context` names them as its log labels them (`Log.label`,
+    `Log.ranks_noun`): a job's non-MPI processes are 'worker pid 3688', a list of them 'processes A, B'."""
     ranks_noun = "ranks"
 
+    def label_of(self, rank: int) -> str:
+        """One rank as the log names it."""
+        return f"rank {rank}"
+
     def rank_label(self, rank) -> str:
-        return f"rank {int(rank)}"
+        """'rank 3', or the log's own label ('worker pid 3688'); `capital` it at the start of a sentence."""
+        return self.label_of(int(rank))
 
     def rank_labels(self, ranks) -> str:
-        """'rank 0', 'ranks 0, 1', 'ranks 0–7', 'ranks 0, 3, 9, … (20 ranks)' (`units.fmt_ranks`)."""
-        return fmt_ranks(ranks)
+        """'rank 0', 'ranks 0, 1', 'ranks 0–7', 'ranks 0, 3, 9, … (20 ranks)' (`units.fmt_ranks`); ranks the log
+        labels otherwise: 'worker pid 3688', 'processes worker pid 3688, worker pid 3689'."""
+        ranks = sorted(int(r) for r in ranks)
+        said = self._said(ranks)
+        if said is None:
+            return fmt_ranks(ranks)
+        if len(said) == 1:
+            return said[0]
+        shown = ", ".join(said[:FMT_RANKS_LIMIT])
+        more = f", … ({len(said)} processes)" if len(said) > FMT_RANKS_LIMIT else ""
+        return f"processes {shown}{more}"
 
     def rank_list(self, ranks, limit: int = 8) -> str:
-        """'ranks 0, 3, 9' with at most `limit` named: 'ranks 0, …, 7 and 5 more'."""
-        shown = ", ".join(str(int(r)) for r in list(ranks)[:limit])
-        return f"{self.ranks_noun} {shown}" + (f" and {len(ranks) - limit} more" if len(ranks) > limit else "")
+        """'ranks 0, 3, 9' with at most `limit` named: 'ranks 0, …, 7 and 5 more' (or 'processes A, B', as the
+        log labels them)."""
+        ranks = [int(r) for r in ranks]
+        said = self._said(ranks[:limit])
+        noun, shown = (("ranks", ", ".join(str(r) for r in ranks[:limit])) if said is None else
+                       ("processes", ", ".join(said)))
+        return f"{noun} {shown}" + (f" and {len(ranks) - limit} more" if len(ranks) > limit else "")
+
+    def _said(self, ranks) -> list | None:
+        """The labels of `ranks`, or None when each is its plain number ('rank 3'): the text then keeps the
+        numbers' short forms ('ranks 0–7')."""
+        said = [self.label_of(r) for r in ranks]
+        return None if all(s == f"rank {r}" for s, r in zip(said, ranks)) else said
 
 
+FMT_RANKS_LIMIT = 8  # `units.fmt_ranks`' default: the ranks a list names before it counts the rest
 RANK_WORDS = RankWords()
 
 
@@ -95,6 +122,14 @@ class Context(RankWords):
         self.names = _file_names(log)
         self.records = measures.log_counters(log)  # numpy over the reader's arrays: no table built for them
         self.dxt = {d["module"]: d for d in dxt_summary(log, self.records)}
+
+    # --- how the text names ranks: as the log labels them (the contract's `label`, `ranks_noun`) ----------
+    def label_of(self, rank: int) -> str:
+        return self.log.label(rank)
+
+    @property
+    def ranks_noun(self) -> str:
+        return self.log.ranks_noun
 
     # --- names and kinds ---------------------------------------------------------------------
     def name(self, file_id) -> str:
@@ -332,6 +367,56 @@ class Context(RankWords):
     def has_counter(self, module: str, name: str) -> bool:
         """Has `module` records and its table a column `name`? (without building the table)"""
         return self.has(module) and self.records[module].has_column(name)
+
+    # --- the layers the program used: what a recommendation may need (`Recommendation.needs`, fit.py) -------
+    @property
+    def layers(self) -> frozenset:
+        """The layers this log shows the program used (`has_layer` of each of `insight.NEEDS`)."""
+        return frozenset(n for n in NEEDS if self.has_layer(n))
+
+    def has_layer(self, layer: str) -> bool:
+        """Does the log show the program used `layer`? 'mpiio': MPI-IO records or trace; 'mpi': that, or more
+        than one rank of an MPI launch; 'hdf5': H5F/H5D records; 'netcdf': PnetCDF records, or a netCDF-named
+        file in HDF5's; 'lustre': a file on a Lustre mount, or Lustre layout records. Each judged once, when
+        first asked (the advice's clauses and `fit.py` ask)."""
+        known = self.__dict__.setdefault("_layers", {})
+        if layer not in known:
+            known[layer] = self._has_layer(layer)
+        return known[layer]
+
+    def _has_layer(self, layer: str) -> bool:
+        if layer == "mpiio":
+            traced = self.dxt.get("DXT_MPIIO")
+            return self.has("MPI-IO") or bool(traced and traced["segments"])
+        if layer == "mpi":
+            return self.has_layer("mpiio") or (self.nprocs > 1 and self.ranks_noun == "ranks")
+        if layer == "hdf5":
+            return self.has("H5F") or self.has("H5D")
+        if layer == "netcdf":
+            return self.has("PNETCDF_FILE") or self.has("PNETCDF_VAR") or any(
+                self.name(f).lower().endswith(NETCDF_SUFFIXES) for f in self.ids_in("H5F"))
+        if layer == "lustre":
+            return bool(self.lustre_files)
+        raise ValueError(f"unknown layer {layer!r}")
+
+    @cached_property
+    def lustre_files(self) -> frozenset:
+        """The names of the files on Lustre: with Lustre layout records, or on a mount of type lustre."""
+        no_layouts = reader_arrays(self.log) is None and "file_id" not in self.log.lustre.columns
+        names = set() if no_layouts else {self.name(f) for f in set(self.lustre_stripes[0].tolist())}
+        files = self.log.files
+        if files.height and "fs_type" in files.columns:
+            names |= set(files.filter(pl.col("fs_type") == "lustre")["name"].to_list())
+        return frozenset(names)
+
+    @cached_property
+    def file_systems(self) -> dict:
+        """file name -> the type of the mount holding it, for the files whose mount the log names."""
+        files = self.log.files
+        if not files.height or "fs_type" not in files.columns:
+            return {}
+        known = files.filter(pl.col("fs_type").is_not_null() & (pl.col("fs_type") != ""))
+        return dict(zip(known["name"].to_list(), known["fs_type"].to_list()))
 
     @cached_property
     def lustre_stripes(self) -> tuple:

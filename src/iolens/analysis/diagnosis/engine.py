@@ -1,5 +1,6 @@
 """How a log is diagnosed: each finding of the registry on the log's `Context`, then what the findings say of
-each other (supersedes, annotations), the demotion of negligible I/O, the savings, most severe first.
+each other (supersedes, annotations), the demotion of negligible I/O, the advice that fits the log (fit.py), the
+savings, most severe first.
 
 A finding with a rule is judged here as over a fleet batch: its features for this log (`measure`), the
 verdicts of the findings superseding it, its rule's stages evaluated once (`stages.evaluate`); its `report`
@@ -16,6 +17,7 @@ import polars as pl
 from . import savings
 from .common import COMMON_FEATURES, IO_TIME_SHARE, common_features, demoted
 from .findings import CHECK_FAILED, FINDINGS, finding, supersedes_of
+from .fit import fit_advice
 from .insight import Evidence, Insight, sort_key
 from .stages import evaluate, judged_severities, rule_stages
 from .units import fmt_pct
@@ -40,6 +42,7 @@ def diagnose_context(ctx, skip=(), strict: bool = False) -> list:
         if f.annotate is not None and mine:
             f.annotate(mine, found)
     _demote_if_io_is_negligible(ctx, found)
+    fit_advice(ctx, found)
     savings.attach(ctx, found, lambda code: finding(code).saving)
     return sorted(found, key=sort_key)
 

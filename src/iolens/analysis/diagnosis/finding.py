@@ -64,6 +64,9 @@ class Finding:
     unanswerable: Callable | None = None  # (th) -> why no stored features can answer `th`, or None
     supersedes: tuple = ()  # `Supersedes`: the findings it restates more precisely
     annotate: Callable | None = None  # (its insights, every insight) -> None: what it adds to others' text
+    # its insight says something works (COLLECTIVE_IO: collective buffering reached the file system), not a
+    # problem: `iolens compare` shows it appearing as good news and going as bad news
+    healthy: bool = False
 
     @property
     def module(self) -> str:

@@ -2,7 +2,8 @@
 
 The codes, severities and the dictionary shape of `Insight.to_dict()` are part of iolens' interface
 (`iolens diagnose --json`, the HTML report). Add fields only; never rename or remove one without
-bumping `SCHEMA_VERSION`.
+bumping `SCHEMA_VERSION`. (A new optional key, absent where it has nothing to say, such as `skipped` and
+`empty` at the top level, leaves every earlier document valid and unchanged: no bump.)
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ SEVERITIES = ("critical", "warning", "info", "ok")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 LANGUAGES = ("c", "shell", "text", "fortran", "ini")
 SOURCES = ("dxt", "counters")
+# what a recommendation may need from the log (`Recommendation.needs`; how the diagnosis judges each: fit.py)
+NEEDS = ("mpi", "mpiio", "hdf5", "netcdf", "lustre")
 
 # code -> one line: what it means; code -> candidate metric names, first present wins: the insight's one headline
 # number (`key_metric`), the one `iolens compare` shows before/after ("SMALL_IO: 160,000 → 0 small
@@ -24,6 +27,7 @@ SOURCES = ("dxt", "counters")
 # diagnosis package imports before anything can make an Insight.
 CODES: dict = {}
 KEY_METRICS: dict = {}
+HEALTHY: set = set()  # the codes whose insight says something works (`Finding.healthy`): compare's colours
 
 
 @dataclass
@@ -38,10 +42,16 @@ class Recommendation:
     saving_basis: str = ""
     knobs: list = field(default_factory=list)
     try_now: str = ""  # the `iolens run --set ...` line that applies it to the unchanged program, if one can
+    # not serialized: the layers it only makes sense with (NEEDS). The diagnosis drops it from a log that shows
+    # one missing, and where the log cannot tell, its detail starts with why it may still apply (fit.py)
+    needs: tuple = ()
 
     def __post_init__(self):
         if self.language not in LANGUAGES:
             raise ValueError(f"unknown snippet language {self.language!r}")
+        unknown = [n for n in self.needs if n not in NEEDS]
+        if unknown or isinstance(self.needs, str):
+            raise ValueError(f"unknown needs {self.needs!r} (one of {', '.join(NEEDS)})")
 
     def to_dict(self) -> dict:
         saving = None if self.expected_saving is None else _number(max(float(self.expected_saving), 0.0))
@@ -170,6 +180,17 @@ def json_schema(codes) -> dict:
                                                         "dxt_segments", "dxt_coverage", "dxt_truncated",
                                                         "collective_share"]},
             "insights": {"type": "array", "items": insight_schema(codes)},
+            # issue 31: present only when there is something to say (additive: no version bump). The I/O of the
+            # modules iolens does not model (DFS, DAOS, ...): numbers null where their records cannot be read
+            "skipped": {"type": "array", "items": {
+                "type": "object",
+                "required": ["module", "records", "reads", "writes", "bytes_read", "bytes_written", "io_time"],
+                "properties": {"module": {"type": "string"},
+                               **{k: {"oneOf": [{"type": "null"}, {"type": "integer", "minimum": 0}]}
+                                  for k in ("records", "reads", "writes", "bytes_read", "bytes_written")},
+                               "io_time": {"oneOf": [{"type": "null"}, {"type": "number", "minimum": 0}]}}}},
+            # the log holds no record at all (nothing was diagnosed)
+            "empty": {"const": True},
         },
     }
 

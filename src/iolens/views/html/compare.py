@@ -10,13 +10,14 @@ import math
 from pathlib import Path
 
 from ...version import __version__
+from ...analysis.diagnosis.insight import HEALTHY
 from ...model.darshan import LAYER_NAMES, SIZE_BIN_LABELS
 from .encode import script_json
 from .filters import Filters
 from .jinja import render
 from .page import DEFAULT_MAX_OPS, page_payload
 
-SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "timeline.js", "app.js", "compare.js")
+SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "rows.js", "timeline.js", "app.js", "compare.js")
 STYLES = ("report.css", "compare.css")
 RUN_COLOURS = ("#3b5bdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#1098ad", "#c92a2a", "#5c940d", "#495057")
 
@@ -88,7 +89,7 @@ def render_compare_page(result: dict, metas: list, chunks: list) -> str:
         "compare.html.j2", scripts=SCRIPTS, styles=STYLES, title="iolens compare: " + " vs ".join(labels), result=result, labels=labels,
         colours=[RUN_COLOURS[i % len(RUN_COLOURS)] for i in range(len(labels))],
         layer_bars=_layer_bars(result), sizes=_size_lines(result), sweep=_sweep(result), zip=zip,
-        size_labels=SIZE_BIN_LABELS, meta_json=script_json(page_meta), chunks=chunks)
+        size_labels=SIZE_BIN_LABELS, meta_json=script_json(page_meta), chunks=chunks, healthy=HEALTHY)
 
 
 def write_compare(result: dict, logs: list, path, max_ops: int | None = None) -> dict:

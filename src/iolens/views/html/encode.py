@@ -52,8 +52,10 @@ class Blob:
         pieces.append(data)
         size[0] += len(data)
 
-    def encode(self, level: int = 6) -> dict:
-        """part -> {'columns': [...], 'chunks': [base64 of an independent zlib stream, ...], 'raw_bytes': n}.
+    def encode(self, level: int = 6, compress: bool = True) -> dict:
+        """part -> {'columns': [...], 'chunks': [base64 of an independent zlib stream, ...], 'raw_bytes': n,
+        'encoding': 'deflate'}; with `compress` False the chunks are the raw bytes in base64 ('encoding': 'none',
+        which the page decodes synchronously).
 
         Each buffer is split into chunks compressed on two threads (zlib releases the GIL)."""
         out = {}
@@ -62,8 +64,8 @@ class Blob:
                 raw = b"".join(pieces)
                 chunk = max(1 << 20, math.ceil(len(raw) / 8))
                 blocks = [raw[i:i + chunk] for i in range(0, len(raw), chunk)] or [b""]
-                packed = list(pool.map(lambda p: zlib.compress(p, level), blocks))
-                out[part] = {"columns": columns, "raw_bytes": len(raw),
+                packed = list(pool.map(lambda p: zlib.compress(p, level), blocks)) if compress else blocks
+                out[part] = {"columns": columns, "raw_bytes": len(raw), "encoding": "deflate" if compress else "none",
                              "chunks": [base64.b64encode(p).decode("ascii") for p in packed]}
         return out
 

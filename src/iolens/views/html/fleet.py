@@ -71,7 +71,7 @@ def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
     return {
         "tool": {"name": "iolens", "version": __version__,
                  "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
-        "totals": {**analysis.fleet_totals(jobs), "errors": errors.height},
+        "totals": {**analysis.fleet_totals(jobs), "errors": errors.height, **_unseen_totals(jobs)},
         "axes": [{"key": k, "label": label, "unit": unit, "log": log} for k, label, unit, log in AXES],
         "jobs": {
             "path": jobs["path"].to_list(),
@@ -94,10 +94,20 @@ def fleet_payload(jobs: pl.DataFrame, errors: pl.DataFrame) -> dict:
         "top": [{"path": r["path"], "app": r["app"], "jobid": r["jobid"], "nprocs": r["nprocs"],
                  "io_time": r["io_time"], "io_core_seconds": r["io_core_seconds"], "run_time": r["run_time"],
                  "headline": r.get("headline"), "headline_severity": r.get("headline_severity"),
-                 "headline_title": r.get("headline_title"), "report": link}
+                 "headline_title": r.get("headline_title"), "report": link,
+                 "unseen": "empty" if r.get("empty") else (r.get("skipped_modules") or "")}
                 for r, link in zip(top.iter_rows(named=True), top_links)],
         "errors": errors.sort("path").head(500).select("path", "reason").to_dicts() if errors.height else [],
     }
+
+
+def _unseen_totals(jobs: pl.DataFrame) -> dict:
+    """How many logs hold I/O through modules iolens skips (and how many bytes), and how many are empty; 0 for a
+    store built before these columns existed."""
+    skipped = jobs["skipped_modules"].is_not_null() if "skipped_modules" in jobs.columns else None
+    return {"skipped_jobs": int(skipped.sum()) if skipped is not None else 0,
+            "skipped_bytes": int(jobs["skipped_bytes"].fill_null(0).sum()) if skipped is not None else 0,
+            "empty_jobs": int(jobs["empty"].fill_null(False).sum()) if "empty" in jobs.columns else 0}
 
 
 def render_fleet(meta: dict, rules: dict | None = None) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from ...version import __version__
+from ...analysis.summary import is_empty, skipped_io, unseen_sentence
 from ...analysis.timeline import timeline_analysis
 from .calls import call_marks
 from .encode import Blob, script_json
@@ -19,7 +20,7 @@ from .summary import summary_payload
 from .trace import cap_segments, rank_hosts, trace_columns
 
 DEFAULT_MAX_OPS = 5_000_000  # 4.8 M ops: load 1.5 s, zoom < 250 ms (bench); beyond, the overview only
-SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "timeline.js", "hover.js", "scatter.js",
+SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "rows.js", "timeline.js", "hover.js", "scatter.js",
            "summary.js", "insights.js", "testapi.js", "app.js")
 STYLES = ("report.css",)
 # the tables the page reads, built before two threads share the log (the pipeline diagnoses it meanwhile)
@@ -49,6 +50,13 @@ def build_payload(log, *, filters: Filters = Filters(), max_ops: int = DEFAULT_M
     return meta, blob
 
 
+def unseen_lines(log) -> dict:
+    """What the diagnosis could not look at (modules iolens skips, an empty log), as the insights panel says it:
+    `alone` in place of "No problems found.", `after` below the problems; both None when nothing was missed."""
+    unseen = {"skipped": skipped_io(log.modules), "empty": is_empty(log.modules)}
+    return {"alone": unseen_sentence(unseen, False), "after": unseen_sentence(unseen, True)}
+
+
 def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
     files = log.files
     file_index = {fid: k for k, fid in enumerate(files["file_id"].to_list())}
@@ -59,7 +67,8 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
     embedded, cut = cap_segments(segments, max_ops)
     blob = Blob()
     trace = trace_columns(embedded, file_index, nranks, blob)
-    trace.update(total_ops=segments.height, cut_at=cut, max_ops=max_ops)
+    trace.update(total_ops=segments.height, cut_at=cut, max_ops=max_ops,
+                 layer_ranks=layer_ranks(log, all_segments, trace["layers"]))
     t_max = float(all_segments["end"].max()) if all_segments.height else 0.0
     trace["t_max"] = max(trace["t_max"], t_max, float(log.job["run_time"] or 0))
     hosts = rank_hosts(all_segments, nranks, blob)
@@ -85,8 +94,34 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
         "summary": summary_payload(log, all_segments, file_index, nranks, blob),
         "call_marks": call_marks(log, nranks),  # Recorder traces only
         "processes": _processes(log),  # a job of many logs: which row is which process (jobs/merged.py)
+        "unseen": unseen_lines(log),  # modules iolens skips, an empty log: said in the insights panel
     }
     return meta, blob
+
+
+COUNTER_MODULE = {"MPI-IO": "MPI-IO", "POSIX": "POSIX"}  # the timeline's layers, by the counters behind them
+
+
+def layer_ranks(log, segments: pl.DataFrame, layers: list):
+    """{layer: [ranks]} of a job's page: the rows each timeline layer shows, the ranks of the processes that have
+    the layer (records in its counters or its trace), so that a non-MPI process gets no empty MPI-IO row. None
+    for one trace (its ranks are one program's: a rank without MPI-IO operations is worth its empty row) and
+    when every process has every layer."""
+    procs = log.provenance.processes
+    if not procs:
+        return None
+    out, every = {}, True
+    for layer in layers:
+        used = set(segments.filter(pl.col("module").cast(pl.String) == f"DXT_{layer.replace('-', '')}")["rank"]
+                   .unique().to_list()) if segments.height else set()
+        table = log.counters.get(COUNTER_MODULE.get(layer, layer))
+        if table is not None and table.height:
+            used |= set(table["rank"].unique().to_list())
+        ranks = [r for p in procs if any(p["rank"] <= u < p["rank"] + p["ranks"] for u in used)
+                 for r in range(p["rank"], p["rank"] + p["ranks"])]
+        every &= len(ranks) == sum(p["ranks"] for p in procs)
+        out[layer] = ranks
+    return None if every else out
 
 
 def _processes(log):
@@ -99,25 +134,30 @@ def _processes(log):
              "log": Path(p["log"]).name} for p in procs]
 
 
-def render_page(meta: dict, blob: Blob) -> str:
-    packed = blob.encode()
-    meta["blob"] = {part: {"columns": p["columns"], "raw_bytes": p["raw_bytes"]} for part, p in packed.items()}
+def render_page(meta: dict, blob: Blob, static: bool = False) -> str:
+    """The page's HTML. `static`: its columns embedded uncompressed (base64 only), so that the page decodes and
+    draws them synchronously while it loads (no DecompressionStream, which is asynchronous): a screenshot or
+    a print taken at load shows every panel drawn."""
+    packed = blob.encode(compress=not static)
+    meta["static"] = static
+    meta["blob"] = {part: {"columns": p["columns"], "raw_bytes": p["raw_bytes"], "encoding": p["encoding"]}
+                    for part, p in packed.items()}
     return render("report.html.j2", scripts=SCRIPTS, styles=STYLES,
                   title=f"iolens: {meta['log']['name']}",
                   meta_json=script_json(meta),
                   chunks=[(part, c) for part, p in packed.items() for c in p["chunks"]])
 
 
-def write_report(log, path, **kwargs) -> dict:
+def write_report(log, path, static: bool = False, **kwargs) -> dict:
     """Write the page for `log` to `path` with the insights given (`iolens.report` diagnoses the log first);
     returns sizes and counts for the CLI to print."""
-    return write_page(*build_payload(log, **kwargs), path)
+    return write_page(*build_payload(log, **kwargs), path, static=static)
 
 
-def write_page(meta: dict, blob: Blob, path) -> dict:
+def write_page(meta: dict, blob: Blob, path, static: bool = False) -> dict:
     """Render the page of `meta` and `blob` to `path` (through a temporary name: a killed run leaves no half
     page under the final name)."""
-    html = render_page(meta, blob)
+    html = render_page(meta, blob, static)
     write_text(path, html)
     return {"path": str(path), "bytes": len(html.encode("utf-8")), "ops": meta["trace"]["ops"],
             "total_ops": meta["trace"]["total_ops"], "cut_at": meta["trace"]["cut_at"]}

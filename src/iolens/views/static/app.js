@@ -201,6 +201,27 @@ async function main() {
     document.getElementById("zoom-out").addEventListener("click", () => app.zoomTime((app.view.t0 + app.view.t1) / 2, 2));
   } else setupNoTrace(app);
   const began = performance.now();
+  // a page drawn before print: the current view at the paper's width (a --static page is drawn already)
+  window.addEventListener("beforeprint", () => { if (app.decoded && hasTrace) app.render({sync: true}); });
+  if (meta.static) {  // iolens report --static: everything decoded and drawn now, before the page's load event
+    startPageNow(status, resolveReady, () => {
+      app.columns = decodeColumnsNow(meta, "head");
+      renderPerRank(meta, app.columns);
+      renderHeatmaps(meta, app.columns);
+      if (hasTrace) {
+        Object.assign(app.columns, decodeColumnsNow(meta, "trace"));
+        app.trace = buildTrace(meta, app.columns);
+        app.transfer = new TransferView(document.getElementById("transfer"), app, document.getElementById("transfer-layer"));
+        app.spatial = new SpatialView(document.getElementById("spatial"), app, document.getElementById("spatial-layer"),
+          document.getElementById("spatial-colour"), document.getElementById("spatial-hint"));
+        renderInsights(app);
+        app.render({sync: true});
+      }
+      app.decoded = true;
+      return hasTrace ? `${fmtInt(meta.trace.ops)} operations drawn at load (static page)` : "ready";
+    }, () => app.render());
+    return;
+  }
   await startPage(status, resolveReady, async () => {
     app.columns = await decodeColumns(meta, "head");
     renderPerRank(meta, app.columns);

@@ -36,8 +36,20 @@ function unshuffle(buf, col) {
 async function decodeColumns(meta, part) {
   const info = meta.blob[part];
   if (!info) return {};
+  if (info.encoding === "none") return decodeColumnsNow(meta, part);
   const nodes = Array.from(document.querySelectorAll(`script.iolens-blob[data-part="${part}"]`));
-  const parts = await Promise.all(nodes.map((n) => inflate(base64Bytes(n.textContent))));
+  return joinColumns(info, await Promise.all(nodes.map((n) => inflate(base64Bytes(n.textContent)))));
+}
+
+/* The columns of a part embedded uncompressed (`iolens report --static`), decoded at once, synchronously. */
+function decodeColumnsNow(meta, part) {
+  const info = meta.blob[part];
+  if (!info) return {};
+  const nodes = Array.from(document.querySelectorAll(`script.iolens-blob[data-part="${part}"]`));
+  return joinColumns(info, nodes.map((n) => base64Bytes(n.textContent)));
+}
+
+function joinColumns(info, parts) {
   let total = 0;
   for (const p of parts) total += p.length;
   const buf = new Uint8Array(total);

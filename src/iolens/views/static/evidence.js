@@ -4,14 +4,14 @@
 
 const EVIDENCE = {band: "rgba(59, 91, 219, 0.10)", edge: "rgba(59, 91, 219, 0.55)", label: "#3b5bdb"};
 
-/* Runs [first, last] of consecutive evidence ranks among the visible ones. */
-function evidenceRuns(ranks, ra, rb) {
+/* Runs [first, last] of consecutive rows of evidence ranks among the facet's visible rows (`g`: Timeline.geom). */
+function evidenceRuns(ranks, g) {
   const runs = [];
   let open = -1;
-  for (let r = ra; r <= rb + 1; r++) {
-    const on = r <= rb && ranks.has(r);
-    if (on && open < 0) open = r;
-    else if (!on && open >= 0) { runs.push([open, r - 1]); open = -1; }
+  for (let i = g.first; i <= g.last + 1; i++) {
+    const on = i <= g.last && ranks.has(g.rank(i));
+    if (on && open < 0) open = i;
+    else if (!on && open >= 0) { runs.push([open, i - 1]); open = -1; }
   }
   return runs;
 }
@@ -20,10 +20,10 @@ function evidenceRuns(ranks, ra, rb) {
 function drawEvidenceBand(tl, ctx, f) {
   const hl = tl.app.highlight;
   if (!hl || !hl.ranks.size) return;
-  const v = tl.app.view, rowH = f.height / (v.r1 - v.r0), [ra, rb] = tl.rankRange();
+  const g = tl.geom(f), rowH = g.rowH;
   ctx.save();
-  for (const [a, b] of evidenceRuns(hl.ranks, ra, rb)) {
-    const y0 = f.top + (a - v.r0) * rowH, y1 = f.top + (b + 1 - v.r0) * rowH;
+  for (const [a, b] of evidenceRuns(hl.ranks, g)) {
+    const y0 = tl.rowTop(f, g, a), y1 = tl.rowTop(f, g, b + 1);
     ctx.fillStyle = EVIDENCE.band; ctx.fillRect(TL.left, y0, tl.plotW, Math.max(1, y1 - y0));
     if (rowH >= 4) {
       ctx.strokeStyle = EVIDENCE.edge; ctx.lineWidth = 1;
@@ -37,12 +37,12 @@ function drawEvidenceBand(tl, ctx, f) {
 function drawEvidenceGutter(tl, ctx, f) {
   const hl = tl.app.highlight;
   if (!hl || !hl.ranks.size) return;
-  const v = tl.app.view, rowH = f.height / (v.r1 - v.r0), [ra, rb] = tl.rankRange();
+  const g = tl.geom(f), rowH = g.rowH;
   ctx.save();
   ctx.beginPath(); ctx.rect(0, f.top, TL.left, f.height); ctx.clip();
   ctx.fillStyle = EVIDENCE.label;
-  for (const [a, b] of evidenceRuns(hl.ranks, ra, rb)) {
-    const y0 = f.top + (a - v.r0) * rowH, y1 = f.top + (b + 1 - v.r0) * rowH;
+  for (const [a, b] of evidenceRuns(hl.ranks, g)) {
+    const y0 = tl.rowTop(f, g, a), y1 = tl.rowTop(f, g, b + 1);
     ctx.fillRect(TL.left - 3, y0 + (rowH >= 6 ? 1 : 0), 3, Math.max(2, y1 - y0 - (rowH >= 6 ? 2 : 0)));
   }
   ctx.restore();

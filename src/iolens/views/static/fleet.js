@@ -276,11 +276,14 @@ function drawGroups() {
 }
 
 function drawTop() {
-  putTable("top-table", ["application", "job id", "processes", "I/O time", "core-hours in I/O", "run time", "headline insight", "log", ""],
+  // "not seen": the I/O modules iolens skips (DFS, DAOS) that hold some of the job's I/O, or an empty log: its
+  // headline judges only what iolens read
+  putTable("top-table", ["application", "job id", "processes", "I/O time", "core-hours in I/O", "run time", "headline insight", "not seen", "log", ""],
     FLEET.top.map((r) => [r.app || "(unknown)", r.jobid, fmtInt(r.nprocs), fmtSeconds(r.io_time), fmtNum(r.io_core_seconds / 3600, 2),
       fmtSeconds(r.run_time), sevCell(r.headline, r.headline_severity, r.headline_title),
+      {text: r.unseen || "", class: r.unseen ? "unseen" : ""},
       {node: fileLink(r.path, r.path.split("/").pop()), class: "path"}, reportCell(r.report)]),
-    [false, true, true, true, true, true, false, false, false]);
+    [false, true, true, true, true, true, false, false, false, false]);
 }
 
 function drawErrors() {
@@ -293,7 +296,11 @@ function drawChips() {
   const chip = (k, v) => box.append(el("span", {class: "chip"}, [el("b", null, k + " "), v]));
   chip("jobs", fmtInt(T.jobs)); chip("applications", fmtInt(T.apps)); chip("I/O time", fmtSeconds(T.io_time));
   chip("core-hours in I/O", fmtNum(T.core_hours_io, 1)); chip("bytes", fmtBytes(T.bytes)); chip("bandwidth", fmtRate(T.bandwidth));
-  chip("unreadable logs", fmtInt(T.errors)); chip("generated", FLEET.tool.generated);
+  chip("unreadable logs", fmtInt(T.errors));
+  // logs whose I/O went (partly) through modules iolens skips, and empty logs: said, never counted as healthy
+  if (T.skipped_jobs) chip("logs with skipped I/O (DFS, DAOS…)", `${fmtInt(T.skipped_jobs)} (${fmtBytes(T.skipped_bytes)})`);
+  if (T.empty_jobs) chip("empty logs", fmtInt(T.empty_jobs));
+  chip("generated", FLEET.tool.generated);
 }
 
 function fleetMain() {

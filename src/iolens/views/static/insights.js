@@ -78,12 +78,15 @@ function renderInsights(app) {
   const sorted = list.slice().sort((a, b) => (SEVERITY_ORDER[a.severity] ?? 9) - (SEVERITY_ORDER[b.severity] ?? 9));
   const isProblem = (i) => i.severity === "critical" || i.severity === "warning";
   const problems = sorted.filter(isProblem), notes = sorted.filter((i) => !isProblem(i));
+  // what the diagnosis could not look at (modules iolens skips, an empty log): never "No problems found."
+  const unseen = app.meta.unseen || {};
   if (!problems.length) {
-    box.append(el("p", {class: "no-problems"}, "No problems found."));
+    box.append(unseen.alone ? el("p", {class: "unseen"}, unseen.alone) : el("p", {class: "no-problems"}, "No problems found."));
     box.append(el("p", {class: "muted"}, notes.length
       ? `${notes.length} info-level note${notes.length === 1 ? "" : "s"} below.` : "No info-level notes either."));
   }
   sorted.forEach((ins, n) => { if (isProblem(ins)) box.append(insightItem(app, ins, n)); });
+  if (problems.length && unseen.after) box.append(el("p", {class: "unseen"}, unseen.after));
   if (notes.length) {
     const fold = el("details", {class: "info-notes"});
     fold.append(el("summary", null, `${notes.length} info-level note${notes.length === 1 ? "" : "s"}`));

@@ -97,11 +97,16 @@ function renderPerRank(meta, cols) {
     const holder = el("div", {class: "rank-bars"});
     box.append(holder);
     if (!cols) { holder.append(el("p", {class: "muted"}, "decoding…")); continue; }
-    drawRankBars(holder, cols[l.time], cols[l.bytes], l.busiest_rank);
+    // a job's page: only the ranks whose process has the layer (as the timeline's rows), named as its rows
+    const only = (meta.trace.layer_ranks || {})[l.layer];
+    if (only) drawRankBars(holder, only.map((r) => cols[l.time][r]), only.map((r) => cols[l.bytes][r]),
+                           only.indexOf(l.busiest_rank), (k) => rowLabel(meta, only[k]));
+    else drawRankBars(holder, cols[l.time], cols[l.bytes], l.busiest_rank);
   }
 }
 
-function drawRankBars(holder, time, bytes, busiest) {
+/* Time and bytes per rank (or per row of `label`: the k-th value's name; default its rank number). */
+function drawRankBars(holder, time, bytes, busiest, label) {
   const W = Math.max(300, holder.clientWidth || 500), H = 150, left = 74, plotW = W - left - 10, half = 58;
   const {ctx} = canvasFor(holder, W, H);
   const n = time.length, per = Math.max(1, Math.ceil(n / plotW)), cols = Math.ceil(n / per), bw = plotW / cols;
@@ -123,7 +128,7 @@ function drawRankBars(holder, time, bytes, busiest) {
   }
   ctx.textAlign = "center"; ctx.fillStyle = COLORS.axis;
   const ticks = niceTicks(0, n - 1, Math.min(8, n));
-  for (const r of ticks) ctx.fillText(String(Math.round(r)), left + (Math.floor(r / per) + 0.5) * bw, H - 4);
+  for (const r of ticks) ctx.fillText(label ? label(Math.round(r)) : String(Math.round(r)), left + (Math.floor(r / per) + 0.5) * bw, H - 4);
   ctx.textAlign = "left"; ctx.fillText("rank", 4, H - 4);
 }
 

@@ -30,6 +30,13 @@ function testApi(app, ready) {
     files() { return app.meta.files.map((f, i) => ({index: i, name: f.name, ops: f.ops})); },
     /* A visible operation of `layer` on `rank` (the widest), with where to point the mouse. */
     processes() { return app.meta.processes; },
+    /* The labels of the rows a layer's timeline facet has (a job's page: only the processes with that layer). */
+    rows(layer) {
+      const f = app.timeline ? app.timeline.facets.find((x) => x.layer === layer) : null;
+      if (!f) return null;
+      const ranks = f.ranks ? Array.from(f.ranks) : Array.from({length: app.meta.nranks}, (_, r) => r);
+      return ranks.map((r) => rowLabel(app.meta, r));
+    },
     rowLabel(rank) { return rowLabel(app.meta, rank); },
     findOp(layer, rank) {
       const tr = app.trace, k = app.meta.trace.layers.indexOf(layer), v = app.view;

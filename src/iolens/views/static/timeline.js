@@ -1,7 +1,8 @@
 "use strict";
 /* Operation timeline: one facet per layer (MPI-IO above POSIX), one row per rank, one shared time axis.
    Few operations in view: one bar each. Many: every pixel shows how busy its ranks were (exact, computed
-   from all operations in view). Before the trace is decoded, or past the embedded trace: the overview. */
+   from all operations in view). Before the trace is decoded, or past the embedded trace: the overview.
+   A facet's rows: rows.js (a job's page gives a layer's facet only the processes that have the layer). */
 
 const BAR_LIMIT = 40000;
 const TL = {left: 74, right: 14, title: 22, gap: 10, axis: 40};
@@ -27,6 +28,7 @@ class Timeline {
     this.plotW = this.width - TL.left - TL.right;
     this.facets = this.layers.map((layer, k) => ({
       layer, k, top: TL.title + k * (this.facetHeight + TL.title + TL.gap), height: this.facetHeight,
+      ranks: facetRanks(this.app.meta, layer),
     }));
     const last = this.facets[this.facets.length - 1];
     this.axisY = last ? last.top + last.height : TL.title;
@@ -82,36 +84,35 @@ class Timeline {
     this.stats[f.layer] = stat;
   }
 
-  rankRange() {
-    const v = this.app.view;
-    return [Math.max(0, Math.floor(v.r0)), Math.min(this.nranks - 1, Math.ceil(v.r1) - 1)];
-  }
+  rankRange() { return viewRanks(this); }
+  geom(f) { return facetGeom(this, f); }
+  rowTop(f, g, i) { return f.top + (i - g.lo) * g.rowH; }
 
   candidates(f) {
-    const v = this.app.view, tr = this.app.trace, [ra, rb] = this.rankRange();
+    const v = this.app.view, tr = this.app.trace, g = this.geom(f);
     let count = 0;
-    for (let r = ra; r <= rb; r++) {
-      const [lo, hi] = groupWindow(tr, f.k * this.nranks + r, v.t0, v.t1);
+    for (let i = g.first; i <= g.last; i++) {
+      const [lo, hi] = groupWindow(tr, f.k * this.nranks + g.rank(i), v.t0, v.t1);
       count += hi - lo;
     }
     return count;
   }
 
   drawBars(ctx, f) {
-    const v = this.app.view, tr = this.app.trace, file = this.app.file, [ra, rb] = this.rankRange();
-    const rowH = f.height / (v.r1 - v.r0), pad = rowH >= 6 ? Math.max(1, rowH * 0.18) : 0;
+    const v = this.app.view, tr = this.app.trace, file = this.app.file, g = this.geom(f);
+    const rowH = g.rowH, pad = rowH >= 6 ? Math.max(1, rowH * 0.18) : 0;
     const scale = this.plotW / (v.t1 - v.t0);
     const paths = [new Path2D(), new Path2D()];
     let drawn = 0;
-    for (let r = ra; r <= rb; r++) {
-      const [lo, hi] = groupWindow(tr, f.k * this.nranks + r, v.t0, v.t1);
-      const y = f.top + (r - v.r0) * rowH + pad / 2, h = Math.max(rowH - pad, 1);
-      for (let i = lo; i < hi; i++) {
-        if (tr.end[i] < v.t0 || (file >= 0 && tr.file[i] !== file)) continue;
-        const x0 = TL.left + (tr.start[i] - v.t0) * scale;
-        let w = (tr.end[i] - tr.start[i]) * scale;
+    for (let i = g.first; i <= g.last; i++) {
+      const [lo, hi] = groupWindow(tr, f.k * this.nranks + g.rank(i), v.t0, v.t1);
+      const y = this.rowTop(f, g, i) + pad / 2, h = Math.max(rowH - pad, 1);
+      for (let j = lo; j < hi; j++) {
+        if (tr.end[j] < v.t0 || (file >= 0 && tr.file[j] !== file)) continue;
+        const x0 = TL.left + (tr.start[j] - v.t0) * scale;
+        let w = (tr.end[j] - tr.start[j]) * scale;
         if (w > 3) w -= 1; else if (w < 1) w = 1;
-        paths[tr.op[i]].rect(x0, y, w, h);
+        paths[tr.op[j]].rect(x0, y, w, h);
         drawn++;
       }
     }
@@ -122,17 +123,17 @@ class Timeline {
 
   /* Busy fraction per device pixel (column) and rank band (row), from every operation in view. */
   drawDensity(ctx, f) {
-    const v = this.app.view, tr = this.app.trace, file = this.app.file, [ra, rb] = this.rankRange();
+    const v = this.app.view, tr = this.app.trace, file = this.app.file, g = this.geom(f), ra = g.first, rb = g.last;
     const Wd = Math.max(1, Math.round(this.plotW * this.dpr)), Hd = Math.max(1, Math.round(f.height * this.dpr));
-    const rows = rb - ra + 1, nb = Math.min(rows, Hd), span = v.r1 - v.r0;
+    const rows = Math.max(0, rb - ra + 1), nb = Math.max(1, Math.min(rows, Hd)), span = g.hi - g.lo;
     const acc = new Float32Array(nb * 2 * Wd), diff = new Float32Array(nb * 2 * (Wd + 1));
     const count = new Uint32Array(nb);
     const scale = Wd / (v.t1 - v.t0), minW = 0.08;
     let drawn = 0;
-    for (let r = ra; r <= rb; r++) {
-      const b = nb === rows ? r - ra : clamp(Math.floor((r - v.r0) / span * Hd), 0, nb - 1);
+    for (let r = ra; r <= rb; r++) {  // r: a row of the facet
+      const b = nb === rows ? r - ra : clamp(Math.floor((r - g.lo) / span * Hd), 0, nb - 1);
       count[b]++;
-      const [lo, hi] = groupWindow(tr, f.k * this.nranks + r, v.t0, v.t1);
+      const [lo, hi] = groupWindow(tr, f.k * this.nranks + g.rank(r), v.t0, v.t1);
       for (let i = lo; i < hi; i++) {
         if (file >= 0 && tr.file[i] !== file) continue;
         let x0 = (tr.start[i] - v.t0) * scale, x1 = (tr.end[i] - v.t0) * scale;
@@ -161,7 +162,7 @@ class Timeline {
     for (let y = 0; y < Hd; y++) {
       let b;
       if (nb === rows) {
-        const rf = v.r0 + (y + 0.5) / Hd * span, r = Math.floor(rf);
+        const rf = g.lo + (y + 0.5) / Hd * span, r = Math.floor(rf);
         if (r < ra || r > rb || (gapRows && rf - r > 0.84)) continue;
         b = r - ra;
       } else b = y;
@@ -182,13 +183,14 @@ class Timeline {
   drawOverview(ctx, f, from) {
     const ov = this.app.meta.overview, cols = this.app.columns;
     if (!ov || !cols) return {mode: "overview", drawn: 0};
-    const v = this.app.view, gw = cols[`overview_${f.k}_0`], gr = cols[`overview_${f.k}_1`];
+    const v = this.app.view, gw = cols[`overview_${f.k}_0`], gr = cols[`overview_${f.k}_1`], g = this.geom(f);
     const Wd = Math.max(1, Math.round(this.plotW * this.dpr)), Hd = Math.max(1, Math.round(f.height * this.dpr));
-    const span = v.r1 - v.r0, dt = (v.t1 - v.t0) / Wd;
+    const span = g.hi - g.lo, dt = (v.t1 - v.t0) / Wd;
     const img = new ImageData(Wd, Hd), px = img.data;
     const xFrom = Math.max(0, Math.floor((from - v.t0) / dt));
-    for (let y = 0; y < Hd; y++) {
-      const r = Math.floor(v.r0 + (y + 0.5) / Hd * span);
+    for (let y = 0; y < Hd && span > 0; y++) {
+      const i = Math.floor(g.lo + (y + 0.5) / Hd * span);
+      const r = i < g.first || i > g.last ? -1 : g.rank(i);
       if (r < 0 || r >= this.nranks) continue;
       const row = Math.min(ov.rows - 1, Math.floor(r / ov.ranks_per_row)) * ov.bins;
       for (let x = xFrom; x < Wd; x++) {
@@ -250,13 +252,13 @@ class Timeline {
   drawCallMarks(ctx, f) {
     const m = this.app.meta.call_marks;
     if (!m || !m.t.length) return 0;
-    const v = this.app.view, rowH = f.height / (v.r1 - v.r0);
+    const v = this.app.view, g = this.geom(f), rowH = g.rowH;
     const paths = m.kinds.map(() => new Path2D());
     let drawn = 0;
     for (let i = 0; i < m.t.length; i++) {
-      const t = m.t[i], r = m.rank[i];
-      if (t < v.t0 || t > v.t1 || r + 1 <= v.r0 || r >= v.r1) continue;
-      const x = Math.round(this.X(t)) + 0.5, y = f.top + (r - v.r0) * rowH;
+      const t = m.t[i], row = g.row(m.rank[i]);
+      if (t < v.t0 || t > v.t1 || row < 0 || row + 1 <= g.lo || row >= g.hi) continue;
+      const x = Math.round(this.X(t)) + 0.5, y = this.rowTop(f, g, row);
       paths[m.kind[i]].moveTo(x, y); paths[m.kind[i]].lineTo(x, y + Math.max(rowH, 2));
       drawn++;
     }
@@ -268,42 +270,43 @@ class Timeline {
 
   drawHeavyPhases(ctx, f) {
     const phases = (this.app.meta.analysis[f.layer] || {}).phases || [];
-    const v = this.app.view, rowH = f.height / (v.r1 - v.r0);
+    const v = this.app.view, g = this.geom(f), rowH = g.rowH;
     ctx.save(); ctx.strokeStyle = COLORS.heavy; ctx.lineWidth = 1.5; ctx.setLineDash([5, 3]);
     for (const p of phases) {
       if (!p.heavy || p.end < v.t0 || p.start > v.t1) continue;
-      const r = p.slowest_rank; if (r + 1 < v.r0 || r > v.r1) continue;
-      const y = f.top + (r - v.r0) * rowH;
+      const row = g.row(p.slowest_rank); if (row < 0 || row + 1 < g.lo || row > g.hi) continue;
+      const y = this.rowTop(f, g, row);
       ctx.strokeRect(this.X(p.start), y + 0.5, this.X(p.end) - this.X(p.start), Math.max(2, rowH - 1));
     }
     ctx.restore();
   }
 
   drawRankAxis(ctx, f) {
-    const v = this.app.view, rowH = f.height / (v.r1 - v.r0), [ra, rb] = this.rankRange();
+    const g = this.geom(f), rowH = g.rowH, ra = g.first, rb = g.last;
     const info = this.app.meta.analysis[f.layer] || {};
     const strag = new Set((info.heavy_ranks || []).map((s) => s.rank));
     const busiest = info.busiest && info.busiest.length ? info.busiest[0].rank : -1;
     const evidence = this.app.highlight ? this.app.highlight.ranks : new Set();
     ctx.save();
     ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "right"; ctx.textBaseline = "middle";
-    let ranks;
-    if (rowH >= 12) { ranks = []; for (let r = ra; r <= rb; r++) ranks.push(r); }
+    let rows;  // the facet's rows labelled: every one when they are tall enough, else one every `step`
+    if (rowH >= 12) { rows = []; for (let i = ra; i <= rb; i++) rows.push(i); }
     else {
-      const step = Math.max(1, niceStep(v.r1 - v.r0, Math.max(2, f.height / 18)));
-      ranks = [];
-      for (let r = Math.ceil(ra / step) * step; r <= rb; r += step) ranks.push(Math.round(r));
+      const step = Math.max(1, niceStep(g.hi - g.lo, Math.max(2, f.height / 18)));
+      rows = [];
+      for (let i = Math.ceil(ra / step) * step; i <= rb; i += step) rows.push(Math.round(i));
     }
-    for (const r of ranks) {
-      const y = f.top + (r + 0.5 - v.r0) * rowH;
+    for (const i of rows) {
+      const r = g.rank(i), y = this.rowTop(f, g, i + 0.5);
       if (y < f.top || y > f.top + f.height) continue;
       ctx.fillStyle = evidence.has(r) ? EVIDENCE.label : strag.has(r) ? COLORS.heavy : COLORS.axis;
       ctx.font = r === busiest || evidence.has(r) ? "700 11px system-ui, sans-serif" : "11px system-ui, sans-serif";
       ctx.fillText(rowLabel(this.app.meta, r), TL.left - 14, y);
     }
     const mark = (r, color, shape) => {
-      if (r + 1 < v.r0 || r > v.r1) return;
-      const y = f.top + (clamp(r + 0.5, v.r0, v.r1) - v.r0) * rowH;
+      const i = g.row(r);
+      if (i < 0 || i + 1 < g.lo || i > g.hi) return;
+      const y = this.rowTop(f, g, clamp(i + 0.5, g.lo, g.hi));
       ctx.fillStyle = color; ctx.beginPath();
       if (shape === "tri") { ctx.moveTo(TL.left - 10, y - 4); ctx.lineTo(TL.left - 3, y); ctx.lineTo(TL.left - 10, y + 4); }
       else ctx.arc(TL.left - 7, y, 3, 0, Math.PI * 2);
@@ -345,14 +348,14 @@ class Timeline {
 
   local(e) { const r = this.canvas.getBoundingClientRect(); return [e.clientX - r.left, e.clientY - r.top]; }
 
-  rankAtY(f, y) { const v = this.app.view; return v.r0 + (y - f.top) / f.height * (v.r1 - v.r0); }
+  rankAtY(f, y) { return rankAtRow(this, f, y); }
 
   /* The operation under (x, y) in canvas pixels, or null: {k, layer, i, rank}. */
   opAt(x, y) {
     const tr = this.app.trace, f = this.facetAt(y);
     if (!tr || !f || x < TL.left || x > TL.left + this.plotW) return null;
     const rank = Math.floor(this.rankAtY(f, y));
-    if (rank < 0 || rank >= this.nranks) return null;
+    if (rank < 0 || rank >= this.nranks || (f.ranks && this.geom(f).row(rank) < 0)) return null;
     const v = this.app.view, t = this.T(x), tol = 3 * (v.t1 - v.t0) / this.plotW, file = this.app.file;
     const g = f.k * this.nranks + rank;
     const [lo, hi] = groupWindow(tr, g, t - tol, t + tol);
@@ -429,10 +432,10 @@ class Timeline {
 
   /* Where a user would point to hover operation i of layer k (client coordinates), for tests. */
   clientPoint(k, i, rank) {
-    const f = this.facets[k], v = this.app.view, tr = this.app.trace;
+    const f = this.facets[k], v = this.app.view, tr = this.app.trace, g = this.geom(f);
     const t = (Math.max(tr.start[i], v.t0) + Math.min(tr.end[i], v.t1)) / 2;
     const rect = this.canvas.getBoundingClientRect();
-    return {x: rect.left + this.X(t), y: rect.top + f.top + (rank + 0.45 - v.r0) / (v.r1 - v.r0) * f.height};
+    return {x: rect.left + this.X(t), y: rect.top + this.rowTop(f, g, g.row(rank) + 0.45)};
   }
 }
 
@@ -444,3 +447,4 @@ function setBusyPixel(px, p, w, rd, tot) {
   px[p + 2] = cw[2] + (cr[2] - cw[2]) * s;
   px[p + 3] = 255 * a;
 }
+

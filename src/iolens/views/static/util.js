@@ -109,6 +109,22 @@ function clamp(v, lo, hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 // A page's start-up: `work` decodes and draws, and returns what the status line then says (an error is said
 // there too); the test API's ready promise resolves either way; once up, redraws follow window resizes.
+/* `startPage` for a page whose work is synchronous (`iolens report --static`): done before this returns. */
+function startPageNow(status, resolveReady, work, redraw) {
+  try {
+    status.textContent = work();
+    status.classList.add("ok");
+  } catch (err) {
+    status.textContent = "could not decode the embedded data: " + err;
+    status.classList.add("bad");
+    throw err;
+  } finally {
+    resolveReady(true);
+  }
+  let resizeTimer = 0;
+  window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(redraw, 120); });
+}
+
 async function startPage(status, resolveReady, work, redraw) {
   try {
     status.textContent = await work();

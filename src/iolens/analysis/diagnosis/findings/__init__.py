@@ -7,6 +7,7 @@ share). Everything else is derived from the modules found:
     RULES        code -> Finding of those with a rule (the codes the fleet judges from stored features)
     CODES        code -> what it means (`CHECK_FAILED`, the engine's own, last)
     KEY_METRICS  code -> the candidate metric names of its headline number
+    HEALTHY      the codes whose insight says something works (compare shows them appearing in green)
     DEFINITIONS  every Threshold: the shared ones (common.py), then each finding's
     SUPERSEDED   code -> [(superseding code, Supersedes)]
     JSON_SCHEMA  the JSON Schema of `iolens diagnose --json`
@@ -18,7 +19,7 @@ import pkgutil
 
 from ..common import SHARED_THRESHOLDS
 from ..finding import Finding
-from ..insight import CODES, KEY_METRICS, json_schema
+from ..insight import CODES, HEALTHY, KEY_METRICS, json_schema
 from ..savings import not_speed
 
 CHECK_FAILED = Finding(
@@ -79,6 +80,7 @@ FINDINGS = discover()
 RULES = {code: f for code, f in FINDINGS.items() if f.rule is not None}
 CODES.update({code: f.meaning for code, f in (*FINDINGS.items(), (CHECK_FAILED.code, CHECK_FAILED))})
 KEY_METRICS.update({code: f.key_metrics for code, f in (*FINDINGS.items(), (CHECK_FAILED.code, CHECK_FAILED))})
+HEALTHY.update(code for code, f in FINDINGS.items() if f.healthy)
 DEFINITIONS = definitions(FINDINGS)
 SUPERSEDED = superseded(FINDINGS)
 JSON_SCHEMA = json_schema(CODES)

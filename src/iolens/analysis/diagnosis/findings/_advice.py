@@ -2,13 +2,16 @@
 aggregation. A fix only one finding gives lives in that finding's module.
 
 Every function returns a `Recommendation`; values in the snippets (node counts, stripe counts, sizes) come
-from the log when the caller knows them.
+from the log when the caller knows them. Each declares the layers it needs (`needs`: the diagnosis drops it from
+a log without them, fit.py); a clause about another layer is written only when the caller says the log has it
+(`mpiio=ctx.has_layer("mpiio")`, ...).
 """
 from __future__ import annotations
 
 import math
 import posixpath
 
+from ..fit import MPI_LAUNCH
 from ..insight import Recommendation
 from ..units import fmt_size
 
@@ -16,7 +19,7 @@ MiB = 1 << 20
 GiB = 1 << 30
 # the command that applies HDF5/netCDF knobs to the unchanged program (iolens run's knob layer, docs/knobs.md)
 RUN_PREFIX = "iolens run -o after.darshan"
-RUN_SUFFIX = "-- mpiexec -n $NPROCS ./app"
+RUN_SUFFIX = f"-- {MPI_LAUNCH}"  # on a log without MPI, the diagnosis starts the program plainly (fit.py)
 
 
 def try_with(*settings: str) -> str:
@@ -39,7 +42,7 @@ def mpi_hints_c(hints: dict, title: str, detail: str) -> Recommendation:
     mode = "MPI_MODE_RDONLY" if any("read" in k for k in hints) else "MPI_MODE_CREATE | MPI_MODE_WRONLY"
     lines += [f"MPI_File_open(comm, path, {mode}, info, &fh);",
               "MPI_Info_free(&info);"]
-    return Recommendation(title, detail, "\n".join(lines), "c", knobs=romio_knobs(hints))
+    return Recommendation(title, detail, "\n".join(lines), "c", knobs=romio_knobs(hints), needs=("mpiio",))
 
 
 def romio_knobs(hints: dict) -> list:
@@ -55,13 +58,15 @@ def romio_hints_file(hints: dict) -> Recommendation:
     return Recommendation("Or set the same hints without recompiling (ROMIO hints file)",
                           "ROMIO reads one 'key value' pair per line from the file named by ROMIO_HINTS at "
                           "MPI_File_open. Cray MPICH also accepts MPICH_MPIIO_HINTS=\"*:key=value:...\".",
-                          snippet, "shell", knobs=romio_knobs(hints))
+                          snippet, "shell", knobs=romio_knobs(hints), needs=("mpiio",))
 
 
-def collective_io(op: str, nodes: int | None, stripe_count: int | None = None) -> list:
-    """Switch independent calls to their collective versions and make sure two-phase buffering is on."""
+def collective_io(op: str, nodes: int | None, stripe_count: int | None = None, adopt: bool = False) -> list:
+    """Switch independent calls to their collective versions and make sure two-phase buffering is on. `adopt`: the
+    ranks reach the file through POSIX only, and the advice is to move to MPI-IO (an MPI job: it says so first)."""
     call = "MPI_File_write_at_all" if op == "write" else "MPI_File_read_at_all"
-    indep = "MPI_File_write_at" if op == "write" else "MPI_File_read_at"
+    indep = ("MPI_File_write_at" if op == "write" else "MPI_File_read_at") if not adopt else \
+        ("pwrite" if op == "write" else "pread")
     hint = "romio_cb_write" if op == "write" else "romio_cb_read"
     hints = {hint: "enable"}
     aggregators = _aggregators(nodes, stripe_count)
@@ -76,8 +81,13 @@ def collective_io(op: str, nodes: int | None, stripe_count: int | None = None) -
         why += (" (use the number of nodes of your job if it differs)." if nodes is None else ".")
     code = (f"/* every rank of the communicator calls it, even with count = 0 */\n"
             f"{call}(fh, offset, buf, count, MPI_BYTE, MPI_STATUS_IGNORE);   /* was {indep} */")
+    if adopt:
+        why = ("If the program can move this file's I/O to MPI-IO (its ranks reach the shared file through POSIX "
+               f"only; the log has no MPI-IO calls on it): {why} Set the ROMIO hints {', '.join(hints)} when "
+               "opening it.")
+        return [Recommendation(f"Move to collective MPI-IO ({call})", why, code, "c", needs=("mpi",))]
     return [
-        Recommendation(f"Use collective MPI-IO ({call})", why, code, "c"),
+        Recommendation(f"Use collective MPI-IO ({call})", why, code, "c", needs=("mpiio",)),
         mpi_hints_c(hints, "Enable collective buffering with MPI-IO hints",
                     "Pass these hints when opening the file (ROMIO names; other MPI-IO implementations "
                     "ignore unknown keys)."),
@@ -103,7 +113,7 @@ def hdf5_collective_transfer() -> Recommendation:
         "hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);\n"
         "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);\n"
         "H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, buf);\n"
-        "H5Pclose(dxpl);", "c", try_now=try_with("hdf5.transfer=collective"))
+        "H5Pclose(dxpl);", "c", try_now=try_with("hdf5.transfer=collective"), needs=("hdf5", "mpiio"))
 
 
 def hdf5_collective_metadata() -> Recommendation:
@@ -116,17 +126,21 @@ def hdf5_collective_metadata() -> Recommendation:
         "H5Pset_fapl_mpio(fapl, comm, info);\n"
         "H5Pset_all_coll_metadata_ops(fapl, 1);   /* metadata reads: rank 0 reads, then broadcasts */\n"
         "H5Pset_coll_metadata_write(fapl, 1);     /* metadata writes: one collective write */\n"
-        "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c", try_now=try_with("hdf5.coll_metadata=on"))
+        "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c", try_now=try_with("hdf5.coll_metadata=on"),
+        needs=("hdf5", "mpiio"))
 
 
-def hdf5_alignment(alignment: int, threshold: int | None = None) -> Recommendation:
+def hdf5_alignment(alignment: int, threshold: int | None = None, lustre: bool = True) -> Recommendation:
+    """`lustre`: the files are on Lustre (the alignment is its stripe size)."""
     threshold = threshold if threshold is not None else min(alignment, 64 * 1024)
     return Recommendation(
         f"HDF5: align objects to {fmt_size(alignment)} boundaries",
         f"Objects of at least {fmt_size(threshold)} start on a multiple of {fmt_size(alignment)} (the file system "
-        "block / Lustre stripe size), so large requests do not straddle stripes or need read-modify-write.",
+        + ("block / Lustre stripe size" if lustre else "block size")
+        + "), so large requests do not straddle stripes or need read-modify-write.",
         f"H5Pset_alignment(fapl, {threshold}, {alignment});", "c",
-        try_now=try_with(f"hdf5.alignment={knob_size(alignment)}", f"hdf5.alignment_threshold={knob_size(threshold)}"))
+        try_now=try_with(f"hdf5.alignment={knob_size(alignment)}", f"hdf5.alignment_threshold={knob_size(threshold)}"),
+        needs=("hdf5",))
 
 
 def hdf5_no_fill() -> Recommendation:
@@ -138,7 +152,7 @@ def hdf5_no_fill() -> Recommendation:
         "H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);\n"
         "H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);\n"
         "hid_t dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);", "c",
-        try_now=try_with("hdf5.fill_time=never"))
+        try_now=try_with("hdf5.fill_time=never"), needs=("hdf5",))
 
 
 # --- NetCDF ------------------------------------------------------------------------------------
@@ -153,10 +167,26 @@ def netcdf_no_fill() -> Recommendation:
         "int old_mode;\n"
         "nc_set_fill(ncid, NC_NOFILL, &old_mode);\n"
         "/* PnetCDF: ncmpi_set_fill(ncid, NC_NOFILL, &old_mode); (no-fill is PnetCDF's default) */", "c",
-        try_now=try_with("netcdf.fill=off"))
+        try_now=try_with("netcdf.fill=off"), needs=("netcdf",))
 
 
-def netcdf_collective() -> Recommendation:
+def netcdf_collective(netcdf4: bool = True, pnetcdf: bool = True) -> Recommendation:
+    """Collective variable access for NetCDF-4 files (HDF5 underneath: `iolens run` can make them collective), for
+    PnetCDF's (the _all calls), or both when the files may be either."""
+    if not netcdf4:
+        return Recommendation(
+            "PnetCDF: collective variable access",
+            "PnetCDF's collective calls end in _all; the independent ones (between ncmpi_begin_indep_data and "
+            "ncmpi_end_indep_data) reach the file system rank by rank.",
+            "ncmpi_put_vara_double_all(ncid, varid, start, count, buf); /* the _all variant */", "c",
+            needs=("netcdf", "mpiio"))
+    if not pnetcdf:
+        return Recommendation(
+            "NetCDF-4: collective variable access",
+            "NetCDF-4 parallel access is independent by default. Without recompiling, NetCDF-4 files (HDF5 "
+            "underneath) take HDF5's collective transfer, provided every rank writes every variable.",
+            "nc_var_par_access(ncid, varid, NC_COLLECTIVE);", "c",
+            try_now=try_with("hdf5.transfer=collective"), needs=("netcdf", "mpiio"))
     return Recommendation(
         "NetCDF-4 / PnetCDF: collective variable access",
         "NetCDF-4 parallel access is independent by default; PnetCDF's collective calls end in _all. Without "
@@ -164,7 +194,7 @@ def netcdf_collective() -> Recommendation:
         "writes every variable; PnetCDF needs the _all calls.",
         "nc_var_par_access(ncid, varid, NC_COLLECTIVE);          /* NetCDF-4 */\n"
         "ncmpi_put_vara_double_all(ncid, varid, start, count, buf); /* PnetCDF: the _all variant */", "c",
-        try_now=try_with("hdf5.transfer=collective"))
+        try_now=try_with("hdf5.transfer=collective"), needs=("netcdf", "mpiio"))
 
 
 # --- Lustre --------------------------------------------------------------------------------------
@@ -179,15 +209,17 @@ def stripe_count_for(size: int, writers: int | None = None) -> int:
     return count
 
 
-def lustre_setstripe(path: str, count: int, size: int, reason: str) -> Recommendation:
+def lustre_setstripe(path: str, count: int, size: int, reason: str, mpiio: bool = True) -> Recommendation:
+    """`mpiio`: the program calls MPI-IO (its hints can set the striping too)."""
     directory = posixpath.dirname(path) or "."
     return Recommendation(
         f"Lustre: stripe over {count} OSTs with {fmt_size(size)} stripes",
         reason + " Striping applies to files created after the command: set it on the output directory "
-        "before the run (or create the file with `lfs setstripe` first). MPI-IO can also set it at create "
-        f'time with the hints striping_factor={count} and striping_unit={size}.',
+        "before the run (or create the file with `lfs setstripe` first)."
+        + (f" MPI-IO can also set it at create time with the hints striping_factor={count} and "
+           f"striping_unit={size}." if mpiio else ""),
         f"lfs setstripe -c {count} -S {fmt_size(size)} {directory}\n"
-        f"lfs getstripe {directory}   # check", "shell")
+        f"lfs getstripe {directory}   # check", "shell", needs=("lustre",))
 
 
 # --- application changes -----------------------------------------------------------------------
@@ -210,11 +242,12 @@ def aggregate_requests(op: str, size_hint: str = "1 MiB or more") -> Recommendat
         f"{size_hint}.", code, "c")
 
 
-def fewer_fsync() -> Recommendation:
+def fewer_fsync(mpiio: bool = True) -> Recommendation:
+    """`mpiio`: the program calls MPI-IO (MPI_File_sync is named too)."""
     return Recommendation(
         "Sync less often",
-        "fsync/fdatasync (and MPI_File_sync) wait until the data is on disk. Sync once per checkpoint, after the "
-        "last write, rather than after every write; closing the file is enough for other processes to see the "
-        "data on POSIX-compliant parallel file systems.",
+        "fsync/fdatasync" + (" (and MPI_File_sync)" if mpiio else "") + " wait until the data is on disk. Sync "
+        "once per checkpoint, after the last write, rather than after every write; closing the file is enough "
+        "for other processes to see the data on POSIX-compliant parallel file systems.",
         "for (int i = 0; i < n; i++)\n    pwrite(fd, rec[i], len, off[i]);   /* no fsync here */\n"
         "fsync(fd);                              /* once, at the end of the checkpoint */", "c")

@@ -126,6 +126,7 @@ def report(ctx, v) -> list:
 FINDING = Finding(
     code=CODE,
     meaning="Collective buffering is in use (how many aggregators reached the file system).",
+    healthy=True,
     key_metrics=("aggregators", "estimated_aggregators", "collective_writes", "collective_reads"),
     trigger="(info) collective MPI-IO requests exist; says how many ranks called MPI-IO and which ranks "
             "(aggregators) wrote at the POSIX layer, or an estimate from the busiest rank's share without DXT.",

@@ -128,7 +128,8 @@ def _insight(ctx, f: dict, call: str, file_ids: list, concurrent: bool, partial)
                    f"show: not verified.{call} {BENIGN}")
     metrics = f["metrics"]
     recs = [synchronise(
-        "Order the conflicting accesses explicitly" if concurrent else "Check that these accesses are synchronised")]
+        "Order the conflicting accesses explicitly" if concurrent else "Check that these accesses are synchronised",
+        ctx)]
     if partial:
         summary += PARTIAL
     return Insight(CODE, "warning" if concurrent else "info", title, summary,
@@ -141,13 +142,28 @@ PARTIAL = (" The counts are lower bounds: the trace is truncated, or so many ope
            f"iolens stopped after {sweep.MAX_CANDIDATES:,} overlapping pairs.")
 
 
-def synchronise(title: str) -> Recommendation:
+def synchronise(title: str, ctx) -> Recommendation:
+    """Order the accesses: with MPI-IO's sync-barrier-sync where the program calls MPI-IO, else by closing and
+    reopening around a barrier (an MPI job) or around waiting for the writer (processes without MPI)."""
+    if ctx.has_layer("mpiio"):
+        return Recommendation(
+            title,
+            "Let one rank write shared bytes (e.g. the header), or separate the writers and the later readers with "
+            "MPI_File_sync + MPI_Barrier + MPI_File_sync (MPI-IO) or close/barrier/open (POSIX); with MPI-IO, "
+            "MPI_File_set_atomicity(fh, 1) makes overlapping accesses atomic at a cost.",
+            "MPI_File_sync(fh);\nMPI_Barrier(comm);\nMPI_File_sync(fh);", "c")
+    if ctx.has_layer("mpi"):
+        return Recommendation(
+            title,
+            "Let one rank write shared bytes (e.g. the header), or separate the writers and the later readers with "
+            "close, a barrier, and open again (POSIX: what one rank wrote before its close is what the others "
+            "read after their open).",
+            "close(fd);\nMPI_Barrier(comm);\nfd = open(path, O_RDWR);", "c")
     return Recommendation(
         title,
-        "Let one rank write shared bytes (e.g. the header), or separate the writers and the later readers with "
-        "MPI_File_sync + MPI_Barrier + MPI_File_sync (MPI-IO) or close/barrier/open (POSIX); with MPI-IO, "
-        "MPI_File_set_atomicity(fh, 1) makes overlapping accesses atomic at a cost.",
-        "MPI_File_sync(fh);\nMPI_Barrier(comm);\nMPI_File_sync(fh);", "c")
+        "Let one process write shared bytes (e.g. the header), or let the readers open the file only after the "
+        "writer closed it (wait for it: a join, a pipe, a lock); what a process wrote before its close is what "
+        "another reads after its open.", "", "text")
 
 
 def facts(ctx, ranges: pl.DataFrame, file_ids: list) -> dict:
@@ -384,7 +400,7 @@ def _model_insight(ctx, ranges: pl.DataFrame, file_ids: list, verdict, posix, mp
         summary = (f"{kinds} pair(s) of operations from different ranks on overlapping bytes of {where} "
                    f"({window}){at_once} are not synchronised as {needs}: {spans}. Synchronised pairs per "
                    f"model: {tally}.{call} {BENIGN}")
-        recs.append(synchronise("Synchronise the conflicting accesses"))
+        recs.append(synchronise("Synchronise the conflicting accesses", ctx))
     elif verdict:
         title = f"Ranks touch the same bytes of {where}, synchronised for the {model} model"
         summary = (f"{kinds} pair(s) of operations from different ranks on overlapping bytes of {where} "

@@ -273,8 +273,9 @@ def report(ctx, v) -> list:
             "Write whole regions so collective buffers have no holes",
             "Two-phase I/O only skips the read when an aggregator's domain is completely covered by the data "
             "being written. Make each collective call cover contiguous regions (e.g. write all variables of a "
-            "record together, avoid gaps between ranks' blocks, contiguous rather than chunked HDF5 layout "
-            "with gaps, or chunks sized to the ranks' blocks).", "", "text"))
+            "record together, avoid gaps between ranks' blocks"
+            + (", contiguous rather than chunked HDF5 layout with gaps, or chunks sized to the ranks' blocks)."
+               if ctx.has_layer("hdf5") else ")."), "", "text", needs=("mpiio",)))
         recs.append(advice.mpi_hints_c({"romio_cb_write": "enable", "cb_buffer_size": str(16 << 20)},
                                        "Larger collective buffers",
                                        "Fewer, larger two-phase rounds reduce how often partially covered domains "

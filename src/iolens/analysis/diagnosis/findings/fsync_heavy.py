@@ -67,7 +67,7 @@ def report(ctx, v) -> list:
                "as write time.")
     return [Insight(CODE, v["severity"], title(v, ctx.th), summary,
                     Evidence(ranks=[], files=ctx.names_of(fids), time_window=None, metrics=metrics),
-                    [advice.fewer_fsync()], source="counters", partial=False, score=v["score"])]
+                    [advice.fewer_fsync(ctx.has_layer("mpiio"))], source="counters", partial=False, score=v["score"])]
 
 
 FINDING = Finding(

@@ -278,7 +278,8 @@ def hdf5_metadata_cache(meta_block: int = 4 * MiB) -> list:
             "mdc.flash_incr_mode = H5C_flash_incr__off;\n"
             "mdc.decr_mode = H5C_decr__off;\n"
             "H5Pset_mdc_config(fapl, &mdc);", "c",
-            try_now=advice.try_with(f"hdf5.meta_block_size={advice.knob_size(meta_block)}", "hdf5.mdc_flush=deferred")),
+            try_now=advice.try_with(f"hdf5.meta_block_size={advice.knob_size(meta_block)}", "hdf5.mdc_flush=deferred"),
+            needs=("hdf5",)),
     ]
 
 

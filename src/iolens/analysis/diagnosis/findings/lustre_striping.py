@@ -123,8 +123,9 @@ def report(ctx, judged) -> list:
                                     f"{count} stripes ≈ one OST per 4 GiB of the {fmt_bytes(size)} file (at least 4, "
                                     f"at most 64 and at most the {writers} ranks)"
                                     + (f"; {stripe >> 20} MiB stripes match its {fmt_bytes(request)} requests."
-                                       if request and stripe > (1 << 20) else "; 1 MiB stripes (the default)."))]
-    if ctx.has("MPI-IO"):
+                                       if request and stripe > (1 << 20) else "; 1 MiB stripes (the default)."),
+                                    mpiio=ctx.has_layer("mpiio"))]
+    if ctx.has_layer("mpiio"):
         recs.append(advice.mpi_hints_c({"striping_factor": str(count), "striping_unit": str(stripe)},
                                        "Or set the striping when MPI-IO creates the file",
                                        "ROMIO applies these hints only when it creates the file (delete the old "

@@ -183,7 +183,7 @@ def report(ctx, judged) -> list:
         out.append(Insight(CODE, severity, title_, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(fm["file_id"].to_list()), time_window=None,
                                     metrics=metrics),
-                           metadata_fixes(False), source="counters", partial=False, score=judged["score"]))
+                           metadata_fixes(ctx, False), source="counters", partial=False, score=judged["score"]))
     if judged["by_tiny_files"]:  # many tiny files
         f = ctx.counters("POSIX").group_by("file_id").agg(
             (pl.max_horizontal(pl.col("POSIX_MAX_BYTE_WRITTEN"), pl.col("POSIX_MAX_BYTE_READ")).max() + 1)
@@ -198,7 +198,7 @@ def report(ctx, judged) -> list:
             out[0].evidence.metrics.update(metrics)
             out[0].summary += (f" Also, {fmt_count(tiny.height)} of the {fmt_count(f.height)} files with data "
                                f"are at most {fmt_bytes(th.tiny_file_bytes)}.")
-            out[0].recommendations = metadata_fixes(True)
+            out[0].recommendations = metadata_fixes(ctx, True)
         else:
             out.append(Insight(
                 CODE, judged["severity"], title(judged, th),
@@ -207,26 +207,32 @@ def report(ctx, judged) -> list:
                 "metadata-server operations (create/open/close) that dwarf the data moved.",
                 Evidence(ranks=[], files=ctx.names_of(tiny["file_id"].to_list()), time_window=None,
                          metrics=metrics),
-                metadata_fixes(True), source="counters", partial=False, score=judged["score"]))
+                metadata_fixes(ctx, True), source="counters", partial=False, score=judged["score"]))
     return out
 
 
-def metadata_fixes(many_tiny_files: bool) -> list:
+def metadata_fixes(ctx, many_tiny_files: bool) -> list:
+    """The fixes, worded for the layers the log shows (`ctx.layers`)."""
     recs = [Recommendation(
         "Open files once and keep them open",
         "Repeated open/close/stat of the same files costs a metadata-server round trip each time. Open once, "
         "reuse the descriptor, and avoid stat()/access() probes (e.g. in loops or from every rank).", "", "text")]
     if many_tiny_files:
+        # the libraries that write one shared file, among those the program already calls
+        libraries = [name for layer, name in (("mpiio", "MPI-IO"), ("hdf5", "HDF5"), ("netcdf", "NetCDF"))
+                     if ctx.has_layer(layer)]
         recs.append(Recommendation(
             "Pack many tiny files into fewer, larger ones",
             "Thousands of tiny files are bound by the metadata server, not bandwidth: write one shared file "
-            "(MPI-IO, HDF5, NetCDF) or an archive per node instead of a file per rank per step.", "", "text"))
+            + (f"({', '.join(libraries)}) " if libraries else "")
+            + f"or an archive per node instead of a file per {'rank' if ctx.has_layer('mpi') else 'process'} per "
+            "step.", "", "text"))
     recs.append(Recommendation(
         "Let one rank do shared metadata work",
-        "When every rank opens or stats the same file, do it on rank 0 and broadcast the result, or open the "
-        "file collectively with MPI_File_open.",
+        "When every rank opens or stats the same file, do it on rank 0 and broadcast the result"
+        + (", or open the file collectively with MPI_File_open." if ctx.has_layer("mpiio") else "."),
         "struct stat st;\nint rc = 0;\nif (rank == 0) rc = stat(path, &st);\n"
-        "MPI_Bcast(&rc, 1, MPI_INT, 0, comm);\nMPI_Bcast(&st, sizeof st, MPI_BYTE, 0, comm);", "c"))
+        "MPI_Bcast(&rc, 1, MPI_INT, 0, comm);\nMPI_Bcast(&st, sizeof st, MPI_BYTE, 0, comm);", "c", needs=("mpi",)))
     return recs
 
 

@@ -248,15 +248,12 @@ def report(ctx, judged) -> list:
                     "so this is a lower bound.")
     recs = []
     if "hdf5" in ctx.kinds(file_ids[:20]):
-        recs.append(advice.hdf5_alignment(unit))
+        recs.append(advice.hdf5_alignment(unit, lustre=bool(judged["on_lustre"])))
     recs.append(advice.mpi_hints_c({"striping_unit": str(unit)}, "Keep MPI-IO file domains on stripe boundaries",
-                                   "ROMIO aligns collective-buffering file domains to striping_unit; on Lustre it "
-                                   "reads the stripe size itself."))
-    recs.append(Recommendation(
-        "Align the application's records", f"Make each rank's block size and starting offset a multiple of "
-        f"{fmt_bytes(unit)} (pad headers, round block sizes up).",
-        f"MPI_Offset off = header_bytes_padded + (MPI_Offset)rank * block_bytes;   /* both multiples of {unit} */",
-        "c"))
+                                   "ROMIO aligns collective-buffering file domains to striping_unit"
+                                   + ("; on Lustre it reads the stripe size itself." if judged["on_lustre"]
+                                      else ".")))
+    recs.append(align_records(ctx, unit))
     if severity == "info":
         summary += f" They cost the busiest rank at most {fmt_time(stake)}: not worth fixing for this run."
     # each misaligned request touches one stripe more, shared with the neighbouring request: a lock conflict
@@ -264,6 +261,17 @@ def report(ctx, judged) -> list:
     return [Insight(CODE, severity, title_, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(file_ids), time_window=window, metrics=metrics),
                     recs, source=source, partial=partial, score=count / total, demotable=not strong)]
+
+def align_records(ctx, unit: int) -> Recommendation:
+    """Pad and round the records: each rank's block (an MPI job), or each record (one process)."""
+    offset = "MPI_Offset" if ctx.has_layer("mpiio") else "off_t"
+    who, index = ("rank", "rank") if ctx.has_layer("mpi") else ("record", "i")
+    return Recommendation(
+        "Align the application's records", f"Make each {who}'s block size and starting offset a multiple of "
+        f"{fmt_bytes(unit)} (pad headers, round block sizes up).",
+        f"{offset} off = header_bytes_padded + ({offset}){index} * block_bytes;   /* both multiples of {unit} */",
+        "c")
+
 
 FINDING = Finding(
     code=CODE,

@@ -340,7 +340,7 @@ def _summary(ctx, m: dict, table) -> str:
     text = (f"The ranks spend {fmt_time(m['mpiio_time_s'])} in MPI-IO reads and writes but only "
             f"{fmt_time(m['posix_time_inside_s'])} in the POSIX operations inside them; {who}. The rest is ROMIO's "
             "own work: the two-phase exchange between ranks, synchronisation, and ranks waiting for the "
-            "aggregators. " + (f"The slowest rank ({m['slowest_rank']})" if table is not None else "The average rank")
+            "aggregators. " + (_slowest(ctx, m["slowest_rank"]) if table is not None else "The average rank")
             + f" spends {fmt_time(m['slowest_rank_overhead_s'])} of its {fmt_time(m['slowest_rank_mpiio_time_s'])} "
             "above the file system")
     if table is None:
@@ -350,6 +350,12 @@ def _summary(ctx, m: dict, table) -> str:
     if writers and writers < nranks:
         text += f" Aggregators: {ctx.rank_labels(sorted(table['rank'][table['posix_s'] > 0].tolist()))}."
     return text
+
+
+def _slowest(ctx, rank) -> str:
+    """'The slowest rank (5)', or 'The slowest process (worker pid 3688)' when the log labels it otherwise."""
+    said = ctx.rank_label(rank)
+    return f"The slowest rank ({int(rank)})" if said == f"rank {int(rank)}" else f"The slowest process ({said})"
 
 
 def _files(ctx, files: list) -> list:

@@ -203,7 +203,7 @@ def report(ctx, v) -> list:
             recs.append(advice.hdf5_collective_transfer())
             recs.append(advice.hdf5_collective_metadata())
         if "netcdf" in kinds or "pnetcdf" in kinds:
-            recs.append(advice.netcdf_collective())
+            recs.append(advice.netcdf_collective("netcdf" in kinds, "pnetcdf" in kinds))
         lus_file, _, _, stripe_count, _ = lustre_records(ctx.log)  # every layout component, no table built
         on = np.isin(lus_file, np.asarray(fids, dtype=np.uint64))
         stripe = int(stripe_count[on].max()) if on.any() else None

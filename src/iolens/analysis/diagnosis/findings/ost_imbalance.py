@@ -94,7 +94,7 @@ def report(ctx, judged) -> list:
         "starting OST (do not pass -i/--stripe-index). For many single-stripe files, keep -c 1 but make sure "
         "files are created by different ranks over time so the allocator can round-robin them.",
         f"lfs setstripe -c {max(4, big)} -S 1M <output-dir>\nlfs df -h <mount>   # check OST fullness: "
-        "full OSTs are skipped by the allocator", "shell")]
+        "full OSTs are skipped by the allocator", "shell", needs=("lustre",))]
     return [Insight(CODE, judged["severity"], title_, summary,
                     Evidence(ranks=[], files=ctx.names_of(fids), time_window=None, metrics=metrics),
                     recs, source=source, partial=False, score=judged["score"])]

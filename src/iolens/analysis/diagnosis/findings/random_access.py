@@ -288,21 +288,29 @@ def report(ctx, judged) -> list:
         summary += " " + project(ctx, metrics, stake, requests=n_small_random, op=op)
         recs = [advice.aggregate_requests(op)]
         if op == "read":
-            recs.insert(0, Recommendation(
-                "Sort and batch the reads", "Collect the offsets you need, sort them and read contiguous ranges "
-                "(or use MPI_File_read_at_all with a file view / H5Dread with a hyperslab union) so the file system "
-                "sees large forward reads.", "", "text"))
+            recs.insert(0, sort_and_batch(ctx))
             if "hdf5" in ctx.kinds(files[:20]):
                 recs.append(Recommendation(
                     "HDF5: chunk to match the access pattern and enlarge the chunk cache",
                     "Random element access into large chunks re-reads whole chunks; choose chunk shapes that "
                     "match the read pattern and give the chunk cache room for the working set.",
-                    "H5Pset_chunk_cache(dapl, 12421, 64 * 1024 * 1024, 1.0);   /* slots, bytes, w0 */", "c"))
+                    "H5Pset_chunk_cache(dapl, 12421, 64 * 1024 * 1024, 1.0);   /* slots, bytes, w0 */", "c",
+                    needs=("hdf5",)))
         out.append(Insight(CODE, severity, title_, summary,
                            Evidence(ranks=ranks, files=ctx.names_of(files), time_window=window, metrics=metrics),
                            recs, source=source, partial=partial, score=n_small_random / total,
                            demotable=not strong))
     return out
+
+def sort_and_batch(ctx) -> Recommendation:
+    """Read sorted contiguous ranges; the library calls that do it for you, of the layers the program uses."""
+    calls = [call for layer, call in (("mpiio", "MPI_File_read_at_all with a file view"),
+                                      ("hdf5", "H5Dread with a hyperslab union")) if ctx.has_layer(layer)]
+    return Recommendation(
+        "Sort and batch the reads", "Collect the offsets you need, sort them and read contiguous ranges "
+        + (f"(or use {' / '.join(calls)}) " if calls else "") + "so the file system sees large forward reads.",
+        "", "text")
+
 
 FINDING = Finding(
     code=CODE,

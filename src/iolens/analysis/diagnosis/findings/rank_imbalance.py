@@ -530,18 +530,30 @@ def _spread_insight(ctx, judged: dict, loads: dict, source: str, partial: bool) 
         mine = ctx.trace_app.take(ctx.trace_app.rank == heavy)
         window = ctx.trace_window(mine)
         files = files_by_bytes(mine)
-    recs = [Recommendation(
-        "Spread the I/O over all ranks",
-        f"Give every rank a similar share of the data to write/read ({ctx.rank_label(heavy)} does "
-        f"{ratio:.1f}× the average), or use collective MPI-IO so the library balances the file-system "
-        "requests over its aggregators.",
-        "/* each rank writes its own part, all at once */\n"
-        "MPI_File_write_at_all(fh, my_offset, my_buf, my_count, MPI_BYTE, MPI_STATUS_IGNORE);", "c")]
+    recs = [spread(ctx, heavy, ratio)]
     if "fsyncs" in angles:
-        recs.append(advice.fewer_fsync())
+        recs.append(advice.fewer_fsync(ctx.has_layer("mpiio")))
     return Insight(CODE, judged["spread"], title_, summary,
                    Evidence(ranks=heavy_ranks, files=ctx.names_of(files), time_window=window, metrics=metrics),
                    recs, source=source, partial=partial, score=ratio)
+
+
+def spread(ctx, heavy: int, ratio: float) -> Recommendation:
+    """Even out the ranks' shares; with MPI-IO, collective calls let the library balance them."""
+    if ctx.has_layer("mpiio"):
+        return Recommendation(
+            "Spread the I/O over all ranks",
+            f"Give every rank a similar share of the data to write/read ({ctx.rank_label(heavy)} does "
+            f"{ratio:.1f}× the average), or use collective MPI-IO so the library balances the file-system "
+            "requests over its aggregators.",
+            "/* each rank writes its own part, all at once */\n"
+            "MPI_File_write_at_all(fh, my_offset, my_buf, my_count, MPI_BYTE, MPI_STATUS_IGNORE);", "c")
+    noun = ctx.ranks_noun
+    return Recommendation(
+        f"Spread the I/O over all {noun}",
+        f"Give every {'process' if noun == 'processes' else 'rank'} a similar share of the data to write/read "
+        f"({ctx.rank_label(heavy)} does {ratio:.1f}× the average), so that no one of them sets the pace.", "",
+        "text")
 
 
 def _bottleneck(ctx, c: dict) -> Insight:
@@ -576,20 +588,25 @@ def _bottleneck(ctx, c: dict) -> Insight:
         count = advice.stripe_count_for(extent if extent > 0 else fb, nranks)  # same rule as LUSTRE_STRIPING
         recs.append(advice.lustre_setstripe(name, count, 1 << 20,
                                             f"A wider stripe lets ROMIO use {count} aggregators in parallel."))
-    recs.append(more_aggregators(nodes, stripe_count, nranks))
+    recs.append(more_aggregators(nodes, stripe_count, nranks, ctx.has_layer("lustre"), striped=bool(recs)))
     return Insight(CODE, "warning", title_, summary,
                    Evidence(ranks=[top_rank], files=[name], time_window=ctx.counter_window("POSIX", [fid]),
                             metrics=metrics),
                    recs, source="counters" if c["from_counters"] else "dxt", partial=False, score=share * 10)
 
 
-def more_aggregators(nodes: int | None, stripe_count: int | None, ranks: int) -> Recommendation:
+def more_aggregators(nodes: int | None, stripe_count: int | None, ranks: int, lustre: bool = True,
+                     striped: bool = True) -> Recommendation:
+    """`lustre`: the file is on Lustre (its striping caps the aggregators); `striped`: an lfs setstripe
+    recommendation comes before this one."""
     target = nodes or max(1, min(ranks // 32, 64))
     hints = {"cb_nodes": str(target), "romio_cb_write": "enable"}
     detail = (f"Set cb_nodes to the number of nodes ({target}" + (")" if nodes else ", a guess: iolens cannot "
-              "see the node count without DXT)") + ". On Lustre, ROMIO caps the aggregators at the stripe "
-              "count unless the file is striped wider: stripe the file too (see the lfs setstripe "
-              "recommendation).")
+              "see the node count without DXT)") + ".")
+    if lustre:
+        detail += (" On Lustre, ROMIO caps the aggregators at the stripe count unless the file is striped wider: "
+                   + ("stripe the file too (see the lfs setstripe recommendation)." if striped else
+                      "stripe the file too."))
     return advice.mpi_hints_c(hints, "Use more collective-buffering aggregators", detail)
 
 

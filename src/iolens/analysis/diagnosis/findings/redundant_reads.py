@@ -16,7 +16,7 @@ CODE, OP = "REDUNDANT_READS", "read"
 
 
 def recommendations(ctx, fids) -> list:
-    return [read_once_broadcast(), Recommendation(
+    return [read_once_broadcast(ctx.has_layer("mpiio")), Recommendation(
         "Keep data you read again in memory",
         "If the same data is read repeatedly by the same rank (e.g. every epoch or time step), cache it "
         "in memory or on node-local storage after the first read.", "", "text")]
@@ -26,15 +26,17 @@ def report(ctx, v) -> list:
     return _redundancy.report(ctx, v, OP, recommendations)
 
 
-def read_once_broadcast() -> Recommendation:
+def read_once_broadcast(mpiio: bool = True) -> Recommendation:
+    """An MPI job's ranks reading the same data (`mpiio`: it calls MPI-IO, whose collective read can too)."""
     return Recommendation(
         "Read shared input once and broadcast it",
-        "When every rank reads the same data, have one rank (or a collective read) fetch it and distribute it "
-        "over the network, which is much faster than N identical file-system reads.",
+        "When every rank reads the same data, have one rank" + (" (or a collective read)" if mpiio else "")
+        + " fetch it and distribute it over the network, which is much faster than N identical file-system reads.",
         "if (rank == 0) pread(fd, buf, n, 0);\n"
-        "MPI_Bcast(buf, n, MPI_BYTE, 0, comm);\n"
-        "/* or: MPI_File_read_at_all(fh, 0, buf, n, MPI_BYTE, MPI_STATUS_IGNORE); with romio_cb_read=enable */",
-        "c")
+        "MPI_Bcast(buf, n, MPI_BYTE, 0, comm);"
+        + ("\n/* or: MPI_File_read_at_all(fh, 0, buf, n, MPI_BYTE, MPI_STATUS_IGNORE); with romio_cb_read=enable */"
+           if mpiio else ""),
+        "c", needs=("mpi",))
 
 
 FINDING = Finding(

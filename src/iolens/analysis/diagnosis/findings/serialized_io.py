@@ -134,21 +134,31 @@ def report(ctx, _=None) -> list:
         recs.append(advice.hdf5_no_fill())
         recs[0].detail = "If this is a NetCDF file being pre-filled by one rank: " + recs[0].detail
         recs[1].detail = "If this is an HDF5 dataset being pre-filled: " + recs[1].detail
-    recs.append(parallel_write("mpiio"))
+    recs.append(parallel_write(ctx.has_layer("mpiio"), "rank" if ctx.has_layer("mpi") else "process"))
     partial = any(ctx.trace_truncated(m) for m in DXT_MODULES)
     return [Insight(CODE, "critical" if share >= 0.8 else "warning", title, summary,
                     Evidence(ranks=[rank], files=ctx.names_of(files), time_window=(first, last), metrics=metrics),
                     recs, source="dxt", partial=partial, score=share)]
 
 
-def parallel_write(kind: str) -> Recommendation:
+def parallel_write(mpiio: bool = True, who: str = "rank") -> Recommendation:
+    """Every rank writes its part: collectively with MPI-IO (`mpiio`: the program calls it), else at its offset
+    (`who`: 'rank', or 'process' for processes without MPI)."""
+    if not mpiio:
+        return Recommendation(
+            f"Write in parallel instead of through one {who}",
+            f"Let each {who} write its own part of the file at its own offset instead of funnelling the data "
+            f"through one {who}.",
+            f"/* each {who} writes its block */\n"
+            f"off_t off = (off_t){'rank' if who == 'rank' else 'index'} * block_bytes;\n"
+            "pwrite(fd, block, block_bytes, off);", "c")
     return Recommendation(
         "Write in parallel instead of through one rank",
         "Let each rank write its own part of the file (collectively) instead of funnelling the data through "
         "one rank.",
         "/* each rank writes its block; all ranks call it */\n"
         "MPI_Offset off = (MPI_Offset)rank * block_bytes;\n"
-        "MPI_File_write_at_all(fh, off, block, block_bytes, MPI_BYTE, MPI_STATUS_IGNORE);", "c")
+        "MPI_File_write_at_all(fh, off, block, block_bytes, MPI_BYTE, MPI_STATUS_IGNORE);", "c", needs=("mpiio",))
 
 
 def _saving(ctx, insight):

@@ -223,7 +223,7 @@ def report(ctx, judged) -> list:
         "rebuilding or overloaded). Until it is fixed, create files on other OSTs, or stripe them over several "
         "OSTs so one slow server holds up only part of each file.",
         f"lfs df -h <mount>                      # is OST {ost} full or degraded?\n"
-        f"lfs setstripe -c 4 -S 1M <output-dir>  # spread each file over several OSTs", "shell")]
+        f"lfs setstripe -c 4 -S 1M <output-dir>  # spread each file over several OSTs", "shell", needs=("lustre",))]
     return [Insight(CODE, judged["severity"], title_, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(_first_seen(rec_.file_id[on])),
                              time_window=None, metrics=metrics),

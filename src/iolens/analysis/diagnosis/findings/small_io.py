@@ -438,9 +438,9 @@ def _small_recs(ctx, file_ids, ops) -> list:
         recs.append(advice.hdf5_collective_transfer())
         recs.append(advice.hdf5_collective_metadata())
     if "netcdf" in kinds or "pnetcdf" in kinds:
-        recs.append(advice.netcdf_collective())
+        recs.append(advice.netcdf_collective("netcdf" in kinds, "pnetcdf" in kinds))
     if indep > coll or (shared and not (indep or coll)):
-        recs.extend(advice.collective_io(op, nodes))
+        recs.extend(advice.collective_io(op, nodes, adopt=not (indep or coll)))
     elif coll:
         recs.append(advice.mpi_hints_c({"romio_cb_write" if op == "write" else "romio_cb_read": "enable"},
                                        "Make sure collective buffering is not disabled",

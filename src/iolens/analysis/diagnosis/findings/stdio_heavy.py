@@ -108,15 +108,16 @@ def report(ctx, judged) -> list:
     return [Insight(CODE, judged["severity"], title(judged, ctx.th), summary,
                     Evidence(ranks=[int(per_rank.argmax())] if own.any() else [], files=ctx.names_of(files),
                              time_window=ctx.counter_window("STDIO", files), metrics=metrics),
-                    stdio_buffering(), source="counters", partial=False, score=judged["score"])]
+                    stdio_buffering(ctx.has_layer("mpiio")), source="counters", partial=False, score=judged["score"])]
 
 
-def stdio_buffering() -> list:
+def stdio_buffering(mpiio: bool = True) -> list:
+    """`mpiio`: the program calls MPI-IO (named beside POSIX for bulk data)."""
     return [
         Recommendation(
-            "Give stdio a large buffer, or use POSIX/MPI-IO for bulk data",
+            "Give stdio a large buffer, or use POSIX" + ("/MPI-IO" if mpiio else "") + " for bulk data",
             "fread/fwrite/fprintf go through a small libc buffer (4-8 KiB); with a larger buffer each system "
-            "call moves more data. For bulk or parallel output prefer pwrite/MPI-IO.",
+            "call moves more data. For bulk or parallel output prefer pwrite" + ("/MPI-IO." if mpiio else "."),
             "FILE *f = fopen(path, \"w\");\n"
             "setvbuf(f, NULL, _IOFBF, 8 << 20);   /* 8 MiB buffer, before the first I/O */", "c"),
         Recommendation(

@@ -107,8 +107,10 @@ def report(ctx, _=None) -> list:
         "Find out why these ranks are slow" if all_slow else "Find out why these ranks start late",
         "Check whether the late ranks have more data (see RANK_IMBALANCE), share a node or OST with other "
         "heavy I/O (node placement, OST_IMBALANCE), issue smaller requests than the rest, or do more work "
-        "before their I/O. Collective I/O evens out the file-system load across ranks; overlapping the "
-        "late rank's work with the others' I/O hides the wait.", "", "text")]
+        "before their I/O. " + ("Collective I/O evens out the file-system load across ranks; overlapping the "
+                                "late rank's work with the others' I/O hides the wait." if ctx.has_layer("mpiio")
+                                else "Overlapping the late rank's work with the others' I/O hides the wait."),
+        "", "text")]
     return [Insight(CODE, "warning", title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(files), time_window=(median_end, last_late),
                              metrics=metrics),
