@@ -1,11 +1,13 @@
 //! iolens.reader._native: the reader's hot path. Inflates a log's regions on every core and walks DXT records
 //! into columns, without the GIL. It knows zlib streams and DXT records, nothing else of the format.
 
+mod dftracer;
 mod dxt;
 mod inflate;
+mod json;
 mod pieces;
 
-use numpy::PyArray1;
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -111,8 +113,140 @@ fn shrunk<T>(mut v: Vec<T>) -> Vec<T> {
     v
 }
 
+/// Read DFTracer trace files (JSON lines, plain or gzip'd) with `threads` threads. Returns, per path, a
+/// dict: `strings` (the file's names, categories and hashes; `io`/`spans` columns hold their index), `io`
+/// and `spans` (dicts of numpy columns), `meta` [(pid, event, name, value)], `internal` [(pid, ts, id, name,
+/// args JSON)], and `lines`, `bad_lines`, `first_bad` (line number, text) or None, `unknown` {ph: count},
+/// `cut`, `error` (a reason or None), `gzip`. Missing integers are i64 minimum.
+#[pyfunction]
+#[pyo3(signature = (paths, threads, progress=None))]
+fn read_dftracer<'py>(py: Python<'py>, paths: Vec<String>, threads: usize, progress: Option<Py<PyAny>>)
+                      -> PyResult<Vec<Bound<'py, PyDict>>> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let total: u64 = paths.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum::<u64>().max(1);
+    let seen = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    let mut failed: Option<PyErr> = None;
+    let results = py.detach(|| {
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    dftracer::read_files(&paths, threads, &seen, &stop)
+                }));
+                done.store(true, Ordering::Release);
+                got
+            });
+            // every 50 ms: the progress callback, and Ctrl-C
+            let mut last = -1.0;
+            while !done.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                let fraction = seen.load(Ordering::Relaxed) as f64 / total as f64;
+                if failed.is_some() || fraction - last < 0.01 {
+                    continue;
+                }
+                last = fraction;
+                Python::attach(|py| {
+                    let called = match progress.as_ref() {
+                        Some(cb) => cb.call1(py, (fraction.min(1.0),)).map(|_| ()),
+                        None => py.check_signals(),
+                    };
+                    if let Err(e) = called {
+                        failed = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                });
+            }
+            reader.join().unwrap_or_else(|_| Err(Box::new("panic")))
+        })
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let results = results.map_err(|_| PyValueError::new_err("internal error in iolens's native DFTracer reader"))?;
+    results.into_iter().map(|r| file_dict(py, r)).collect()
+}
+
+fn file_dict(py: Python<'_>, r: dftracer::FileResult) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("strings", r.strings.list)?;
+    let io = PyDict::new(py);
+    let i = r.io;
+    for (name, col) in [("pid", i.pid), ("tid", i.tid), ("ts", i.ts), ("dur", i.dur), ("id", i.id), ("ret", i.ret),
+                        ("bytes", i.bytes), ("offset", i.offset), ("whence", i.whence), ("fd", i.fd)] {
+        io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    for (name, col) in [("func", i.func), ("file", i.file), ("host", i.host)] {
+        io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    for (name, col) in [("stdio", i.stdio), ("kind", i.kind)] {
+        io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    d.set_item("io", io)?;
+    let sp = PyDict::new(py);
+    let s = r.spans;
+    for (name, col) in [("pid", s.pid), ("tid", s.tid), ("ts", s.ts), ("dur", s.dur), ("id", s.id),
+                        ("epoch", s.epoch), ("step", s.step)] {
+        sp.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    for (name, col) in [("cat", s.cat), ("name", s.name), ("host", s.host)] {
+        sp.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    sp.set_item("args", s.args)?;
+    d.set_item("spans", sp)?;
+    let meta: Vec<(i64, String, String, String)> = r.meta.into_iter().map(|m| (m.pid, m.event, m.name, m.value)).collect();
+    d.set_item("meta", meta)?;
+    let internal: Vec<(i64, i64, i64, String, String)> =
+        r.internal.into_iter().map(|e| (e.pid, e.ts, e.id, e.name, e.args)).collect();
+    d.set_item("internal", internal)?;
+    d.set_item("lines", r.lines)?;
+    d.set_item("bad_lines", r.bad_lines)?;
+    d.set_item("first_bad", r.first_bad)?;
+    d.set_item("unknown", r.unknown.into_iter().collect::<Vec<(String, u64)>>())?;
+    d.set_item("cut", r.cut)?;
+    d.set_item("error", r.error)?;
+    d.set_item("gzip", r.gzip)?;
+    d.set_item("bytes", r.bytes_in)?;
+    Ok(d)
+}
+
+/// File positions of DFTracer's reads and writes (`dftracer::positions`): (offset, source) arrays.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn dftracer_positions<'py>(py: Python<'py>, group: PyReadonlyArray1<i64>, key: PyReadonlyArray1<i64>,
+                           ts: PyReadonlyArray1<i64>, seq: PyReadonlyArray1<i64>, kind: PyReadonlyArray1<u8>,
+                           bytes: PyReadonlyArray1<i64>, offset: PyReadonlyArray1<i64>,
+                           ret: PyReadonlyArray1<i64>, whence: PyReadonlyArray1<i64>)
+                           -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>)> {
+    let cols = [group.as_slice()?, key.as_slice()?, ts.as_slice()?, seq.as_slice()?, bytes.as_slice()?,
+                offset.as_slice()?, ret.as_slice()?, whence.as_slice()?];
+    let kind = kind.as_slice()?;
+    if cols.iter().any(|c| c.len() != kind.len()) {
+        return Err(PyValueError::new_err("dftracer_positions: columns of different lengths"));
+    }
+    let (off, src) = py.detach(|| dftracer::positions(cols[0], cols[1], cols[2], cols[3], kind, cols[4], cols[5],
+                                                       cols[6], cols[7]));
+    Ok((PyArray1::from_vec(py, off), PyArray1::from_vec(py, src)))
+}
+
+/// Each span's parent row and depth in its thread (`dftracer::nest`).
+#[pyfunction]
+fn dftracer_nest<'py>(py: Python<'py>, group: PyReadonlyArray1<i64>, start: PyReadonlyArray1<i64>,
+                      end: PyReadonlyArray1<i64>)
+                      -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i32>>)> {
+    let (g, s, e) = (group.as_slice()?, start.as_slice()?, end.as_slice()?);
+    if g.len() != s.len() || g.len() != e.len() {
+        return Err(PyValueError::new_err("dftracer_nest: columns of different lengths"));
+    }
+    let (parent, depth) = py.detach(|| dftracer::nest(g, s, e));
+    Ok((PyArray1::from_vec(py, parent), PyArray1::from_vec(py, depth)))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_regions, m)?)?;
+    m.add_function(wrap_pyfunction!(read_dftracer, m)?)?;
+    m.add_function(wrap_pyfunction!(dftracer_positions, m)?)?;
+    m.add_function(wrap_pyfunction!(dftracer_nest, m)?)?;
     Ok(())
 }

@@ -20,14 +20,20 @@ OP_NAMES = pl.Series(OP.categories, dtype=OP)
 
 
 def read(path: str, progress=None) -> "Log":
-    """Read a Darshan log, or a Recorder trace folder (told by content; a `RecorderTrace`, same tables plus
-    `calls`). Raises `iolens.LogError` with a one-line reason if it cannot."""
+    """Read a Darshan log, a Recorder trace folder or a DFTracer trace (a `.pfw`/`.pfw.gz` file or a folder of
+    them), told by content: a `RecorderTrace` or a `DFTracerTrace` has the same tables plus its own. Raises
+    `iolens.LogError` with a one-line reason if it cannot."""
+    from ..reader.dftracer import is_dftracer_trace
     from ..reader.recorder import is_recorder_trace
 
     if is_recorder_trace(str(path)):
         from .recorder import read_recorder
 
         return read_recorder(str(path), progress)
+    if is_dftracer_trace(str(path)):
+        from .dftracer import read_dftracer
+
+        return read_dftracer(str(path), progress)
     return Log(read_raw(str(path), progress))
 
 

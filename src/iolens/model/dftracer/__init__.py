@@ -1,0 +1,205 @@
+"""`DFTracerTrace`: a DFTracer trace (a file, or a folder of one job's per-process files) as the same tables as
+a Darshan `Log` (job, files, counters, segments, dxt_records, ...) plus `processes` (which rank is which
+process), `calls` (every POSIX/STDIO call) and `spans` (the application's events above its I/O)."""
+from __future__ import annotations
+
+import os
+from functools import cached_property
+
+import polars as pl
+
+from ...reader.dftracer import DFTracerRaw, read_trace
+from ...reader.log import ModuleInfo
+from ..log import MODULE
+from .counters import counters_table
+from .tables import Layout, calls_table, io_frame, process_table, segments_table, spans_table
+
+__all__ = ["DFTracerTrace", "read_dftracer"]
+
+
+def read_dftracer(path: str, progress=None) -> "DFTracerTrace":
+    return DFTracerTrace(read_trace(str(path), progress))
+
+
+class DFTracerTrace:
+    """Same interface as `iolens.model.log.Log` where it makes sense; `processes`, `calls`, `spans` its own."""
+
+    format = kind = "dftracer"
+
+    def __init__(self, raw: DFTracerRaw):
+        self.raw = raw
+        self.path = raw.path
+        self.layout = Layout(raw)
+        self.notes = self._notes()
+
+    # --- processes ---------------------------------------------------------------------------
+    @cached_property
+    def processes(self) -> pl.DataFrame:
+        """One row per traced process: rank, label ('main pid 4722', 'worker pid 4723'), host, pid, ppid,
+        step (null: one trace is one step), role (main / worker / helper), command, start, end (seconds),
+        events in the trace, lost_events (numbered by DFTracer but not in the trace), trace_file."""
+        return process_table(self.layout)
+
+    def label(self, rank: int) -> str:
+        hit = self.processes.filter(pl.col("rank") == rank)
+        return hit["label"][0] if hit.height else str(rank)
+
+    row_label = label
+
+    # --- calls, spans --------------------------------------------------------------------------
+    @cached_property
+    def _io(self) -> pl.DataFrame:
+        return io_frame(self.layout)
+
+    @cached_property
+    def calls(self) -> pl.DataFrame:
+        """One row per POSIX/STDIO call: rank, tid, seq (its order in the rank), layer, func, file_id, path,
+        start, end, ret, bytes (moved by a read or write), offset and offset_source (call / followed /
+        unopened / open twice / append: how the offset is known, or why not), whence, fd."""
+        return calls_table(self._io)
+
+    @cached_property
+    def spans(self) -> pl.DataFrame:
+        """One row per application event: span_id, rank, tid, cat, name, start, end, epoch, step, parent
+        (the enclosing span's span_id in the same thread), depth, args (its other arguments, JSON)."""
+        return spans_table(self.layout)
+
+    # --- job ---------------------------------------------------------------------------------
+    @cached_property
+    def job(self) -> dict:
+        procs = self.processes
+        run_time = float(procs["end"].max() or 0.0) if procs.height else 0.0
+        start = self.layout.t0 * self.layout.scale
+        main = procs.filter(pl.col("role") == "main")
+        versions = [v for v in self.layout.processes["version"].to_list() if v]
+        version = _version(versions[0]) if versions else ""
+        gz = {f.gzip for f in self.raw.files if f.lines}
+        return {
+            "log_version": f"dftracer {version}".strip(),
+            "lib_version": version,
+            "byte_order": "little",
+            "compression": "gzip" if gz == {True} else "none" if gz == {False} else "mixed" if gz else "none",
+            "exe": (main["command"][0] or "") if main.height else "",
+            "uid": None,
+            "jobid": None,
+            "nprocs": procs.height,
+            "start_time": start,
+            "end_time": start + run_time,
+            "run_time": run_time,
+            "metadata": {"dftracer_version": version, "time_unit_seconds": self.layout.scale,
+                         "trace_files": len(self.raw.files),
+                         "hosts": sorted({h for h in procs["host"].to_list() if h})},
+            "mounts": [],
+            "modules": [{"name": m.name, "version": m.version, "partial": m.partial, "records": m.records,
+                         "supported": m.supported, "note": m.note} for m in self.modules],
+            "partial": self.partial,
+            "notes": self.notes,
+            "format": "dftracer",
+            "calls": int(self.raw.io["ts"].shape[0]) if self.raw.io else 0,
+            "spans": int(self.raw.spans["ts"].shape[0]) if self.raw.spans else 0,
+            "lost_events": int(procs["lost_events"].sum() or 0),
+        }
+
+    @property
+    def partial(self) -> bool:
+        """Some trace file was cut, held lines that are no event, or events of kinds not read."""
+        return any(f.partial for f in self.raw.files)
+
+    def _notes(self) -> list:
+        out = []
+        for f in self.raw.files:
+            for problem in f.problems():
+                out.append(f"{os.path.basename(f.path)}: {problem}; its other events are read")
+        lost = self.layout.processes.filter(pl.col("lost_events") > 0)
+        for pid, n, events in lost.select("pid", "lost_events", "events").iter_rows():
+            out.append(f"pid {pid}: {n:,} of its events are not in the trace (DFTracer numbered them, then lost "
+                       f"them: e.g. the preload log it replaces when the Python API starts); their I/O is not "
+                       f"counted")
+        unnamed = self.raw.io["file"][self.raw.io["file"] >= 0] if self.raw.io else []
+        fh = self.layout.files
+        missing = {self.layout.strings[c] for c in set(unnamed.tolist())} - set(fh) if len(unnamed) else set()
+        if missing:
+            out.append(f"{len(missing)} file hash(es) have no FH metadata event naming them (DFTRACER_INC_METADATA=1 "
+                       f"writes them): shown as <file HASH>")
+        return out
+
+    @cached_property
+    def modules(self) -> list:
+        out = []
+        for k, name in enumerate(("POSIX", "STDIO")):
+            table = self.counters.get(name)
+            if table is not None:
+                out.append(ModuleInfo(k, name, 0, self.partial, 0, True, table.height,
+                                      "computed from DFTracer calls"))
+        n = self.dxt_records.height
+        if n:
+            out.append(ModuleInfo(10, "DXT_POSIX", 0, self.partial, 0, True, n, "DFTracer reads and writes"))
+        return out
+
+    def module(self, name: str):
+        return next((m for m in self.modules if m.name == name), None)
+
+    def is_partial(self, name: str) -> bool:
+        m = self.module(name)
+        return bool(m and m.partial)
+
+    # --- files -------------------------------------------------------------------------------
+    @cached_property
+    def files(self) -> pl.DataFrame:
+        named = self._io.filter(pl.col("file_id").is_not_null()).unique("file_id", keep="first",
+                                                                         maintain_order=True)
+        return named.select("file_id", pl.col("path").alias("name"), pl.lit("").alias("mount"),
+                            pl.lit("").alias("fs_type"))
+
+    def file_names(self) -> dict:
+        return dict(self.files.select("file_id", "name").iter_rows())
+
+    # --- counters, segments -------------------------------------------------------------------
+    @cached_property
+    def counters(self) -> dict:
+        out = {}
+        for module in ("POSIX", "STDIO"):
+            table = counters_table(self._io, module)
+            if table is not None:
+                out[module] = table
+        return out
+
+    @cached_property
+    def segments(self) -> pl.DataFrame:
+        return segments_table(self._io, self.layout)
+
+    @property
+    def has_dxt(self) -> bool:
+        return self.segments.height > 0
+
+    @cached_property
+    def dxt_records(self) -> pl.DataFrame:
+        """One row per (file, rank) with reads or writes, as Darshan's DXT records."""
+        seg = self.segments
+        return (seg.group_by("module", "file_id", "rank", maintain_order=True)
+                .agg(pl.col("hostname").first().cast(pl.String),
+                     (pl.col("op") == "write").sum().cast(pl.Int64).alias("write_count"),
+                     (pl.col("op") == "read").sum().cast(pl.Int64).alias("read_count"))
+                .sort("module", "rank", "file_id")
+                .cast({"module": MODULE}))
+
+    # --- what DFTracer does not have ------------------------------------------------------------
+    @cached_property
+    def lustre(self) -> pl.DataFrame:
+        return pl.DataFrame(schema={"file_id": pl.UInt64, "rank": pl.Int64, "component": pl.Int64,
+                                    "stripe_size": pl.Int64, "osts": pl.List(pl.Int64)})
+
+    @cached_property
+    def heatmap(self) -> pl.DataFrame:
+        return pl.DataFrame(schema={"module": pl.String, "rank": pl.Int64, "bin": pl.Int64,
+                                    "bin_width": pl.Float64, "start": pl.Float64,
+                                    "write_bytes": pl.Int64, "read_bytes": pl.Int64})
+
+
+def _version(v) -> str:
+    """DFTracer's start event says 20003 for 2.0.3."""
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else str(n)
