@@ -50,8 +50,8 @@ def unfinished_processes(log) -> list:
     """[{ranks, pid, log}]: the processes whose Darshan log is unfinished (a `.darshan_partial` the reader
     recovered). What their trace lacks was lost with the log (the process was ended while Darshan wrote it),
     not dropped for want of Darshan memory."""
-    procs = getattr(log, "processes", None)  # a job's logs merged (jobs/merged.py)
-    if procs:
+    procs = getattr(log, "processes", None)  # a job's logs merged (jobs/merged.py); a table: a trace's own
+    if isinstance(procs, list) and procs:
         return [{"ranks": list(range(p["rank"], p["rank"] + p["ranks"])), "pid": p["pid"], "log": p["log"]}
                 for p in procs if p["recovered"]]
     if not log.job.get("recovered"):
@@ -95,7 +95,8 @@ def dxt_summary(log: Log, records: dict | None = None) -> list:
                                                                         "counter_writes"))
         reasons = []
         if info.partial:
-            reasons.append(f"Darshan ran out of {module} memory during the run (module flagged partial)")
+            reasons.append(f"the trace is partial: {info.note}" if log.job.get("format") == "dftracer" else
+                           f"Darshan ran out of {module} memory during the run (module flagged partial)")
         if counted_r is not None and traced_r < counted_r:
             reasons.append(f"the trace holds {traced_r:,} reads but the {layer.module} counters record "
                            f"{counted_r:,} on the same files")
@@ -180,7 +181,13 @@ def job_summary(log: Log) -> dict:
         "files": log.files.height,
         "has_dxt": log.has_dxt,
     }
-    if getattr(log, "calls", None) is not None:  # a Recorder trace: every call is known
+    if job.get("format") == "dftracer":  # its processes and the application's spans
+        from .calls import call_summary
+        from .spans import process_summary, span_summary
+
+        out["dftracer"] = {"processes": process_summary(log.processes, log.calls, log.spans),
+                           "spans": span_summary(log.spans), **call_summary(log.calls, int(job["nprocs"]))}
+    elif getattr(log, "calls", None) is not None:  # a Recorder trace: every call is known
         from .calls import call_summary
 
         out["recorder"] = call_summary(log.calls, int(job["nprocs"]))

@@ -22,7 +22,7 @@ from .regions import _native, workers
 TRACE_SUFFIXES = (".pfw", ".pfw.gz")
 NA = np.iinfo(np.int64).min  # an integer the event does not carry
 NO_STRING = np.iinfo(np.uint32).max
-TIME_SCALE = {"NS": 1e-9, "US": 1e-6, "MS": 1e-3, "S": 1.0, "SEC": 1.0}  # the CM (time_metric) event
+TICKS = {"NS": 10**9, "US": 10**6, "MS": 10**3, "S": 1, "SEC": 1}  # per second, by the CM (time_metric) event
 
 
 @dataclass
@@ -48,11 +48,11 @@ class TraceFile:
         out = []
         if self.error:
             out.append(self.error)
-        if self.cut:
+        if self.cut and not self.error:
             out.append("its last line stops mid-event (the file was cut)")
         if self.bad_lines:
             line, text = self.first_bad or (0, "")
-            out.append(f"{self.bad_lines:,} line(s) are not a JSON event (first: line {line}, {text!r})")
+            out.append(f"{self.bad_lines:,} line(s) are not a JSON event (first: line {line}, {shown(text)!r})")
         for ph, n in sorted(self.unknown.items()):
             out.append(f"{n:,} event(s) of a kind iolens does not read (ph {ph}) skipped")
         return out
@@ -73,13 +73,18 @@ class DFTracerRaw:
         return {value: name for _, ev, name, value in self.meta if ev == event}
 
     @property
-    def time_scale(self) -> float:
-        """Seconds per unit of `ts` and `dur` (DFTracer writes microseconds unless told otherwise)."""
-        units = {name_value for _, ev, key, name_value in self.meta if ev == "CM" and key == "time_metric"}
+    def ticks(self) -> int:
+        """Units of `ts` and `dur` per second (DFTracer writes microseconds unless told otherwise)."""
+        units = {value for _, ev, key, value in self.meta if ev == "CM" and key == "time_metric"}
         for unit in units:
-            if unit.upper() in TIME_SCALE:
-                return TIME_SCALE[unit.upper()]
-        return 1e-6
+            if unit.upper() in TICKS:
+                return TICKS[unit.upper()]
+        return 10**6
+
+
+def shown(text: str) -> str:
+    """A bad line's start as a message may show it: what is not printable as '?'."""
+    return "".join(c if c.isprintable() and c != "\ufffd" else "?" for c in text)
 
 
 def trace_files(path: str) -> list:
@@ -160,7 +165,7 @@ def _refuse_garbage(path: str, files: list) -> None:
     junk = next((f for f in files if f.bad_lines), None)
     if junk is not None:
         line, text = junk.first_bad or (1, "")
-        raise LogError(f"not a DFTracer trace: line {line} is not a JSON event ({text!r})", junk.path)
+        raise LogError(f"not a DFTracer trace: line {line} is not a DFTracer event ({shown(text)!r})", junk.path)
     lost = next((f for f in files if f.error or f.cut), None)
     if lost is not None:
         raise LogError(f"no complete event in this trace: {(lost.problems() or ['cut'])[0]}", lost.path)

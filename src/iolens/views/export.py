@@ -41,8 +41,12 @@ def tables(log: Log, filters: Filters = Filters()) -> dict:
         out["lustre"] = log.lustre
     if not log.heatmap.is_empty():
         out["heatmap"] = log.heatmap
-    if getattr(log, "calls", None) is not None:  # a Recorder trace: every call
+    if getattr(log, "calls", None) is not None:  # a Recorder or DFTracer trace: every call
         out["calls"] = log.calls
+    for name in ("processes", "spans"):  # a DFTracer trace's own tables (a job's `processes` is a list)
+        extra = getattr(log, name, None)
+        if isinstance(extra, pl.DataFrame):
+            out[name] = extra
     return out
 
 

@@ -16,6 +16,8 @@ from .tables import Layout, calls_table, io_frame, process_table, segments_table
 
 __all__ = ["DFTracerTrace", "read_dftracer"]
 
+PARTIAL_NOTE = "a trace file was cut or holds lines that are not events (see the notes)"
+
 
 def read_dftracer(path: str, progress=None) -> "DFTracerTrace":
     return DFTracerTrace(read_trace(str(path), progress))
@@ -69,7 +71,7 @@ class DFTracerTrace:
     def job(self) -> dict:
         procs = self.processes
         run_time = float(procs["end"].max() or 0.0) if procs.height else 0.0
-        start = self.layout.t0 * self.layout.scale
+        start = self.layout.t0 / self.layout.ticks
         main = procs.filter(pl.col("role") == "main")
         versions = [v for v in self.layout.processes["version"].to_list() if v]
         version = _version(versions[0]) if versions else ""
@@ -86,7 +88,7 @@ class DFTracerTrace:
             "start_time": start,
             "end_time": start + run_time,
             "run_time": run_time,
-            "metadata": {"dftracer_version": version, "time_unit_seconds": self.layout.scale,
+            "metadata": {"dftracer_version": version, "ticks_per_second": self.layout.ticks,
                          "trace_files": len(self.raw.files),
                          "hosts": sorted({h for h in procs["host"].to_list() if h})},
             "mounts": [],
@@ -111,10 +113,11 @@ class DFTracerTrace:
             for problem in f.problems():
                 out.append(f"{os.path.basename(f.path)}: {problem}; its other events are read")
         lost = self.layout.processes.filter(pl.col("lost_events") > 0)
-        for pid, n, events in lost.select("pid", "lost_events", "events").iter_rows():
-            out.append(f"pid {pid}: {n:,} of its events are not in the trace (DFTracer numbered them, then lost "
-                       f"them: e.g. the preload log it replaces when the Python API starts); their I/O is not "
-                       f"counted")
+        if lost.height:
+            each = ", ".join(f"pid {pid}: {n:,}" for pid, n in lost.select("pid", "lost_events").iter_rows())
+            out.append(f"{int(lost['lost_events'].sum()):,} events DFTracer numbered are not in the trace ({each}): "
+                       f"lost by the tracer (e.g. its preload log, dropped when the Python API starts its own) or "
+                       f"with a cut file; their I/O is not counted")
         unnamed = self.raw.io["file"][self.raw.io["file"] >= 0] if self.raw.io else []
         fh = self.layout.files
         missing = {self.layout.strings[c] for c in set(unnamed.tolist())} - set(fh) if len(unnamed) else set()
@@ -130,10 +133,11 @@ class DFTracerTrace:
             table = self.counters.get(name)
             if table is not None:
                 out.append(ModuleInfo(k, name, 0, self.partial, 0, True, table.height,
-                                      "computed from DFTracer calls"))
+                                      PARTIAL_NOTE if self.partial else "computed from DFTracer calls"))
         n = self.dxt_records.height
         if n:
-            out.append(ModuleInfo(10, "DXT_POSIX", 0, self.partial, 0, True, n, "DFTracer reads and writes"))
+            out.append(ModuleInfo(10, "DXT_POSIX", 0, self.partial, 0, True, n,
+                                  PARTIAL_NOTE if self.partial else "DFTracer reads and writes"))
         return out
 
     def module(self, name: str):

@@ -53,7 +53,7 @@ class Layout:
 
     def __init__(self, raw: DFTracerRaw):
         self.raw = raw
-        self.scale = raw.time_scale
+        self.ticks = raw.ticks  # per second
         self.strings = raw.strings
         hosts = raw.string_map("HH")
         self.files = raw.string_map("FH")
@@ -84,7 +84,7 @@ class Layout:
         return self._rank_lookup[np.searchsorted(self.keys, self.key(pid, host))]
 
     def seconds(self, ts: np.ndarray) -> np.ndarray:
-        return (ts - self.t0) * self.scale
+        return (ts - self.t0) / self.ticks  # (a division: exact for whole microseconds)
 
     def _processes(self, keys, hosts, starts, ends) -> pl.DataFrame:
         raw = self.raw
@@ -114,7 +114,7 @@ class Layout:
                 "_key": key, "pid": pid, "ppid": start_args.get("ppid"),
                 "host": hosts.get(self.strings[host_code], self.strings[host_code]) if host_code >= 0 else None,
                 "command": _command(self.commands.get(start_args.get("cmd_hash", ""))),
-                "start": (min(ts0, first) - self.t0) * self.scale, "end": (max(ts1, last) - self.t0) * self.scale,
+                "start": (min(ts0, first) - self.t0) / self.ticks, "end": (max(ts1, last) - self.t0) / self.ticks,
                 "events": int(events), "lost_events": max(expected - int(with_id), 0), "_cwd": cwd,
                 "version": start_args.get("version"),
             })
@@ -217,7 +217,7 @@ def io_frame(layout: Layout) -> pl.DataFrame:
         "rank": rank, "tid": _nullable(io["tid"]), "_order": seq,
         "layer": pl.Series(io["stdio"]).replace_strict({0: "POSIX", 1: "STDIO"}, return_dtype=LAYER),
         "func": pl.Series(np.asarray(layout.strings + [""], dtype=object)[io["func"]], dtype=pl.String),
-        "_file": io["file"], "start": start, "end": start + io["dur"] * layout.scale,
+        "_file": io["file"], "start": start, "end": layout.seconds(io["ts"] + io["dur"]),
         "ret": _nullable(io["ret"]), "bytes": _nullable(io["bytes"]), "offset": _nullable(offset),
         "offset_source": pl.Series(source.astype(np.int64)).replace_strict(
             {0: None, **{i + 1: s for i, s in enumerate(OFFSET_SOURCES)}}, return_dtype=OFFSET_SOURCE),

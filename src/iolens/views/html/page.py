@@ -109,7 +109,7 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
 def _processes(log):
     """[{rank, ranks, step, exe, pid, role, log, recovered, offset, step_rank}] for a merged job's log, else None."""
     procs = getattr(log, "processes", None)
-    if not procs:
+    if not isinstance(procs, list) or not procs:  # (a DFTracer trace's is a table of its own)
         return None
     return [{**{k: p[k] for k in ("rank", "ranks", "step", "exe", "pid", "role", "recovered", "offset", "step_rank")},
              "log": Path(p["log"]).name} for p in procs]
