@@ -59,36 +59,43 @@ impl Strings {
 
 #[derive(Default)]
 pub struct Io {
-    pub pid: Vec<i64>,
+    pub proc: Vec<u32>, // the file's process (`FileResult::procs`)
     pub tid: Vec<i64>,
     pub ts: Vec<i64>,
     pub dur: Vec<i64>,
-    pub id: Vec<i64>,
     pub stdio: Vec<u8>, // 0 POSIX, 1 STDIO
     pub func: Vec<u32>,
     pub kind: Vec<u8>,
     pub file: Vec<u32>, // fhash (or fname) string
-    pub host: Vec<u32>,
     pub ret: Vec<i64>,
     pub bytes: Vec<i64>, // moved by a read or write: ret (times the item size for fread/fwrite); NA if failed
     pub offset: Vec<i64>, // the offset argument (pread, pwrite, lseek, fseek)
-    pub whence: Vec<i64>,
-    pub fd: Vec<i64>,
+    pub whence: Vec<i8>, // -1: none
+    pub fd: Vec<i32>,    // -1: none
 }
 
 #[derive(Default)]
 pub struct Spans {
-    pub pid: Vec<i64>,
+    pub proc: Vec<u32>,
     pub tid: Vec<i64>,
     pub ts: Vec<i64>,
     pub dur: Vec<i64>,
-    pub id: Vec<i64>,
     pub cat: Vec<u32>,
     pub name: Vec<u32>,
-    pub host: Vec<u32>,
     pub epoch: Vec<i64>,
     pub step: Vec<i64>,
     pub args: Vec<Option<String>>, // the other arguments, as a JSON object
+}
+
+/// A process of the file (pid and host hash), and what its complete events say of it.
+pub struct Proc {
+    pub pid: i64,
+    pub host: u32,
+    pub events: u64,
+    pub first: i64,  // earliest start
+    pub last: i64,   // latest end
+    pub max_id: i64, // DFTracer numbers a process's events from 1: what it numbered and is not here was lost
+    pub with_id: u64,
 }
 
 /// A metadata event (`ph` M / 4): which event (FH, HH, SH, CM, thread_name, ...), its name and value.
@@ -101,9 +108,8 @@ pub struct Meta {
 
 /// DFTracer's own complete events (category `dftracer`: start, end): their arguments as JSON text.
 pub struct Internal {
-    pub pid: i64,
+    pub proc: u32,
     pub ts: i64,
-    pub id: i64,
     pub name: String,
     pub args: String,
 }
@@ -113,6 +119,9 @@ pub struct FileResult {
     pub strings: Strings,
     pub io: Io,
     pub spans: Spans,
+    pub procs: Vec<Proc>,
+    proc_index: FxHashMap<(i64, u32), u32>,
+    last_proc: Option<(i64, u32, u32)>,
     pub meta: Vec<Meta>,
     pub internal: Vec<Internal>,
     pub lines: u64,
@@ -133,6 +142,32 @@ enum Ph {
 }
 
 impl FileResult {
+    /// The file's index of process (pid, host), its counts brought up to date with an event.
+    #[inline]
+    fn proc_of(&mut self, pid: i64, host: u32, ts: i64, end: i64, id: i64) -> u32 {
+        let k = match self.last_proc {
+            Some((p, h, k)) if p == pid && h == host => k,
+            _ => {
+                let next = self.procs.len() as u32;
+                let k = *self.proc_index.entry((pid, host)).or_insert(next);
+                if k == next {
+                    self.procs.push(Proc { pid, host, events: 0, first: ts, last: end, max_id: NA, with_id: 0 });
+                }
+                self.last_proc = Some((pid, host, k));
+                k
+            }
+        };
+        let p = &mut self.procs[k as usize];
+        p.events += 1;
+        p.first = p.first.min(ts);
+        p.last = p.last.max(end);
+        if id != NA {
+            p.max_id = p.max_id.max(id);
+            p.with_id += 1;
+        }
+        k
+    }
+
     fn line(&mut self, raw: &[u8], number: u64) -> bool {
         let mut l = raw;
         while let Some((&last, rest)) = l.split_last() {
@@ -216,8 +251,23 @@ impl FileResult {
                     let stdio = cat.raw.eq_ignore_ascii_case(b"STDIO");
                     self.io_event(stdio, name, pid, tid, ts, dur, id, args)
                 } else if cat.raw == b"dftracer" {
+                    let mut host = NO_STR;
+                    if let Some(a) = args {
+                        let strings = &mut self.strings;
+                        Cursor::new(a).object(|k, c| {
+                            if k.raw == b"hhash" {
+                                c.ws();
+                                if c.peek() == Some(b'"') {
+                                    host = strings.code(c.string()?);
+                                    return Ok(());
+                                }
+                            }
+                            c.skip_value().map(|_| ())
+                        })?;
+                    }
+                    let proc = self.proc_of(pid, host, ts, ts + dur, id);
                     self.internal.push(Internal {
-                        pid, ts, id, name: unescape(name),
+                        proc, ts, name: unescape(name),
                         args: args.map(|a| String::from_utf8_lossy(a).into_owned()).unwrap_or_default(),
                     });
                     Ok(())
@@ -289,6 +339,7 @@ impl FileResult {
             })?;
         }
         let func = self.strings.code(name);
+        let proc = self.proc_of(pid, host, ts, ts + dur, id);
         let k = call_kind(name.raw, stdio, flags, append_mode);
         let moved = matches!(k, kind::READ | kind::WRITE | kind::PREAD | kind::PWRITE);
         let bytes = if !moved || ret == NA || ret < 0 {
@@ -299,21 +350,19 @@ impl FileResult {
             ret
         };
         let io = &mut self.io;
-        io.pid.push(pid);
+        io.proc.push(proc);
         io.tid.push(tid);
         io.ts.push(ts);
         io.dur.push(dur);
-        io.id.push(id);
         io.stdio.push(stdio as u8);
         io.func.push(func);
         io.kind.push(k);
         io.file.push(file);
-        io.host.push(host);
         io.ret.push(ret);
         io.bytes.push(bytes);
         io.offset.push(offset);
-        io.whence.push(whence);
-        io.fd.push(fd);
+        io.whence.push(if (0..=i8::MAX as i64).contains(&whence) { whence as i8 } else { -1 });
+        io.fd.push(if (0..=i32::MAX as i64).contains(&fd) { fd as i32 } else { -1 });
         Ok(())
     }
 
@@ -341,15 +390,15 @@ impl FileResult {
                 Ok(())
             })?;
         }
+        let (cat, name) = (self.strings.code(cat), self.strings.code(name));
+        let proc = self.proc_of(pid, host, ts, ts + dur, id);
         let s = &mut self.spans;
-        s.cat.push(self.strings.code(cat));
-        s.name.push(self.strings.code(name));
-        s.pid.push(pid);
+        s.cat.push(cat);
+        s.name.push(name);
+        s.proc.push(proc);
         s.tid.push(tid);
         s.ts.push(ts);
         s.dur.push(dur);
-        s.id.push(id);
-        s.host.push(host);
         s.epoch.push(epoch);
         s.step.push(step);
         s.args.push(if other.is_empty() {
@@ -490,7 +539,8 @@ fn lines(r: &mut dyn Read, out: &mut FileResult, stop: &AtomicBool) {
         number += 1;
         let before = out.bad_lines;
         let ok = out.line(&buf[..filled], number);
-        if !ok {
+        let starts_event = buf[..filled].iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{');
+        if !ok && starts_event {
             // the last line stops mid-event: the file was cut, not garbage
             out.bad_lines = before;
             out.lines -= 1;
@@ -536,19 +586,22 @@ pub fn read_files(paths: &[String], threads: usize, seen: &AtomicU64, stop: &Ato
 /// Where a read or write was in its file (`offset`) and how that is known (`source`: 0 not a read or
 /// write, 1 the call names it, 2 followed from the file position, 3 unknown: the file was not opened in
 /// the trace (opened before tracing began, or its events were lost), 4 unknown: the file was open twice
-/// at once in the process (whose position moved is not known), 5 unknown: a write in append mode).
+/// at once in the process (whose position moved is not known), 5 unknown: a write in append mode, 6
+/// unknown: a seek from the end of the file, or one the trace cannot follow); and each call's `seq`, its
+/// place among its group's calls in time order.
 ///
-/// Positions are kept per (`group`: a process, `key`: its file handle — a file and layer, or a descriptor
-/// when the trace has them), through the calls in (ts, seq) order: an open puts it at 0, a seek sets it
-/// (lseek's return value is the new position), a read or write advances it by its bytes, a close forgets.
+/// Positions are kept per (`group`: a process, `key`: its file handle — a file and layer), through the
+/// calls in (ts, row) order: an open puts it at 0, a seek sets it (lseek's return value is the new
+/// position), a read or write advances it by its bytes, a close forgets it.
 #[allow(clippy::too_many_arguments)]
-pub fn positions(group: &[i64], key: &[i64], ts: &[i64], seq: &[i64], kinds: &[u8], bytes: &[i64],
-                 offset: &[i64], ret: &[i64], whence: &[i64]) -> (Vec<i64>, Vec<u8>) {
+pub fn positions(group: &[i64], key: &[i64], ts: &[i64], kinds: &[u8], bytes: &[i64], offset: &[i64],
+                 ret: &[i64], whence: &[i8]) -> (Vec<i64>, Vec<u8>, Vec<i64>) {
     const CALL: u8 = 1;
     const FOLLOWED: u8 = 2;
     const UNOPENED: u8 = 3;
     const TWICE: u8 = 4;
     const APPEND: u8 = 5;
+    const SEEK_END: u8 = 6;
     struct State {
         open: i32,
         pos: i64,
@@ -557,12 +610,21 @@ pub fn positions(group: &[i64], key: &[i64], ts: &[i64], seq: &[i64], kinds: &[u
     }
     let n = group.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by_key(|&i| (group[i as usize], ts[i as usize], seq[i as usize], i));
+    // a stable sort: a process's calls are in time order already, file by file (adaptive: runs are merged)
+    order.sort_by_key(|&i| (group[i as usize], ts[i as usize]));
     let mut out_off = vec![NA; n];
     let mut out_src = vec![0u8; n];
+    let mut seq = vec![0i64; n];
     let mut states: FxHashMap<(i64, i64), State> = FxHashMap::default();
+    let (mut current, mut number) = (None, 0i64);
     for &i in &order {
         let i = i as usize;
+        if current != Some(group[i]) {
+            current = Some(group[i]);
+            number = 0;
+        }
+        seq[i] = number;
+        number += 1;
         let k = kinds[i];
         if k == kind::OTHER {
             continue;
@@ -589,8 +651,6 @@ pub fn positions(group: &[i64], key: &[i64], ts: &[i64], seq: &[i64], kinds: &[u
                 if st.open == 0 {
                     forget(st, UNOPENED);
                     st.append = false;
-                } else if st.open == 1 && st.why == TWICE {
-                    st.why = TWICE; // still unknown which handle remained
                 }
             }
             kind::LSEEK | kind::FSEEK | kind::FTELL => {
@@ -598,15 +658,17 @@ pub fn positions(group: &[i64], key: &[i64], ts: &[i64], seq: &[i64], kinds: &[u
                     continue;
                 }
                 let r = ret[i];
-                let absolute = k != kind::FSEEK && r != NA && r >= 0;
-                if absolute {
+                if k != kind::FSEEK && r != NA && r >= 0 {
                     st.pos = r; // lseek and ftell return the position
                 } else if k != kind::FTELL && (r == NA || (k == kind::FSEEK && r == 0)) {
                     match whence[i] {
                         0 if offset[i] != NA => st.pos = offset[i],
                         1 if offset[i] != NA && st.pos != NA => st.pos += offset[i],
-                        1 => {}
-                        _ => forget(st, UNOPENED),
+                        1 => {
+                            let why = if st.pos == NA { st.why } else { SEEK_END };
+                            forget(st, why)
+                        }
+                        _ => forget(st, SEEK_END),
                     }
                 }
             }
@@ -633,14 +695,14 @@ pub fn positions(group: &[i64], key: &[i64], ts: &[i64], seq: &[i64], kinds: &[u
             }
         }
     }
-    (out_off, out_src)
+    (out_off, out_src, seq)
 }
 
 /// Each span's enclosing span in its thread (`group`), by time: its parent row (-1: none) and depth.
 pub fn nest(group: &[i64], start: &[i64], end: &[i64]) -> (Vec<i64>, Vec<i32>) {
     let n = group.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by_key(|&i| (group[i as usize], start[i as usize], std::cmp::Reverse(end[i as usize]), i));
+    order.sort_by_key(|&i| (group[i as usize], start[i as usize], std::cmp::Reverse(end[i as usize])));
     let mut parent = vec![-1i64; n];
     let mut depth = vec![0i32; n];
     let mut stack: Vec<usize> = Vec::new();

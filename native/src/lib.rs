@@ -172,32 +172,36 @@ fn file_dict(py: Python<'_>, r: dftracer::FileResult) -> PyResult<Bound<'_, PyDi
     d.set_item("strings", r.strings.list)?;
     let io = PyDict::new(py);
     let i = r.io;
-    for (name, col) in [("pid", i.pid), ("tid", i.tid), ("ts", i.ts), ("dur", i.dur), ("id", i.id), ("ret", i.ret),
-                        ("bytes", i.bytes), ("offset", i.offset), ("whence", i.whence), ("fd", i.fd)] {
+    for (name, col) in [("tid", i.tid), ("ts", i.ts), ("dur", i.dur), ("ret", i.ret), ("bytes", i.bytes),
+                        ("offset", i.offset)] {
         io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
     }
-    for (name, col) in [("func", i.func), ("file", i.file), ("host", i.host)] {
+    for (name, col) in [("proc", i.proc), ("func", i.func), ("file", i.file)] {
         io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
     }
     for (name, col) in [("stdio", i.stdio), ("kind", i.kind)] {
         io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
     }
+    io.set_item("whence", PyArray1::from_vec(py, shrunk(i.whence)))?;
+    io.set_item("fd", PyArray1::from_vec(py, shrunk(i.fd)))?;
     d.set_item("io", io)?;
     let sp = PyDict::new(py);
     let s = r.spans;
-    for (name, col) in [("pid", s.pid), ("tid", s.tid), ("ts", s.ts), ("dur", s.dur), ("id", s.id),
-                        ("epoch", s.epoch), ("step", s.step)] {
+    for (name, col) in [("tid", s.tid), ("ts", s.ts), ("dur", s.dur), ("epoch", s.epoch), ("step", s.step)] {
         sp.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
     }
-    for (name, col) in [("cat", s.cat), ("name", s.name), ("host", s.host)] {
+    for (name, col) in [("proc", s.proc), ("cat", s.cat), ("name", s.name)] {
         sp.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
     }
     sp.set_item("args", s.args)?;
     d.set_item("spans", sp)?;
+    let procs: Vec<(i64, u32, u64, i64, i64, i64, u64)> =
+        r.procs.into_iter().map(|p| (p.pid, p.host, p.events, p.first, p.last, p.max_id, p.with_id)).collect();
+    d.set_item("procs", procs)?;
     let meta: Vec<(i64, String, String, String)> = r.meta.into_iter().map(|m| (m.pid, m.event, m.name, m.value)).collect();
     d.set_item("meta", meta)?;
-    let internal: Vec<(i64, i64, i64, String, String)> =
-        r.internal.into_iter().map(|e| (e.pid, e.ts, e.id, e.name, e.args)).collect();
+    let internal: Vec<(u32, i64, String, String)> =
+        r.internal.into_iter().map(|e| (e.proc, e.ts, e.name, e.args)).collect();
     d.set_item("internal", internal)?;
     d.set_item("lines", r.lines)?;
     d.set_item("bad_lines", r.bad_lines)?;
@@ -210,23 +214,23 @@ fn file_dict(py: Python<'_>, r: dftracer::FileResult) -> PyResult<Bound<'_, PyDi
     Ok(d)
 }
 
-/// File positions of DFTracer's reads and writes (`dftracer::positions`): (offset, source) arrays.
+/// File positions of DFTracer's reads and writes (`dftracer::positions`): (offset, source, seq) arrays.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn dftracer_positions<'py>(py: Python<'py>, group: PyReadonlyArray1<i64>, key: PyReadonlyArray1<i64>,
-                           ts: PyReadonlyArray1<i64>, seq: PyReadonlyArray1<i64>, kind: PyReadonlyArray1<u8>,
-                           bytes: PyReadonlyArray1<i64>, offset: PyReadonlyArray1<i64>,
-                           ret: PyReadonlyArray1<i64>, whence: PyReadonlyArray1<i64>)
-                           -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>)> {
-    let cols = [group.as_slice()?, key.as_slice()?, ts.as_slice()?, seq.as_slice()?, bytes.as_slice()?,
-                offset.as_slice()?, ret.as_slice()?, whence.as_slice()?];
-    let kind = kind.as_slice()?;
-    if cols.iter().any(|c| c.len() != kind.len()) {
+                           ts: PyReadonlyArray1<i64>, kind: PyReadonlyArray1<u8>, bytes: PyReadonlyArray1<i64>,
+                           offset: PyReadonlyArray1<i64>, ret: PyReadonlyArray1<i64>,
+                           whence: PyReadonlyArray1<i8>)
+                           -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<i64>>)> {
+    let cols = [group.as_slice()?, key.as_slice()?, ts.as_slice()?, bytes.as_slice()?, offset.as_slice()?,
+                ret.as_slice()?];
+    let (kind, whence) = (kind.as_slice()?, whence.as_slice()?);
+    if cols.iter().any(|c| c.len() != kind.len()) || whence.len() != kind.len() {
         return Err(PyValueError::new_err("dftracer_positions: columns of different lengths"));
     }
-    let (off, src) = py.detach(|| dftracer::positions(cols[0], cols[1], cols[2], cols[3], kind, cols[4], cols[5],
-                                                       cols[6], cols[7]));
-    Ok((PyArray1::from_vec(py, off), PyArray1::from_vec(py, src)))
+    let (off, src, seq) = py.detach(|| dftracer::positions(cols[0], cols[1], cols[2], kind, cols[3], cols[4],
+                                                            cols[5], whence));
+    Ok((PyArray1::from_vec(py, off), PyArray1::from_vec(py, src), PyArray1::from_vec(py, seq)))
 }
 
 /// Each span's parent row and depth in its thread (`dftracer::nest`).

@@ -31,7 +31,7 @@ class TraceFile:
     path: str
     gzip: bool
     lines: int  # event lines (not blank)
-    bad_lines: int  # lines that are not a JSON event
+    bad_lines: int  # lines that are not DFTracer events
     first_bad: tuple | None  # (line number, its start)
     unknown: dict  # event kind (ph) -> events skipped
     cut: bool  # the last line stops mid-event
@@ -52,7 +52,7 @@ class TraceFile:
             out.append("its last line stops mid-event (the file was cut)")
         if self.bad_lines:
             line, text = self.first_bad or (0, "")
-            out.append(f"{self.bad_lines:,} line(s) are not a JSON event (first: line {line}, {shown(text)!r})")
+            out.append(f"{self.bad_lines:,} line(s) are not DFTracer events (first: line {line}, {shown(text)!r})")
         for ph, n in sorted(self.unknown.items()):
             out.append(f"{n:,} event(s) of a kind iolens does not read (ph {ph}) skipped")
         return out
@@ -63,10 +63,12 @@ class DFTracerRaw:
     path: str
     files: list  # TraceFile per file read
     strings: list  # every name, category and hash; the columns hold their index (-1: none)
-    io: dict  # column -> numpy array: one entry per POSIX/STDIO call
+    io: dict  # column -> numpy array: one entry per POSIX/STDIO call (`proc`: its row of `procs`)
     spans: dict  # column -> numpy array (args: a list): one entry per application event
+    procs: dict  # column -> numpy array: one entry per process of each file (pid, host, events, first, last,
+    #              max_id, with_id, file: the index of its TraceFile)
     meta: list = field(default_factory=list)  # (pid, event, name, value) of metadata events
-    internal: list = field(default_factory=list)  # (pid, ts, id, name, args dict) of DFTracer's own events
+    internal: list = field(default_factory=list)  # (proc, ts, name, args dict) of DFTracer's own events
 
     def string_map(self, event: str) -> dict:
         """hash -> text from the metadata events named `event` (FH files, HH hosts, SH strings)."""
@@ -145,13 +147,11 @@ def read_trace(path: str, progress=None, threads: int | None = None) -> DFTracer
     got = _native.read_dftracer(paths, threads or workers(), progress)
     files = []
     for p, d in zip(paths, got):
-        pids = {int(x) for x in np.unique(np.concatenate([d["io"]["pid"], d["spans"]["pid"]]))}
-        pids |= {e[0] for e in d["internal"]} | {m[0] for m in d["meta"]}
-        tf = TraceFile(p, d["gzip"], d["lines"], d["bad_lines"], d["first_bad"], dict(d["unknown"]), d["cut"],
-                       d["error"], len(d["io"]["ts"]) + len(d["spans"]["ts"]) + len(d["internal"]), frozenset(pids))
         if d["error"] and d["error"].startswith("cannot open"):
             raise LogError(d["error"], p)
-        files.append(tf)
+        files.append(TraceFile(p, d["gzip"], d["lines"], d["bad_lines"], d["first_bad"], dict(d["unknown"]),
+                               d["cut"], d["error"], len(d["io"]["ts"]) + len(d["spans"]["ts"]) + len(d["internal"]),
+                               frozenset(int(proc[0]) for proc in d["procs"])))
     _refuse_garbage(str(path), files)
     return _merge(str(path), files, got)
 
@@ -173,10 +173,11 @@ def _refuse_garbage(path: str, files: list) -> None:
 
 
 def _merge(path: str, files: list, got: list) -> DFTracerRaw:
-    """One table of strings for all files, the columns concatenated with their codes moved to it."""
+    """One table of strings and of processes for all files; the columns concatenated, their codes moved."""
     strings, index = [], {}
     io_parts, span_parts, meta, internal = [], [], [], []
-    for d in got:
+    procs = {k: [] for k in ("pid", "host", "events", "first", "last", "max_id", "with_id", "file")}
+    for f, d in enumerate(got):
         codes = np.empty(len(d["strings"]) + 1, dtype=np.int64)
         for i, s in enumerate(d["strings"]):
             codes[i] = index.setdefault(s, len(index))
@@ -187,22 +188,30 @@ def _merge(path: str, files: list, got: list) -> DFTracerRaw:
         def moved(col, codes=codes):
             return codes[np.where(col == NO_STRING, len(codes) - 1, col)]
 
+        first_proc = len(procs["pid"])
+        for row in d["procs"]:
+            for k, v in zip(procs, (*row, f)):
+                procs[k].append(v)
+        procs["host"][first_proc:] = [int(codes[h]) if h != NO_STRING else -1 for h in procs["host"][first_proc:]]
         io = dict(d["io"])
-        for name in ("func", "file", "host"):
+        for name in ("func", "file"):
             io[name] = moved(io[name])
+        io["proc"] = io["proc"].astype(np.int64) + first_proc
         io_parts.append(io)
         spans = dict(d["spans"])
-        for name in ("cat", "name", "host"):
+        for name in ("cat", "name"):
             spans[name] = moved(spans[name])
+        spans["proc"] = spans["proc"].astype(np.int64) + first_proc
         span_parts.append(spans)
         meta += d["meta"]
-        for pid, ts, eid, name, args in d["internal"]:
+        for proc, ts, name, args in d["internal"]:
             try:
                 parsed = json.loads(args) if args else {}
             except ValueError:
                 parsed = {}
-            internal.append((pid, ts, eid, name, parsed if isinstance(parsed, dict) else {}))
-    return DFTracerRaw(path, files, strings, _concat(io_parts), _concat(span_parts), meta, internal)
+            internal.append((proc + first_proc, ts, name, parsed if isinstance(parsed, dict) else {}))
+    proc_cols = {k: np.array(v, dtype=np.int64) for k, v in procs.items()}
+    return DFTracerRaw(path, files, strings, _concat(io_parts), _concat(span_parts), proc_cols, meta, internal)
 
 
 def _concat(parts: list) -> dict:

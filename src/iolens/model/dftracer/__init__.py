@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from functools import cached_property
 
+import numpy as np
 import polars as pl
 
 from ...reader.dftracer import DFTracerRaw, read_trace
@@ -50,14 +51,18 @@ class DFTracerTrace:
 
     # --- calls, spans --------------------------------------------------------------------------
     @cached_property
-    def _io(self) -> pl.DataFrame:
+    def _io_files(self) -> tuple:
         return io_frame(self.layout)
+
+    @property
+    def _io(self) -> pl.DataFrame:
+        return self._io_files[0]
 
     @cached_property
     def calls(self) -> pl.DataFrame:
         """One row per POSIX/STDIO call: rank, tid, seq (its order in the rank), layer, func, file_id, path,
-        start, end, ret, bytes (moved by a read or write), offset and offset_source (call / followed /
-        unopened / open twice / append: how the offset is known, or why not), whence, fd."""
+        start, end, ret, bytes (moved by a read or write), offset and offset_source (call / followed: how the
+        offset is known; not opened / open twice / append / seek end: why it is not), whence, fd."""
         return calls_table(self._io)
 
     @cached_property
@@ -97,8 +102,8 @@ class DFTracerTrace:
             "partial": self.partial,
             "notes": self.notes,
             "format": "dftracer",
-            "calls": int(self.raw.io["ts"].shape[0]) if self.raw.io else 0,
-            "spans": int(self.raw.spans["ts"].shape[0]) if self.raw.spans else 0,
+            "calls": len(self.raw.io.get("ts", ())),
+            "spans": len(self.raw.spans.get("ts", ())),
             "lost_events": int(procs["lost_events"].sum() or 0),
         }
 
@@ -112,15 +117,16 @@ class DFTracerTrace:
         for f in self.raw.files:
             for problem in f.problems():
                 out.append(f"{os.path.basename(f.path)}: {problem}; its other events are read")
-        lost = self.layout.processes.filter(pl.col("lost_events") > 0)
+        lost = self.layout.processes.sort("rank").filter(pl.col("lost_events") > 0)
         if lost.height:
             each = ", ".join(f"pid {pid}: {n:,}" for pid, n in lost.select("pid", "lost_events").iter_rows())
             out.append(f"{int(lost['lost_events'].sum()):,} events DFTracer numbered are not in the trace ({each}): "
                        f"lost by the tracer (e.g. its preload log, dropped when the Python API starts its own) or "
                        f"with a cut file; their I/O is not counted")
-        unnamed = self.raw.io["file"][self.raw.io["file"] >= 0] if self.raw.io else []
-        fh = self.layout.files
-        missing = {self.layout.strings[c] for c in set(unnamed.tolist())} - set(fh) if len(unnamed) else set()
+        files = self.raw.io.get("file", np.zeros(0, dtype=np.int64))
+        used = np.zeros(len(self.raw.strings) + 1, dtype=bool)
+        used[files] = True
+        missing = {self.raw.strings[c] for c in np.flatnonzero(used[:-1]).tolist()} - set(self.layout.files)
         if missing:
             out.append(f"{len(missing)} file hash(es) have no FH metadata event naming them (DFTRACER_INC_METADATA=1 "
                        f"writes them): shown as <file HASH>")
@@ -150,10 +156,7 @@ class DFTracerTrace:
     # --- files -------------------------------------------------------------------------------
     @cached_property
     def files(self) -> pl.DataFrame:
-        named = self._io.filter(pl.col("file_id").is_not_null()).unique("file_id", keep="first",
-                                                                         maintain_order=True)
-        return named.select("file_id", pl.col("path").alias("name"), pl.lit("").alias("mount"),
-                            pl.lit("").alias("fs_type"))
+        return self._io_files[1].with_columns(mount=pl.lit(""), fs_type=pl.lit(""))
 
     def file_names(self) -> dict:
         return dict(self.files.select("file_id", "name").iter_rows())
