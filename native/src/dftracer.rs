@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use flate2::read::MultiGzDecoder;
 use rustc_hash::FxHashMap;
 
-use crate::json::{unescape, Cursor, Str};
+use crate::json::{unescape, Cursor, Num, Str};
 
 pub const NA: i64 = i64::MIN; // a value the event does not carry
 pub const NO_STR: u32 = u32::MAX;
@@ -134,11 +134,77 @@ pub struct FileResult {
     pub bytes_in: u64,
 }
 
+/// The fields of an event line.
+struct Fields<'a> {
+    name: Option<Str<'a>>,
+    cat: Option<Str<'a>>,
+    ph: Ph,
+    pid: i64,
+    tid: i64,
+    ts: i64,
+    dur: i64,
+    id: i64,
+    args: Option<&'a [u8]>,
+    io_args: Option<IoArgs>,
+}
+
 enum Ph {
     Missing,
     Complete,
     Meta,
     Other(String),
+}
+
+/// The arguments of a POSIX/STDIO call that iolens reads.
+struct IoArgs {
+    file: u32,
+    host: u32,
+    ret: i64,
+    size: i64,
+    offset: i64,
+    whence: i64,
+    fd: i64,
+    flags: i64,
+    append_mode: bool,
+}
+
+impl IoArgs {
+    const NONE: IoArgs = IoArgs { file: NO_STR, host: NO_STR, ret: NA, size: NA, offset: NA, whence: NA, fd: NA,
+                                  flags: NA, append_mode: false };
+
+    /// Read the arguments object at the cursor.
+    fn parse(c: &mut Cursor, strings: &mut Strings) -> Result<IoArgs, ()> {
+        let mut a = IoArgs::NONE;
+        c.object(|k, c| {
+            match k.raw {
+                b"fhash" | b"fname" => a.file = strings.code(c.string()?),
+                b"hhash" | b"hostname" => a.host = strings.code(c.string()?),
+                b"ret" => a.ret = c.int()?.unwrap_or(NA),
+                b"size" => a.size = c.int()?.unwrap_or(NA),
+                b"offset" => a.offset = c.int()?.unwrap_or(NA),
+                b"whence" => a.whence = c.int()?.unwrap_or(NA),
+                b"fd" => a.fd = c.int()?.unwrap_or(NA),
+                b"flags" => a.flags = c.int()?.unwrap_or(NA),
+                b"mode" => {
+                    c.ws();
+                    if c.peek() == Some(b'"') {
+                        a.append_mode = c.string()?.raw.contains(&b'a');
+                    } else {
+                        c.skip_value()?;
+                    }
+                }
+                _ => {
+                    c.skip_value()?;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(a)
+    }
+}
+
+fn is_io(cat: &[u8]) -> bool {
+    cat.eq_ignore_ascii_case(b"POSIX") || cat.eq_ignore_ascii_case(b"STDIO")
 }
 
 impl FileResult {
@@ -191,12 +257,66 @@ impl FileResult {
         true
     }
 
-    fn event(&mut self, l: &[u8]) -> Result<(), ()> {
+    /// An event line as DFTracer 2 writes it, read by its fixed layout
+    /// (`{"id":N,"name":S,"cat":S,"type":N,"pid":N,"tid":N,"ts":N,"dur":N,"ph":1,"args":{..}}`); None for
+    /// any other line, which `fields` then reads key by key.
+    #[inline]
+    fn fast_fields<'a>(&mut self, l: &'a [u8]) -> Option<Fields<'a>> {
+        let mut c = Cursor::new(l);
+        let lit = |c: &mut Cursor, text: &[u8]| -> Option<()> {
+            if c.b[c.i..].starts_with(text) {
+                c.i += text.len();
+                Some(())
+            } else {
+                None
+            }
+        };
+        let int = |c: &mut Cursor| -> Option<i64> {
+            match c.number().ok()? {
+                Num::Int(v) => Some(v),
+                Num::Float(_) => None,
+            }
+        };
+        lit(&mut c, b"{\"id\":")?;
+        let id = int(&mut c)?;
+        lit(&mut c, b",\"name\":")?;
+        let name = c.string().ok()?;
+        lit(&mut c, b",\"cat\":")?;
+        let cat = c.string().ok()?;
+        lit(&mut c, b",\"type\":")?;
+        int(&mut c)?;
+        lit(&mut c, b",\"pid\":")?;
+        let pid = int(&mut c)?;
+        lit(&mut c, b",\"tid\":")?;
+        let tid = int(&mut c)?;
+        lit(&mut c, b",\"ts\":")?;
+        let ts = int(&mut c)?;
+        lit(&mut c, b",\"dur\":")?;
+        let dur = int(&mut c)?;
+        lit(&mut c, b",\"ph\":1,\"args\":{")?;
+        c.i -= 1;
+        let (mut args, mut io_args) = (None, None);
+        if is_io(cat.raw) {
+            io_args = Some(IoArgs::parse(&mut c, &mut self.strings).ok()?);
+        } else {
+            args = Some(c.skip_value().ok()?);
+        }
+        lit(&mut c, b"}")?;
+        if c.i != l.len() {
+            return None;
+        }
+        Some(Fields { name: Some(name), cat: Some(cat), ph: Ph::Complete, pid, tid, ts, dur, id, args, io_args })
+    }
+
+    /// An event line read key by key, in any order.
+    fn fields<'a>(&mut self, l: &'a [u8]) -> Result<Fields<'a>, ()> {
         let mut c = Cursor::new(l);
         let (mut name, mut cat): (Option<Str>, Option<Str>) = (None, None);
         let mut ph = Ph::Missing;
         let (mut pid, mut tid, mut ts, mut dur, mut id) = (NA, NA, NA, NA, NA);
         let mut args: Option<&[u8]> = None;
+        let mut io_args: Option<IoArgs> = None;
+        let strings = &mut self.strings;
         c.object(|k, c| {
             match k.raw {
                 b"name" => name = Some(c.string()?),
@@ -225,9 +345,14 @@ impl FileResult {
                 b"id" => id = c.int()?.unwrap_or(NA),
                 b"args" => {
                     c.ws();
-                    let v = c.skip_value()?;
-                    if v.first() == Some(&b'{') {
-                        args = Some(v);
+                    if c.peek() == Some(b'{') && cat.is_some_and(|cat| is_io(cat.raw)) {
+                        // a call's arguments (most events): read in place, not skipped and read again
+                        io_args = Some(IoArgs::parse(c, strings)?);
+                    } else {
+                        let v = c.skip_value()?;
+                        if v.first() == Some(&b'{') {
+                            args = Some(v);
+                        }
                     }
                 }
                 _ => {
@@ -240,6 +365,15 @@ impl FileResult {
         if c.i != l.len() {
             return Err(());
         }
+        Ok(Fields { name, cat, ph, pid, tid, ts, dur, id, args, io_args })
+    }
+
+    fn event(&mut self, l: &[u8]) -> Result<(), ()> {
+        let f = match self.fast_fields(l) {
+            Some(f) => f,
+            None => self.fields(l)?,
+        };
+        let Fields { name, cat, ph, pid, tid, ts, dur, id, args, io_args } = f;
         match ph {
             Ph::Complete => {
                 let (name, cat) = (name.ok_or(())?, cat.ok_or(())?);
@@ -247,9 +381,14 @@ impl FileResult {
                     return Err(());
                 }
                 let dur = if dur == NA { 0 } else { dur };
-                if cat.raw.eq_ignore_ascii_case(b"POSIX") || cat.raw.eq_ignore_ascii_case(b"STDIO") {
+                if is_io(cat.raw) {
                     let stdio = cat.raw.eq_ignore_ascii_case(b"STDIO");
-                    self.io_event(stdio, name, pid, tid, ts, dur, id, args)
+                    let a = match (io_args, args) {
+                        (Some(a), _) => a,
+                        (None, Some(raw)) => IoArgs::parse(&mut Cursor::new(raw), &mut self.strings)?,
+                        (None, None) => IoArgs::NONE,
+                    };
+                    self.io_event(stdio, name, pid, tid, ts, dur, id, a)
                 } else if cat.raw == b"dftracer" {
                     let mut host = NO_STR;
                     if let Some(a) = args {
@@ -307,37 +446,8 @@ impl FileResult {
 
     #[allow(clippy::too_many_arguments)]
     fn io_event(&mut self, stdio: bool, name: Str, pid: i64, tid: i64, ts: i64, dur: i64, id: i64,
-                args: Option<&[u8]>) -> Result<(), ()> {
-        let (mut file, mut host) = (NO_STR, NO_STR);
-        let (mut ret, mut size, mut offset, mut whence, mut fd, mut flags) = (NA, NA, NA, NA, NA, NA);
-        let mut append_mode = false;
-        let strings = &mut self.strings;
-        if let Some(a) = args {
-            Cursor::new(a).object(|k, c| {
-                match k.raw {
-                    b"fhash" | b"fname" => file = strings.code(c.string()?),
-                    b"hhash" | b"hostname" => host = strings.code(c.string()?),
-                    b"ret" => ret = c.int()?.unwrap_or(NA),
-                    b"size" => size = c.int()?.unwrap_or(NA),
-                    b"offset" => offset = c.int()?.unwrap_or(NA),
-                    b"whence" => whence = c.int()?.unwrap_or(NA),
-                    b"fd" => fd = c.int()?.unwrap_or(NA),
-                    b"flags" => flags = c.int()?.unwrap_or(NA),
-                    b"mode" => {
-                        c.ws();
-                        if c.peek() == Some(b'"') {
-                            append_mode = c.string()?.raw.contains(&b'a');
-                        } else {
-                            c.skip_value()?;
-                        }
-                    }
-                    _ => {
-                        c.skip_value()?;
-                    }
-                }
-                Ok(())
-            })?;
-        }
+                a: IoArgs) -> Result<(), ()> {
+        let IoArgs { file, host, ret, size, offset, whence, fd, flags, append_mode } = a;
         let func = self.strings.code(name);
         let proc = self.proc_of(pid, host, ts, ts + dur, id);
         let k = call_kind(name.raw, stdio, flags, append_mode);
@@ -583,6 +693,189 @@ pub fn read_files(paths: &[String], threads: usize, seen: &AtomicU64, stop: &Ato
     slots.into_iter().map(|m| m.into_inner().unwrap().unwrap_or_default()).collect()
 }
 
+/// What each file held, apart from its events (those are merged).
+pub struct FileStatus {
+    pub lines: u64,
+    pub bad_lines: u64,
+    pub first_bad: Option<(u64, String)>,
+    pub unknown: Vec<(String, u64)>,
+    pub cut: bool,
+    pub error: Option<String>,
+    pub gzip: bool,
+    pub bytes_in: u64,
+    pub events: u64,
+    pub pids: Vec<i64>,
+}
+
+/// Every file's events in one set of columns: strings in one table, processes numbered over all files,
+/// times as seconds from the job's start (`t0`, in trace units; `ticks` of them a second).
+pub struct Merged {
+    pub files: Vec<FileStatus>,
+    pub strings: Vec<String>,
+    pub io: MergedIo,
+    pub spans: MergedSpans,
+    pub procs: Vec<(Proc, usize)>, // with the index of its file
+    pub meta: Vec<Meta>,
+    pub internal: Vec<Internal>,
+    pub t0: i64,
+    pub ticks: i64,
+}
+
+#[derive(Default)]
+pub struct MergedIo {
+    pub proc: Vec<u32>,
+    pub tid: Vec<i64>,
+    pub start: Vec<f64>,
+    pub end: Vec<f64>,
+    pub stdio: Vec<u8>,
+    pub func: Vec<u32>,
+    pub kind: Vec<u8>,
+    pub file: Vec<u32>,
+    pub ret: Vec<i64>,
+    pub bytes: Vec<i64>,
+    pub offset: Vec<i64>,
+    pub whence: Vec<i8>,
+    pub fd: Vec<i32>,
+}
+
+#[derive(Default)]
+pub struct MergedSpans {
+    pub proc: Vec<u32>,
+    pub tid: Vec<i64>,
+    pub start: Vec<f64>,
+    pub end: Vec<f64>,
+    pub cat: Vec<u32>,
+    pub name: Vec<u32>,
+    pub epoch: Vec<i64>,
+    pub step: Vec<i64>,
+    pub args: Vec<Option<String>>,
+}
+
+/// Units of `ts` and `dur` per second, from the CM (time_metric) metadata event; microseconds by default.
+fn ticks_of(meta: &[Meta]) -> i64 {
+    for m in meta {
+        if m.event == "CM" && m.name == "time_metric" {
+            match m.value.to_ascii_uppercase().as_str() {
+                "NS" => return 1_000_000_000,
+                "US" => return 1_000_000,
+                "MS" => return 1_000,
+                "S" | "SEC" => return 1,
+                _ => {}
+            }
+        }
+    }
+    1_000_000
+}
+
+/// Append `from` to `to` (the first file's column is taken whole: growing it in place copies nothing where
+/// the allocator can extend the block).
+fn append<T: Copy>(to: &mut Vec<T>, from: Vec<T>) {
+    if to.is_empty() {
+        *to = from;
+    } else {
+        to.extend_from_slice(&from);
+    }
+}
+
+fn append_mapped(to: &mut Vec<u32>, from: Vec<u32>, map: &[u32]) {
+    let moved = |c: u32| if c == NO_STR { NO_STR } else { map[c as usize] };
+    if to.is_empty() {
+        let mut v = from;
+        v.iter_mut().for_each(|c| *c = moved(*c));
+        *to = v;
+    } else {
+        to.extend(from.into_iter().map(moved));
+    }
+}
+
+fn seconds(ts: &[i64], dur: Option<&[i64]>, t0: i64, ticks: f64) -> Vec<f64> {
+    match dur {
+        None => ts.iter().map(|&t| (t - t0) as f64 / ticks).collect(),
+        Some(d) => ts.iter().zip(d).map(|(&t, &d)| (t + d - t0) as f64 / ticks).collect(),
+    }
+}
+
+/// Merge the files' results, biggest first (its columns become the merged ones).
+pub fn merge(results: Vec<FileResult>) -> Merged {
+    let mut meta: Vec<Meta> = Vec::new();
+    let mut results = results;
+    for r in results.iter_mut() {
+        meta.append(&mut r.meta);
+    }
+    let ticks = ticks_of(&meta);
+    let t0 = results.iter().flat_map(|r| r.procs.iter().map(|p| p.first)).min().unwrap_or(0);
+    let mut strings: Vec<String> = Vec::new();
+    let mut index: FxHashMap<String, u32> = FxHashMap::default();
+    let mut files = Vec::with_capacity(results.len());
+    let mut io = MergedIo::default();
+    let mut spans = MergedSpans::default();
+    let mut procs = Vec::new();
+    let mut internal = Vec::new();
+    let tk = ticks as f64;
+    // the biggest file's columns first, then the others: rows stay grouped by file
+    let mut order: Vec<usize> = (0..results.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(results[i].io.ts.len() + results[i].spans.ts.len()));
+    let mut taken: Vec<Option<FileResult>> = results.into_iter().map(Some).collect();
+    let mut statuses: Vec<Option<FileStatus>> = (0..taken.len()).map(|_| None).collect();
+    for &f in &order {
+        let r = taken[f].take().unwrap();
+        let map: Vec<u32> = r.strings.list.into_iter().map(|s| {
+            let next = strings.len() as u32;
+            *index.entry(s.clone()).or_insert_with(|| {
+                strings.push(s);
+                next
+            })
+        }).collect();
+        let first_proc = procs.len() as u32;
+        let mut pids: Vec<i64> = r.procs.iter().map(|p| p.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        for mut p in r.procs {
+            p.host = if p.host == NO_STR { NO_STR } else { map[p.host as usize] };
+            procs.push((p, f));
+        }
+        let events = (r.io.ts.len() + r.spans.ts.len() + r.internal.len()) as u64;
+        let shift = |v: Vec<u32>| -> Vec<u32> { v.into_iter().map(|p| p + first_proc).collect() };
+        let i = r.io;
+        let (start, end) = (seconds(&i.ts, None, t0, tk), seconds(&i.ts, Some(&i.dur), t0, tk));
+        append(&mut io.proc, shift(i.proc));
+        append(&mut io.tid, i.tid);
+        append(&mut io.start, start);
+        append(&mut io.end, end);
+        append(&mut io.stdio, i.stdio);
+        append_mapped(&mut io.func, i.func, &map);
+        append(&mut io.kind, i.kind);
+        append_mapped(&mut io.file, i.file, &map);
+        append(&mut io.ret, i.ret);
+        append(&mut io.bytes, i.bytes);
+        append(&mut io.offset, i.offset);
+        append(&mut io.whence, i.whence);
+        append(&mut io.fd, i.fd);
+        let sp = r.spans;
+        let (start, end) = (seconds(&sp.ts, None, t0, tk), seconds(&sp.ts, Some(&sp.dur), t0, tk));
+        append(&mut spans.proc, shift(sp.proc));
+        append(&mut spans.tid, sp.tid);
+        append(&mut spans.start, start);
+        append(&mut spans.end, end);
+        append_mapped(&mut spans.cat, sp.cat, &map);
+        append_mapped(&mut spans.name, sp.name, &map);
+        append(&mut spans.epoch, sp.epoch);
+        append(&mut spans.step, sp.step);
+        spans.args.extend(sp.args);
+        for mut e in r.internal {
+            e.proc += first_proc;
+            internal.push(e);
+        }
+        statuses[f] = Some(FileStatus {
+            lines: r.lines, bad_lines: r.bad_lines, first_bad: r.first_bad,
+            unknown: r.unknown.into_iter().collect(), cut: r.cut, error: r.error, gzip: r.gzip,
+            bytes_in: r.bytes_in, events, pids,
+        });
+    }
+    files.extend(statuses.into_iter().map(|s| s.unwrap()));
+    Merged { files, strings, io, spans, procs, meta, internal, t0, ticks }
+}
+
 /// Where a read or write was in its file (`offset`) and how that is known (`source`: 0 not a read or
 /// write, 1 the call names it, 2 followed from the file position, 3 unknown: the file was not opened in
 /// the trace (opened before tracing began, or its events were lost), 4 unknown: the file was open twice
@@ -591,10 +884,10 @@ pub fn read_files(paths: &[String], threads: usize, seen: &AtomicU64, stop: &Ato
 /// place among its group's calls in time order.
 ///
 /// Positions are kept per (`group`: a process, `key`: its file handle — a file and layer), through the
-/// calls in (ts, row) order: an open puts it at 0, a seek sets it (lseek's return value is the new
+/// calls in (start, row) order: an open puts it at 0, a seek sets it (lseek's return value is the new
 /// position), a read or write advances it by its bytes, a close forgets it.
 #[allow(clippy::too_many_arguments)]
-pub fn positions(group: &[i64], key: &[i64], ts: &[i64], kinds: &[u8], bytes: &[i64], offset: &[i64],
+pub fn positions(group: &[i64], key: &[i64], start: &[f64], kinds: &[u8], bytes: &[i64], offset: &[i64],
                  ret: &[i64], whence: &[i8]) -> (Vec<i64>, Vec<u8>, Vec<i64>) {
     const CALL: u8 = 1;
     const FOLLOWED: u8 = 2;
@@ -611,7 +904,10 @@ pub fn positions(group: &[i64], key: &[i64], ts: &[i64], kinds: &[u8], bytes: &[
     let n = group.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
     // a stable sort: a process's calls are in time order already, file by file (adaptive: runs are merged)
-    order.sort_by_key(|&i| (group[i as usize], ts[i as usize]));
+    order.sort_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        group[a].cmp(&group[b]).then(start[a].total_cmp(&start[b]))
+    });
     let mut out_off = vec![NA; n];
     let mut out_src = vec![0u8; n];
     let mut seq = vec![0i64; n];
@@ -699,10 +995,13 @@ pub fn positions(group: &[i64], key: &[i64], ts: &[i64], kinds: &[u8], bytes: &[
 }
 
 /// Each span's enclosing span in its thread (`group`), by time: its parent row (-1: none) and depth.
-pub fn nest(group: &[i64], start: &[i64], end: &[i64]) -> (Vec<i64>, Vec<i32>) {
+pub fn nest(group: &[i64], start: &[f64], end: &[f64]) -> (Vec<i64>, Vec<i32>) {
     let n = group.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_by_key(|&i| (group[i as usize], start[i as usize], std::cmp::Reverse(end[i as usize])));
+    order.sort_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        group[a].cmp(&group[b]).then(start[a].total_cmp(&start[b])).then(end[b].total_cmp(&end[a]))
+    });
     let mut parent = vec![-1i64; n];
     let mut depth = vec![0i32; n];
     let mut stack: Vec<usize> = Vec::new();

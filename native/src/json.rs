@@ -65,23 +65,36 @@ impl<'a> Cursor<'a> {
         if self.peek() != Some(b'"') {
             return Err(());
         }
+        let b = self.b;
         let start = self.i + 1;
-        let mut escaped = false;
+        // most strings here are short (names, hashes): a plain loop beats a vector search's set-up
         let mut j = start;
+        let short_end = b.len().min(start + 32);
+        while j < short_end {
+            match b[j] {
+                b'"' => {
+                    self.i = j + 1;
+                    return Ok(Str { raw: &b[start..j], escaped: false });
+                }
+                b'\\' => break,
+                _ => j += 1,
+            }
+        }
+        let mut escaped = false;
         loop {
-            match memchr::memchr2(b'"', b'\\', &self.b[j..]) {
+            match memchr::memchr2(b'"', b'\\', &b[j..]) {
                 None => return Err(()),
                 Some(k) => {
                     j += k;
-                    if self.b[j] == b'\\' {
+                    if b[j] == b'\\' {
                         escaped = true;
                         j += 2;
-                        if j > self.b.len() {
+                        if j > b.len() {
                             return Err(());
                         }
                     } else {
                         self.i = j + 1;
-                        return Ok(Str { raw: &self.b[start..j], escaped });
+                        return Ok(Str { raw: &b[start..j], escaped });
                     }
                 }
             }
@@ -92,8 +105,8 @@ impl<'a> Cursor<'a> {
     #[inline]
     pub fn number(&mut self) -> Result<Num, Bad> {
         self.ws();
-        let start = self.i;
         let b = self.b;
+        let start = self.i;
         let mut j = start;
         let neg = j < b.len() && b[j] == b'-';
         if neg {
@@ -101,18 +114,29 @@ impl<'a> Cursor<'a> {
         }
         let digits = j;
         let mut v: i64 = 0;
+        // up to 18 digits cannot overflow an i64
+        let fast_end = b.len().min(digits + 18);
+        while j < fast_end {
+            let d = b[j].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v * 10 + d as i64;
+            j += 1;
+        }
+        if j == digits {
+            return Err(());
+        }
         let mut overflow = false;
         while j < b.len() && b[j].is_ascii_digit() {
+            // a 19-digit integer (nanoseconds since 1970) still fits
             match v.checked_mul(10).and_then(|x| x.checked_add((b[j] - b'0') as i64)) {
                 Some(x) => v = x,
                 None => overflow = true,
             }
             j += 1;
         }
-        if j == digits {
-            return Err(());
-        }
-        if j < b.len() && matches!(b[j], b'.' | b'e' | b'E') || overflow {
+        if overflow || (j < b.len() && matches!(b[j], b'.' | b'e' | b'E')) {
             while j < b.len() && matches!(b[j], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
                 j += 1;
             }

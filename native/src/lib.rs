@@ -113,26 +113,28 @@ fn shrunk<T>(mut v: Vec<T>) -> Vec<T> {
     v
 }
 
-/// Read DFTracer trace files (JSON lines, plain or gzip'd) with `threads` threads. Returns, per path, a
-/// dict: `strings` (the file's names, categories and hashes; `io`/`spans` columns hold their index), `io`
-/// and `spans` (dicts of numpy columns), `meta` [(pid, event, name, value)], `internal` [(pid, ts, id, name,
-/// args JSON)], and `lines`, `bad_lines`, `first_bad` (line number, text) or None, `unknown` {ph: count},
-/// `cut`, `error` (a reason or None), `gzip`. Missing integers are i64 minimum.
+/// Read DFTracer trace files (JSON lines, plain or gzip'd) with `threads` threads, and merge them. Returns a
+/// dict: `files` (per path: lines, bad_lines, first_bad (line number, text) or None, unknown [(ph, count)],
+/// cut, error (a reason or None), gzip, bytes, events, pids), `strings` (names, categories, hashes: the
+/// columns hold their index, u32 maximum for none), `io` and `spans` (dicts of numpy columns; `proc` is a
+/// row of `procs`; start and end in seconds from `t0`), `procs` [(pid, host, events, first, last, max_id,
+/// with_id, file)], `meta` [(pid, event, name, value)], `internal` [(proc, ts, name, args JSON)], `t0`,
+/// `ticks` (trace units a second). Missing integers are i64 minimum (whence, fd: -1).
 #[pyfunction]
 #[pyo3(signature = (paths, threads, progress=None))]
 fn read_dftracer<'py>(py: Python<'py>, paths: Vec<String>, threads: usize, progress: Option<Py<PyAny>>)
-                      -> PyResult<Vec<Bound<'py, PyDict>>> {
+                      -> PyResult<Bound<'py, PyDict>> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let total: u64 = paths.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum::<u64>().max(1);
     let seen = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let done = AtomicBool::new(false);
     let mut failed: Option<PyErr> = None;
-    let results = py.detach(|| {
+    let merged = py.detach(|| {
         std::thread::scope(|s| {
             let reader = s.spawn(|| {
                 let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    dftracer::read_files(&paths, threads, &seen, &stop)
+                    dftracer::merge(dftracer::read_files(&paths, threads, &seen, &stop))
                 }));
                 done.store(true, Ordering::Release);
                 got
@@ -163,19 +165,36 @@ fn read_dftracer<'py>(py: Python<'py>, paths: Vec<String>, threads: usize, progr
     if let Some(e) = failed {
         return Err(e);
     }
-    let results = results.map_err(|_| PyValueError::new_err("internal error in iolens's native DFTracer reader"))?;
-    results.into_iter().map(|r| file_dict(py, r)).collect()
+    let m = merged.map_err(|_| PyValueError::new_err("internal error in iolens's native DFTracer reader"))?;
+    merged_dict(py, m)
 }
 
-fn file_dict(py: Python<'_>, r: dftracer::FileResult) -> PyResult<Bound<'_, PyDict>> {
+fn merged_dict(py: Python<'_>, m: dftracer::Merged) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("strings", r.strings.list)?;
+    let files = PyList::empty(py);
+    for f in m.files {
+        let fd = PyDict::new(py);
+        fd.set_item("lines", f.lines)?;
+        fd.set_item("bad_lines", f.bad_lines)?;
+        fd.set_item("first_bad", f.first_bad)?;
+        fd.set_item("unknown", f.unknown)?;
+        fd.set_item("cut", f.cut)?;
+        fd.set_item("error", f.error)?;
+        fd.set_item("gzip", f.gzip)?;
+        fd.set_item("bytes", f.bytes_in)?;
+        fd.set_item("events", f.events)?;
+        fd.set_item("pids", f.pids)?;
+        files.append(fd)?;
+    }
+    d.set_item("files", files)?;
+    d.set_item("strings", m.strings)?;
     let io = PyDict::new(py);
-    let i = r.io;
-    for (name, col) in [("tid", i.tid), ("ts", i.ts), ("dur", i.dur), ("ret", i.ret), ("bytes", i.bytes),
-                        ("offset", i.offset)] {
+    let i = m.io;
+    for (name, col) in [("tid", i.tid), ("ret", i.ret), ("bytes", i.bytes), ("offset", i.offset)] {
         io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
     }
+    io.set_item("start", PyArray1::from_vec(py, i.start))?;
+    io.set_item("end", PyArray1::from_vec(py, i.end))?;
     for (name, col) in [("proc", i.proc), ("func", i.func), ("file", i.file)] {
         io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
     }
@@ -186,31 +205,27 @@ fn file_dict(py: Python<'_>, r: dftracer::FileResult) -> PyResult<Bound<'_, PyDi
     io.set_item("fd", PyArray1::from_vec(py, shrunk(i.fd)))?;
     d.set_item("io", io)?;
     let sp = PyDict::new(py);
-    let s = r.spans;
-    for (name, col) in [("tid", s.tid), ("ts", s.ts), ("dur", s.dur), ("epoch", s.epoch), ("step", s.step)] {
+    let s = m.spans;
+    for (name, col) in [("tid", s.tid), ("epoch", s.epoch), ("step", s.step)] {
         sp.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
     }
+    sp.set_item("start", PyArray1::from_vec(py, s.start))?;
+    sp.set_item("end", PyArray1::from_vec(py, s.end))?;
     for (name, col) in [("proc", s.proc), ("cat", s.cat), ("name", s.name)] {
         sp.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
     }
     sp.set_item("args", s.args)?;
     d.set_item("spans", sp)?;
-    let procs: Vec<(i64, u32, u64, i64, i64, i64, u64)> =
-        r.procs.into_iter().map(|p| (p.pid, p.host, p.events, p.first, p.last, p.max_id, p.with_id)).collect();
+    let procs: Vec<(i64, u32, u64, i64, i64, i64, u64, usize)> = m.procs.into_iter()
+        .map(|(p, f)| (p.pid, p.host, p.events, p.first, p.last, p.max_id, p.with_id, f)).collect();
     d.set_item("procs", procs)?;
-    let meta: Vec<(i64, String, String, String)> = r.meta.into_iter().map(|m| (m.pid, m.event, m.name, m.value)).collect();
+    let meta: Vec<(i64, String, String, String)> = m.meta.into_iter().map(|m| (m.pid, m.event, m.name, m.value)).collect();
     d.set_item("meta", meta)?;
     let internal: Vec<(u32, i64, String, String)> =
-        r.internal.into_iter().map(|e| (e.proc, e.ts, e.name, e.args)).collect();
+        m.internal.into_iter().map(|e| (e.proc, e.ts, e.name, e.args)).collect();
     d.set_item("internal", internal)?;
-    d.set_item("lines", r.lines)?;
-    d.set_item("bad_lines", r.bad_lines)?;
-    d.set_item("first_bad", r.first_bad)?;
-    d.set_item("unknown", r.unknown.into_iter().collect::<Vec<(String, u64)>>())?;
-    d.set_item("cut", r.cut)?;
-    d.set_item("error", r.error)?;
-    d.set_item("gzip", r.gzip)?;
-    d.set_item("bytes", r.bytes_in)?;
+    d.set_item("t0", m.t0)?;
+    d.set_item("ticks", m.ticks)?;
     Ok(d)
 }
 
@@ -218,25 +233,24 @@ fn file_dict(py: Python<'_>, r: dftracer::FileResult) -> PyResult<Bound<'_, PyDi
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn dftracer_positions<'py>(py: Python<'py>, group: PyReadonlyArray1<i64>, key: PyReadonlyArray1<i64>,
-                           ts: PyReadonlyArray1<i64>, kind: PyReadonlyArray1<u8>, bytes: PyReadonlyArray1<i64>,
+                           start: PyReadonlyArray1<f64>, kind: PyReadonlyArray1<u8>, bytes: PyReadonlyArray1<i64>,
                            offset: PyReadonlyArray1<i64>, ret: PyReadonlyArray1<i64>,
                            whence: PyReadonlyArray1<i8>)
                            -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<i64>>)> {
-    let cols = [group.as_slice()?, key.as_slice()?, ts.as_slice()?, bytes.as_slice()?, offset.as_slice()?,
-                ret.as_slice()?];
-    let (kind, whence) = (kind.as_slice()?, whence.as_slice()?);
-    if cols.iter().any(|c| c.len() != kind.len()) || whence.len() != kind.len() {
+    let cols = [group.as_slice()?, key.as_slice()?, bytes.as_slice()?, offset.as_slice()?, ret.as_slice()?];
+    let (kind, whence, start) = (kind.as_slice()?, whence.as_slice()?, start.as_slice()?);
+    if cols.iter().any(|c| c.len() != kind.len()) || whence.len() != kind.len() || start.len() != kind.len() {
         return Err(PyValueError::new_err("dftracer_positions: columns of different lengths"));
     }
-    let (off, src, seq) = py.detach(|| dftracer::positions(cols[0], cols[1], cols[2], kind, cols[3], cols[4],
-                                                            cols[5], whence));
+    let (off, src, seq) = py.detach(|| dftracer::positions(cols[0], cols[1], start, kind, cols[2], cols[3],
+                                                            cols[4], whence));
     Ok((PyArray1::from_vec(py, off), PyArray1::from_vec(py, src), PyArray1::from_vec(py, seq)))
 }
 
 /// Each span's parent row and depth in its thread (`dftracer::nest`).
 #[pyfunction]
-fn dftracer_nest<'py>(py: Python<'py>, group: PyReadonlyArray1<i64>, start: PyReadonlyArray1<i64>,
-                      end: PyReadonlyArray1<i64>)
+fn dftracer_nest<'py>(py: Python<'py>, group: PyReadonlyArray1<i64>, start: PyReadonlyArray1<f64>,
+                      end: PyReadonlyArray1<f64>)
                       -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i32>>)> {
     let (g, s, e) = (group.as_slice()?, start.as_slice()?, end.as_slice()?);
     if g.len() != s.len() || g.len() != e.len() {

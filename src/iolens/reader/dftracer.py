@@ -22,7 +22,6 @@ from .regions import _native, workers
 TRACE_SUFFIXES = (".pfw", ".pfw.gz")
 NA = np.iinfo(np.int64).min  # an integer the event does not carry
 NO_STRING = np.iinfo(np.uint32).max
-TICKS = {"NS": 10**9, "US": 10**6, "MS": 10**3, "S": 1, "SEC": 1}  # per second, by the CM (time_metric) event
 
 
 @dataclass
@@ -62,26 +61,19 @@ class TraceFile:
 class DFTracerRaw:
     path: str
     files: list  # TraceFile per file read
-    strings: list  # every name, category and hash; the columns hold their index (-1: none)
+    strings: list  # every name, category and hash; the columns hold their index (NO_STRING: none)
     io: dict  # column -> numpy array: one entry per POSIX/STDIO call (`proc`: its row of `procs`)
     spans: dict  # column -> numpy array (args: a list): one entry per application event
     procs: dict  # column -> numpy array: one entry per process of each file (pid, host, events, first, last,
     #              max_id, with_id, file: the index of its TraceFile)
     meta: list = field(default_factory=list)  # (pid, event, name, value) of metadata events
     internal: list = field(default_factory=list)  # (proc, ts, name, args dict) of DFTracer's own events
+    t0: int = 0  # the earliest event's start, in trace units: `start` and `end` are seconds from it
+    ticks: int = 10**6  # trace units a second (the CM time_metric event; microseconds unless it says)
 
     def string_map(self, event: str) -> dict:
         """hash -> text from the metadata events named `event` (FH files, HH hosts, SH strings)."""
         return {value: name for _, ev, name, value in self.meta if ev == event}
-
-    @property
-    def ticks(self) -> int:
-        """Units of `ts` and `dur` per second (DFTracer writes microseconds unless told otherwise)."""
-        units = {value for _, ev, key, value in self.meta if ev == "CM" and key == "time_metric"}
-        for unit in units:
-            if unit.upper() in TICKS:
-                return TICKS[unit.upper()]
-        return 10**6
 
 
 def shown(text: str) -> str:
@@ -146,14 +138,24 @@ def read_trace(path: str, progress=None, threads: int | None = None) -> DFTracer
             raise LogError("cannot read this file (permission denied)", p)
     got = _native.read_dftracer(paths, threads or workers(), progress)
     files = []
-    for p, d in zip(paths, got):
-        if d["error"] and d["error"].startswith("cannot open"):
-            raise LogError(d["error"], p)
-        files.append(TraceFile(p, d["gzip"], d["lines"], d["bad_lines"], d["first_bad"], dict(d["unknown"]),
-                               d["cut"], d["error"], len(d["io"]["ts"]) + len(d["spans"]["ts"]) + len(d["internal"]),
-                               frozenset(int(proc[0]) for proc in d["procs"])))
+    for p, f in zip(paths, got["files"]):
+        if f["error"] and f["error"].startswith("cannot open"):
+            raise LogError(f["error"], p)
+        files.append(TraceFile(p, f["gzip"], f["lines"], f["bad_lines"], f["first_bad"], dict(f["unknown"]), f["cut"],
+                               f["error"], f["events"], frozenset(f["pids"])))
     _refuse_garbage(str(path), files)
-    return _merge(str(path), files, got)
+    internal = []
+    for proc, ts, name, args in got["internal"]:
+        try:
+            parsed = json.loads(args) if args else {}
+        except ValueError:
+            parsed = {}
+        internal.append((proc, ts, name, parsed if isinstance(parsed, dict) else {}))
+    procs = {k: np.array([row[i] for row in got["procs"]], dtype=np.int64)
+             for i, k in enumerate(("pid", "host", "events", "first", "last", "max_id", "with_id", "file"))}
+    procs["host"] = np.where(procs["host"] == NO_STRING, -1, procs["host"])
+    return DFTracerRaw(str(path), files, got["strings"], got["io"], got["spans"], procs, got["meta"], internal,
+                       got["t0"], got["ticks"])
 
 
 def _refuse_garbage(path: str, files: list) -> None:
@@ -170,57 +172,3 @@ def _refuse_garbage(path: str, files: list) -> None:
     if lost is not None:
         raise LogError(f"no complete event in this trace: {(lost.problems() or ['cut'])[0]}", lost.path)
     raise LogError("no event in this trace (its files are empty)", path)
-
-
-def _merge(path: str, files: list, got: list) -> DFTracerRaw:
-    """One table of strings and of processes for all files; the columns concatenated, their codes moved."""
-    strings, index = [], {}
-    io_parts, span_parts, meta, internal = [], [], [], []
-    procs = {k: [] for k in ("pid", "host", "events", "first", "last", "max_id", "with_id", "file")}
-    for f, d in enumerate(got):
-        codes = np.empty(len(d["strings"]) + 1, dtype=np.int64)
-        for i, s in enumerate(d["strings"]):
-            codes[i] = index.setdefault(s, len(index))
-            if codes[i] == len(strings):
-                strings.append(s)
-        codes[-1] = -1  # NO_STRING -> -1
-
-        def moved(col, codes=codes):
-            return codes[np.where(col == NO_STRING, len(codes) - 1, col)]
-
-        first_proc = len(procs["pid"])
-        for row in d["procs"]:
-            for k, v in zip(procs, (*row, f)):
-                procs[k].append(v)
-        procs["host"][first_proc:] = [int(codes[h]) if h != NO_STRING else -1 for h in procs["host"][first_proc:]]
-        io = dict(d["io"])
-        for name in ("func", "file"):
-            io[name] = moved(io[name])
-        io["proc"] = io["proc"].astype(np.int64) + first_proc
-        io_parts.append(io)
-        spans = dict(d["spans"])
-        for name in ("cat", "name"):
-            spans[name] = moved(spans[name])
-        spans["proc"] = spans["proc"].astype(np.int64) + first_proc
-        span_parts.append(spans)
-        meta += d["meta"]
-        for proc, ts, name, args in d["internal"]:
-            try:
-                parsed = json.loads(args) if args else {}
-            except ValueError:
-                parsed = {}
-            internal.append((proc + first_proc, ts, name, parsed if isinstance(parsed, dict) else {}))
-    proc_cols = {k: np.array(v, dtype=np.int64) for k, v in procs.items()}
-    return DFTracerRaw(path, files, strings, _concat(io_parts), _concat(span_parts), proc_cols, meta, internal)
-
-
-def _concat(parts: list) -> dict:
-    if not parts:
-        return {}
-    out = {}
-    for name in parts[0]:
-        if name == "args":
-            out[name] = [a for p in parts for a in p[name]]
-        else:
-            out[name] = np.concatenate([p[name] for p in parts]) if len(parts) > 1 else parts[0][name]
-    return out

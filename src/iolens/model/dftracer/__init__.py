@@ -102,8 +102,8 @@ class DFTracerTrace:
             "partial": self.partial,
             "notes": self.notes,
             "format": "dftracer",
-            "calls": len(self.raw.io.get("ts", ())),
-            "spans": len(self.raw.spans.get("ts", ())),
+            "calls": len(self.raw.io.get("start", ())),
+            "spans": len(self.raw.spans.get("start", ())),
             "lost_events": int(procs["lost_events"].sum() or 0),
         }
 
@@ -125,7 +125,7 @@ class DFTracerTrace:
                        f"with a cut file; their I/O is not counted")
         files = self.raw.io.get("file", np.zeros(0, dtype=np.int64))
         used = np.zeros(len(self.raw.strings) + 1, dtype=bool)
-        used[files] = True
+        used[np.minimum(files, len(self.raw.strings))] = True
         missing = {self.raw.strings[c] for c in np.flatnonzero(used[:-1]).tolist()} - set(self.layout.files)
         if missing:
             out.append(f"{len(missing)} file hash(es) have no FH metadata event naming them (DFTRACER_INC_METADATA=1 "

@@ -4,6 +4,9 @@ One row per (file, rank) with Darshan's full counter list, so `info`, `files` an
 counters run; a counter the calls cannot give (alignment, strides, common access sizes, ...) is -1, Darshan's
 'not recorded'. Reads and writes count when they returned (a 0-byte read at end of file is a read, a failed
 one is not).
+
+Each counter is a plain sum, min or max per group of a per-call value computed once (a group-by of such
+aggregations is polars' fast path; a filter inside each aggregation is not).
 """
 from __future__ import annotations
 
@@ -17,75 +20,63 @@ STAT_CALLS = ("stat", "stat64", "lstat", "lstat64", "fstat", "fstat64", "__xstat
               "__lxstat64", "__fxstat", "__fxstat64", "fstatat", "fstatat64", "newfstatat", "statx")
 
 
-def _count(cond) -> pl.Expr:
-    return cond.sum().cast(pl.Int64)
-
-
-def _first(cond) -> pl.Expr:
-    return pl.col("start").filter(cond).min().fill_null(0.0)
-
-
-def _last(cond) -> pl.Expr:
-    return pl.col("end").filter(cond).max().fill_null(0.0)
-
-
-def _time(cond) -> pl.Expr:
-    return (pl.col("end") - pl.col("start")).filter(cond).sum()
-
-
-def _sizes(prefix: str, cond) -> list:
+def _flags(module: str) -> dict:
+    """name -> a boolean per call: which counter a call adds one to."""
+    kind, func, done = pl.col("kind"), pl.col("func"), pl.col("bytes").is_not_null()
+    read, write = kind.is_in(READS) & done, kind.is_in(WRITES) & done
+    opens, closes = kind.is_in([OPEN, OPEN_APPEND]), kind == CLOSE
     size = pl.col("bytes")
-    return [_count(cond & (size > (-1 if low == 0 else low)) & (size <= high)).alias(f"{prefix}_{suffix}")
-            for suffix, low, high in SIZE_BINS]
+    flags = {"_r": read, "_w": write, "_open": opens, "_close": closes, "_meta": ~kind.is_in(READS + WRITES)}
+    if module == "POSIX":
+        flags.update({
+            "POSIX_OPENS": opens, "POSIX_READS": read, "POSIX_WRITES": write, "POSIX_SEEKS": kind == LSEEK,
+            "POSIX_STATS": func.is_in(STAT_CALLS), "POSIX_MMAPS": func.is_in(["mmap", "mmap64"]),
+            "POSIX_FSYNCS": func == "fsync", "POSIX_FDSYNCS": func == "fdatasync",
+            "POSIX_DUPS": func.is_in(["dup", "dup2", "dup3"]),
+        })
+        for op, sel in (("READ", read), ("WRITE", write)):
+            for suffix, low, high in SIZE_BINS:
+                flags[f"POSIX_SIZE_{op}_{suffix}"] = sel & (size > (-1 if low == 0 else low)) & (size <= high)
+    else:
+        flags.update({
+            "STDIO_OPENS": opens, "STDIO_FDOPENS": func == "fdopen", "STDIO_READS": read, "STDIO_WRITES": write,
+            "STDIO_SEEKS": kind == FSEEK, "STDIO_FLUSHES": func == "fflush",
+        })
+    return flags
 
 
-def _shared(prefix: str, r, w, opens, closes, meta) -> list:
-    """Bytes, furthest byte, timestamps and times: named alike in POSIX and STDIO."""
+def _per_call(prefix: str) -> list:
+    """The per-call values the byte, offset, time and timestamp counters sum, min or max."""
+    r, w = pl.col("_r"), pl.col("_w")
     nbytes = pl.col("bytes").fill_null(0)
     last_byte = pl.col("offset") + pl.col("bytes") - 1
-    cols = [nbytes.filter(r).sum().alias(f"{prefix}_BYTES_READ"),
-            nbytes.filter(w).sum().alias(f"{prefix}_BYTES_WRITTEN"),
-            last_byte.filter(r).max().fill_null(-1).alias(f"{prefix}_MAX_BYTE_READ"),
-            last_byte.filter(w).max().fill_null(-1).alias(f"{prefix}_MAX_BYTE_WRITTEN")]
-    for what, sel in (("OPEN", opens), ("READ", r), ("WRITE", w), ("CLOSE", closes)):
-        cols += [_first(sel).alias(f"{prefix}_F_{what}_START_TIMESTAMP"),
-                 _last(sel).alias(f"{prefix}_F_{what}_END_TIMESTAMP")]
     span = pl.col("end") - pl.col("start")
-    return cols + [
-        _time(r).alias(f"{prefix}_F_READ_TIME"), _time(w).alias(f"{prefix}_F_WRITE_TIME"),
-        _time(meta).alias(f"{prefix}_F_META_TIME"),
-        span.filter(r).max().fill_null(0.0).alias(f"{prefix}_F_MAX_READ_TIME"),
-        span.filter(w).max().fill_null(0.0).alias(f"{prefix}_F_MAX_WRITE_TIME"),
-        pl.lit(0.0).alias(f"{prefix}_F_SLOWEST_RANK_TIME"),  # records are per rank, never reduced
-    ]
+    cols = [pl.when(r).then(nbytes).otherwise(0).alias(f"{prefix}_BYTES_READ"),
+            pl.when(w).then(nbytes).otherwise(0).alias(f"{prefix}_BYTES_WRITTEN"),
+            pl.when(r).then(last_byte).alias("_max_byte_read"), pl.when(w).then(last_byte).alias("_max_byte_written"),
+            pl.when(r).then(span).otherwise(0.0).alias(f"{prefix}_F_READ_TIME"),
+            pl.when(w).then(span).otherwise(0.0).alias(f"{prefix}_F_WRITE_TIME"),
+            pl.when(pl.col("_meta")).then(span).otherwise(0.0).alias(f"{prefix}_F_META_TIME")]
+    for what, sel in (("OPEN", "_open"), ("READ", "_r"), ("WRITE", "_w"), ("CLOSE", "_close")):
+        cols += [pl.when(sel).then(pl.col("start")).alias(f"_first_{what}"),
+                 pl.when(sel).then(pl.col("end")).alias(f"_last_{what}")]
+    return cols
 
 
-def _posix() -> list:
-    kind, func, done = pl.col("kind"), pl.col("func"), pl.col("bytes").is_not_null()
-    r, w = kind.is_in(READS) & done, kind.is_in(WRITES) & done
-    opens, closes = kind.is_in([OPEN, OPEN_APPEND]), kind == CLOSE
-    meta = ~kind.is_in(READS + WRITES)
-    return [
-        _count(opens).alias("POSIX_OPENS"), _count(r).alias("POSIX_READS"), _count(w).alias("POSIX_WRITES"),
-        _count(kind == LSEEK).alias("POSIX_SEEKS"), _count(func.is_in(STAT_CALLS)).alias("POSIX_STATS"),
-        _count(func.is_in(["mmap", "mmap64"])).alias("POSIX_MMAPS"),
-        _count(func == "fsync").alias("POSIX_FSYNCS"), _count(func == "fdatasync").alias("POSIX_FDSYNCS"),
-        _count(func.is_in(["dup", "dup2", "dup3"])).alias("POSIX_DUPS"),
-        *_sizes("POSIX_SIZE_READ", r), *_sizes("POSIX_SIZE_WRITE", w),
-        *_shared("POSIX", r, w, opens, closes, meta),
-    ]
-
-
-def _stdio() -> list:
-    kind, func, done = pl.col("kind"), pl.col("func"), pl.col("bytes").is_not_null()
-    r, w = kind.is_in(READS) & done, kind.is_in(WRITES) & done
-    opens, closes = kind.is_in([OPEN, OPEN_APPEND]), kind == CLOSE
-    return [
-        _count(opens).alias("STDIO_OPENS"), _count(func == "fdopen").alias("STDIO_FDOPENS"),
-        _count(r).alias("STDIO_READS"), _count(w).alias("STDIO_WRITES"), _count(kind == FSEEK).alias("STDIO_SEEKS"),
-        _count(func == "fflush").alias("STDIO_FLUSHES"),
-        *_shared("STDIO", r, w, opens, closes, ~kind.is_in(READS + WRITES)),
-    ]
+def _aggregations(prefix: str, counts: list) -> list:
+    out = [pl.col(c).sum().cast(pl.Int64) for c in counts]
+    out += [pl.col(f"{prefix}_BYTES_READ").sum(), pl.col(f"{prefix}_BYTES_WRITTEN").sum(),
+            pl.col("_max_byte_read").max().fill_null(-1).alias(f"{prefix}_MAX_BYTE_READ"),
+            pl.col("_max_byte_written").max().fill_null(-1).alias(f"{prefix}_MAX_BYTE_WRITTEN"),
+            pl.col(f"{prefix}_F_READ_TIME").sum(), pl.col(f"{prefix}_F_WRITE_TIME").sum(),
+            pl.col(f"{prefix}_F_META_TIME").sum(),
+            pl.col(f"{prefix}_F_READ_TIME").max().alias(f"{prefix}_F_MAX_READ_TIME"),
+            pl.col(f"{prefix}_F_WRITE_TIME").max().alias(f"{prefix}_F_MAX_WRITE_TIME"),
+            pl.lit(0.0).alias(f"{prefix}_F_SLOWEST_RANK_TIME")]  # records are per rank, never reduced
+    for what in ("OPEN", "READ", "WRITE", "CLOSE"):
+        out += [pl.col(f"_first_{what}").min().fill_null(0.0).alias(f"{prefix}_F_{what}_START_TIMESTAMP"),
+                pl.col(f"_last_{what}").max().fill_null(0.0).alias(f"{prefix}_F_{what}_END_TIMESTAMP")]
+    return out
 
 
 def counters_table(io: pl.DataFrame, module: str) -> pl.DataFrame | None:
@@ -93,7 +84,11 @@ def counters_table(io: pl.DataFrame, module: str) -> pl.DataFrame | None:
     rows = io.filter((pl.col("layer") == module) & pl.col("file_id").is_not_null())
     if rows.is_empty():
         return None
-    got = rows.group_by("file_id", "rank").agg(_posix() if module == "POSIX" else _stdio()).sort("rank", "file_id")
+    flags = _flags(module)
+    counts = [name for name in flags if not name.startswith("_")]
+    per_call = rows.select("file_id", "rank", "bytes", "offset", "start", "end",
+                           *(cond.alias(name) for name, cond in flags.items())).with_columns(_per_call(module))
+    got = per_call.group_by("file_id", "rank").agg(_aggregations(module, counts)).sort("rank", "file_id")
     names, fnames = COUNTER_NAMES[module]
     full = [pl.col("file_id"), pl.col("rank")]
     full += [pl.col(n).cast(pl.Int64) if n in got.columns else pl.lit(-1, dtype=pl.Int64).alias(n) for n in names]

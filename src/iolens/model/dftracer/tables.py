@@ -55,17 +55,13 @@ class Layout:
     def __init__(self, raw: DFTracerRaw):
         self.raw = raw
         self.ticks = raw.ticks  # per second
+        self.t0 = raw.t0
         self.strings = raw.strings
         self.files = raw.string_map("FH")
         self.commands = raw.string_map("SH")
         procs = _with_hosts(raw.procs)
-        first = procs["first"]
-        self.t0 = int(first.min()) if len(first) else 0
         self.processes, rank_of_row = self._processes(procs)
         self.rank_of_proc = rank_of_row  # a `raw.procs` row -> its rank
-
-    def seconds(self, ts: np.ndarray) -> np.ndarray:
-        return (ts - self.t0) / self.ticks  # (a division: exact for whole microseconds)
 
     def _processes(self, rows: dict) -> tuple:
         """The processes table (one row per (pid, host) over all files) and each file row's rank."""
@@ -156,10 +152,12 @@ def process_table(layout: Layout) -> pl.DataFrame:
 
 
 def _dense(codes: np.ndarray, size: int) -> tuple:
-    """(new codes, the old code of each new one): `codes` (0..size-1, -1 none) renumbered 0..k-1 in order of
-    their old value, -1 kept; in linear time (no sort of the rows)."""
+    """(new codes, the old code of each new one): `codes` (0..size-1; -1 or size and above: none) renumbered
+    0..k-1 in order of their old value, none as -1; in linear time (no sort of the rows)."""
+    codes = np.where((codes < 0) | (codes > size), size, codes) if len(codes) and (
+        codes.max() > size or codes.min() < 0) else codes
     present = np.zeros(size + 1, dtype=bool)
-    present[codes] = True  # -1 marks the last slot
+    present[codes] = True
     used = np.flatnonzero(present[:size])
     new = np.full(size + 1, -1, dtype=np.int64)
     new[used] = np.arange(len(used))
@@ -183,12 +181,22 @@ def file_names(layout: Layout, rank: np.ndarray, file_code: np.ndarray) -> tuple
     cwds = procs["_cwd"].to_list()
     cwd_names = sorted({c for c in cwds if c}, key=str)
     cwd_index = np.array([cwd_names.index(c) + 1 if c else 0 for c in cwds], dtype=np.int64)
-    nstrings = len(layout.strings) + 1
-    pair = np.where(file_code >= 0, cwd_index[rank] * nstrings + file_code, -1)
+    nstrings = len(layout.strings) + 1  # (the last: no file)
+    if len(cwd_names) > 1:
+        pair = cwd_index[rank] * nstrings + np.minimum(file_code, nstrings - 1)
+    else:  # one working directory (or none): the file code alone says the name
+        pair = file_code
+        cwd_index = np.minimum(cwd_index, 1)
     pair_code, used = _dense(pair, (len(cwd_names) + 1) * nstrings)
     names = []
     for p in used.tolist():
-        cwd, code = cwd_names[p // nstrings - 1] if p >= nstrings else None, p % nstrings
+        if len(cwd_names) > 1:
+            cwd, code = cwd_names[p // nstrings - 1] if p >= nstrings else None, p % nstrings
+        else:
+            cwd, code = (cwd_names[0] if cwd_names else None), p
+        if code >= len(layout.strings):
+            names.append(None)
+            continue
         h = layout.strings[code]
         name = layout.files.get(h)
         if name is None:
@@ -196,15 +204,18 @@ def file_names(layout: Layout, rank: np.ndarray, file_code: np.ndarray) -> tuple
         elif cwd and not name.startswith(("/", "<")) and ":[" not in name:
             name = os.path.normpath(os.path.join(cwd, name))
         names.append(name)
-    unique_names = sorted(set(names))
-    ids = np.array([file_id(n) for n in names] + [0], dtype=np.uint64)
+    unique_names = sorted({n for n in names if n is not None})
+    ids = np.array([file_id(n) if n is not None else 0 for n in names] + [0], dtype=np.uint64)
+    missing = np.array([n is None for n in names] + [True])[pair_code]
+    pair_code = np.where(missing, -1, pair_code) if missing.any() else pair_code
     file_ids = pl.Series(ids[pair_code], dtype=pl.UInt64)
     if (pair_code < 0).any():
         file_ids = pl.select(pl.when(pl.Series(pair_code) >= 0).then(file_ids)).to_series()
     position = {n: i for i, n in enumerate(unique_names)}
+    position[None] = -1
     name_code = np.array([position[n] for n in names] + [-1], dtype=np.int64)[pair_code]
     files = (pl.DataFrame({"file_id": pl.Series(ids[:-1], dtype=pl.UInt64), "name": pl.Series(names, dtype=pl.String)})
-             .unique("file_id", keep="first", maintain_order=True))
+             .drop_nulls().unique("file_id", keep="first", maintain_order=True))
     return file_ids, _enum(name_code, unique_names, pl.String), files  # (a gather of string views: no copy)
 
 
@@ -213,11 +224,11 @@ def io_frame(layout: Layout) -> pl.DataFrame:
     its source, `kind` kept for the counters (rows in the trace files' order; `seq` numbers each rank's calls
     in time order); and the files they name."""
     io = layout.raw.io
-    if not len(io.get("ts", ())):
+    if not len(io.get("start", ())):
         return pl.DataFrame(schema={**CALL_SCHEMA, "kind": pl.UInt8}), pl.DataFrame(schema=FILE_SCHEMA)
     rank = layout.rank_of_proc[io["proc"]]
-    key = io["file"] * 2 + io["stdio"]
-    offset, source, seq = _native.dftracer_positions(rank, key, io["ts"], io["kind"], io["bytes"], io["offset"],
+    key = io["file"].astype(np.int64) * 2 + io["stdio"]
+    offset, source, seq = _native.dftracer_positions(rank, key, io["start"], io["kind"], io["bytes"], io["offset"],
                                                      io["ret"], io["whence"])
     funcs, func_names = _dense(io["func"], len(layout.strings))
     file_ids, paths, files = file_names(layout, rank, io["file"])
@@ -227,7 +238,7 @@ def io_frame(layout: Layout) -> pl.DataFrame:
         "layer": _enum(io["stdio"].astype(np.int64), LAYER.categories.to_list(), LAYER),
         "func": _enum(funcs, [layout.strings[c] for c in func_names]).cast(pl.String),
         "file_id": file_ids, "path": paths,
-        "start": layout.seconds(io["ts"]), "end": layout.seconds(io["ts"] + io["dur"]),
+        "start": io["start"], "end": io["end"],
         "ret": _nullable(io["ret"]), "bytes": _nullable(io["bytes"]), "offset": _nullable(offset),
         "offset_source": _enum(source.astype(np.int64) - 1, list(OFFSET_SOURCES), OFFSET_SOURCE),
         "whence": _nullable(np.where(whence < 0, NA, whence)), "fd": _nullable(np.where(fd < 0, NA, fd)),
@@ -263,23 +274,22 @@ def segments_table(io: pl.DataFrame, layout: Layout) -> pl.DataFrame:
 
 def spans_table(layout: Layout) -> pl.DataFrame:
     """One row per application event: its rank, thread, category, name, times, epoch and step, the span that
-    encloses it in its thread (`parent`, a span_id) and its depth there, its other arguments as JSON."""
+    encloses it in its thread (`parent`, a span_id) and its depth there, its other arguments as JSON. In
+    (rank, start) order; span_id is the row number."""
     sp = layout.raw.spans
-    if not len(sp.get("ts", ())):
+    if not len(sp.get("start", ())):
         return pl.DataFrame(schema=SPAN_SCHEMA)
-    rank = layout.rank_of_proc[sp["proc"]]
-    names = np.asarray(layout.strings + [""], dtype=object)
+    size = len(layout.strings)
+    cats, cat_names = _dense(sp["cat"], size)
+    names, name_names = _dense(sp["name"], size)
     frame = pl.DataFrame({
-        "rank": rank, "tid": _nullable(sp["tid"]), "_ts": sp["ts"], "_end": sp["ts"] + sp["dur"],
-        "cat": pl.Series(names[sp["cat"]], dtype=pl.String),
-        "name": pl.Series(names[sp["name"]], dtype=pl.String),
+        "rank": layout.rank_of_proc[sp["proc"]], "tid": _nullable(sp["tid"]), "start": sp["start"], "end": sp["end"],
+        "cat": _enum(cats, [layout.strings[c] for c in cat_names]).cast(pl.String),
+        "name": _enum(names, [layout.strings[c] for c in name_names]).cast(pl.String),
         "epoch": _nullable(sp["epoch"]), "step": _nullable(sp["step"]),
         "args": pl.Series(sp["args"], dtype=pl.String),
-    }).sort("rank", "_ts", maintain_order=True).with_columns(span_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    }).sort("rank", "start", maintain_order=True).with_columns(span_id=pl.int_range(pl.len(), dtype=pl.Int64))
     thread = frame.select(pl.struct("rank", pl.col("tid").fill_null(-1)).rank("dense").cast(pl.Int64)).to_series()
-    parent, depth = _native.dftracer_nest(thread.to_numpy(), frame["_ts"].to_numpy(), frame["_end"].to_numpy())
-    return frame.with_columns(
-        start=pl.Series(layout.seconds(frame["_ts"].to_numpy())),
-        end=pl.Series(layout.seconds(frame["_end"].to_numpy())),
-        parent=pl.Series(parent).replace(-1, None), depth=pl.Series(depth, dtype=pl.Int32),
-    ).select(list(SPAN_SCHEMA))
+    parent, depth = _native.dftracer_nest(thread.to_numpy(), frame["start"].to_numpy(), frame["end"].to_numpy())
+    return frame.with_columns(parent=pl.Series(parent).replace(-1, None),
+                              depth=pl.Series(depth, dtype=pl.Int32)).select(list(SPAN_SCHEMA))
