@@ -172,3 +172,15 @@ def _refuse_garbage(path: str, files: list) -> None:
     if lost is not None:
         raise LogError(f"no complete event in this trace: {(lost.problems() or ['cut'])[0]}", lost.path)
     raise LogError("no event in this trace (its files are empty)", path)
+
+
+def file_positions(group, key, start, kind, nbytes, offset, ret, whence) -> tuple:
+    """(offset, source, seq) of every call: where each read or write was in its file, followed per (group,
+    key) through the calls in start order (see native/src/dftracer.rs `positions`), and each call's place
+    among its group's in that order."""
+    return _native.dftracer_positions(group, key, start, kind, nbytes, offset, ret, whence)
+
+
+def span_nesting(group, start, end) -> tuple:
+    """(parent row or -1, depth) of every span: the span that encloses it in its group (a thread), by time."""
+    return _native.dftracer_nest(group, start, end)

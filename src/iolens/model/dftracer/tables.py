@@ -12,8 +12,7 @@ import os
 import numpy as np
 import polars as pl
 
-from ...reader import _native
-from ...reader.dftracer import NA, DFTracerRaw
+from ...reader.dftracer import NA, DFTracerRaw, file_positions, span_nesting
 from ..log import MODULE, OP, SEGMENT_SCHEMA
 from ..recorder.segments import file_id
 
@@ -228,7 +227,7 @@ def io_frame(layout: Layout) -> pl.DataFrame:
         return pl.DataFrame(schema={**CALL_SCHEMA, "kind": pl.UInt8}), pl.DataFrame(schema=FILE_SCHEMA)
     rank = layout.rank_of_proc[io["proc"]]
     key = io["file"].astype(np.int64) * 2 + io["stdio"]
-    offset, source, seq = _native.dftracer_positions(rank, key, io["start"], io["kind"], io["bytes"], io["offset"],
+    offset, source, seq = file_positions(rank, key, io["start"], io["kind"], io["bytes"], io["offset"],
                                                      io["ret"], io["whence"])
     funcs, func_names = _dense(io["func"], len(layout.strings))
     file_ids, paths, files = file_names(layout, rank, io["file"])
@@ -290,6 +289,6 @@ def spans_table(layout: Layout) -> pl.DataFrame:
         "args": pl.Series(sp["args"], dtype=pl.String),
     }).sort("rank", "start", maintain_order=True).with_columns(span_id=pl.int_range(pl.len(), dtype=pl.Int64))
     thread = frame.select(pl.struct("rank", pl.col("tid").fill_null(-1)).rank("dense").cast(pl.Int64)).to_series()
-    parent, depth = _native.dftracer_nest(thread.to_numpy(), frame["start"].to_numpy(), frame["end"].to_numpy())
+    parent, depth = span_nesting(thread.to_numpy(), frame["start"].to_numpy(), frame["end"].to_numpy())
     return frame.with_columns(parent=pl.Series(parent).replace(-1, None),
                               depth=pl.Series(depth, dtype=pl.Int32)).select(list(SPAN_SCHEMA))
