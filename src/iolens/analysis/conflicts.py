@@ -116,7 +116,8 @@ def log_conflicts(log, segments: pl.DataFrame | None = None,
     mine = seg["module"] == "DXT_POSIX"  # a Series test: no query when the trace is all POSIX
     posix = seg if mine.all(ignore_nulls=False) else seg.filter(mine)
     pairs, complete = find_conflicts_bounded(posix, max_candidates=max_candidates)
-    calls = getattr(log, "calls", None)
+    # Recorder's calls include MPI's collectives, which order ranks; a DFTracer trace's do not
+    calls = getattr(log, "calls", None) if getattr(log, "format", None) != "dftracer" else None
     if calls is not None:
         from .consistency import classify_conflicts
         names = dict(log.files.select("file_id", "name").iter_rows())

@@ -64,14 +64,14 @@ def command(log: tuple, as_json: bool, overrides: tuple, config: str | None, fs_
         values[name] = value
     thresholds = Thresholds(values)
     parsed, log = load_one_or_job(log, as_json, "diagnose")
-    if hasattr(parsed, "processes"):
+    if hasattr(parsed, "step_log"):  # a job of many logs (a trace's own `processes` is a table)
         from ..jobs import diagnose_job
 
         insights = diagnose_job(parsed, lambda step_log: [i.to_dict() for i in diagnose(step_log, thresholds)])
     else:
         insights = [i.to_dict() for i in diagnose(parsed, thresholds)]
     out = {"log": log, "schema_version": SCHEMA_VERSION, "measures": None, "insights": insights}
-    if hasattr(parsed, "processes"):
+    if hasattr(parsed, "step_log"):  # a job of many logs (a trace's own `processes` is a table)
         out["job"] = {"job_id": parsed.group.job_id, "processes": parsed.processes}
     if as_json:
         from ..analysis.summary import job_measures

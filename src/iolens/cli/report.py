@@ -44,7 +44,7 @@ def command(log, output, open_browser, start, end, rank_from, rank_to, file_name
     out = output or default_output(log.rstrip("/"))
     filters = Filters(start=start, end=end, rank_from=rank_from, rank_to=rank_to, file=file_name)
     insights = None
-    if hasattr(data, "processes"):  # a job: each step judged on its own, findings named by step and process
+    if hasattr(data, "step_log"):  # a job: each step judged on its own, findings named by step and process
         from ..jobs import diagnose_job
         from ..views.html.page import diagnosis_insights
 
