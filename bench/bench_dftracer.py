@@ -41,7 +41,8 @@ t1 = time.perf_counter(); c1 = resource.getrusage(resource.RUSAGE_SELF)
 counters = trace.counters
 t2 = time.perf_counter(); c2 = resource.getrusage(resource.RUSAGE_SELF)
 cpu = lambda a, b: (b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime)
-print(json.dumps({"read_s": t1 - t0, "read_cpu_s": cpu(c0, c1), "counters_s": t2 - t1, "counters_cpu_s": cpu(c1, c2),
+print(json.dumps({"read_s": t1 - t0, "read_cpu_s": cpu(c0, c1), "counters_s": t2 - t1,
+                  "counters_cpu_s": cpu(c1, c2),
                   "calls": calls.height, "segments": segments.height, "spans": spans.height,
                   "processes": trace.processes.height, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """

@@ -25,7 +25,8 @@ OFFSET_SOURCE = pl.Enum(list(OFFSET_SOURCES))
 LAYER = pl.Enum(["POSIX", "STDIO"])
 ROLE = pl.Enum(["main", "worker", "helper"])
 # processes that a Python job starts beside its own (they move no data of the job's)
-HELPER_COMMANDS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver", "multiprocessing.semaphore_tracker")
+HELPER_COMMANDS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver",
+                   "multiprocessing.semaphore_tracker")
 
 PROCESS_SCHEMA = {"rank": pl.Int64, "label": pl.String, "host": pl.String, "pid": pl.Int64, "ppid": pl.Int64,
                   "step": pl.Int64, "role": ROLE, "command": pl.String, "start": pl.Float64, "end": pl.Float64,
@@ -173,9 +174,9 @@ def _enum(codes: np.ndarray, names: list, dtype=None) -> pl.Series:
 
 
 def file_names(layout: Layout, rank: np.ndarray, file_code: np.ndarray) -> tuple:
-    """Each call's file as (file_id Series, path Series), and the files table (file_id, name): the FH metadata's name, a relative one joined to the
-    process's working directory; a hash no metadata event names stays as `<file HASH>`. Done per distinct
-    (working directory, file) pair, gathered per call."""
+    """Each call's file as (file_id Series, path Series), and the files table (file_id, name): the FH metadata's
+    name, a relative one joined to the process's working directory; a hash no metadata event names stays as
+    `<file HASH>`. Done per distinct (working directory, file) pair, gathered per call."""
     procs = layout.processes.sort("rank")
     cwds = procs["_cwd"].to_list()
     cwd_names = sorted({c for c in cwds if c}, key=str)
