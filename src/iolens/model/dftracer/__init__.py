@@ -51,19 +51,19 @@ class DFTracerTrace:
 
     # --- calls, spans --------------------------------------------------------------------------
     @cached_property
-    def _io_files(self) -> tuple:
+    def _columns(self):
         return io_frame(self.layout)
 
     @property
     def _io(self) -> pl.DataFrame:
-        return self._io_files[0]
+        return self._columns.frame
 
     @cached_property
     def calls(self) -> pl.DataFrame:
         """One row per POSIX/STDIO call: rank, tid, seq (its order in the rank), layer, func, file_id, path,
         start, end, ret, bytes (moved by a read or write), offset and offset_source (call / followed: how the
         offset is known; not opened / open twice / append / seek end: why it is not), whence, fd."""
-        return calls_table(self._io)
+        return calls_table(self._columns)
 
     @cached_property
     def spans(self) -> pl.DataFrame:
@@ -156,7 +156,7 @@ class DFTracerTrace:
     # --- files -------------------------------------------------------------------------------
     @cached_property
     def files(self) -> pl.DataFrame:
-        return self._io_files[1].with_columns(mount=pl.lit(""), fs_type=pl.lit(""))
+        return self._columns.files.with_columns(mount=pl.lit(""), fs_type=pl.lit(""))
 
     def file_names(self) -> dict:
         return dict(self.files.select("file_id", "name").iter_rows())
@@ -173,7 +173,7 @@ class DFTracerTrace:
 
     @cached_property
     def segments(self) -> pl.DataFrame:
-        return segments_table(self._io, self.layout)
+        return segments_table(self._columns, self.layout)
 
     @property
     def has_dxt(self) -> bool:

@@ -8,6 +8,7 @@ numbered roots first (the main process), then their children, each in start orde
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -174,7 +175,8 @@ def _enum(codes: np.ndarray, names: list, dtype=None) -> pl.Series:
 
 
 def file_names(layout: Layout, rank: np.ndarray, file_code: np.ndarray) -> tuple:
-    """Each call's file as (file_id Series, path Series), and the files table (file_id, name): the FH metadata's
+    """Each call's file as (file_id array, has-a-file mask, path Series), and the files table (file_id, name):
+    the FH metadata's
     name, a relative one joined to the process's working directory; a hash no metadata event names stays as
     `<file HASH>`. Done per distinct (working directory, file) pair, gathered per call."""
     procs = layout.processes.sort("rank")
@@ -208,68 +210,93 @@ def file_names(layout: Layout, rank: np.ndarray, file_code: np.ndarray) -> tuple
     ids = np.array([file_id(n) if n is not None else 0 for n in names] + [0], dtype=np.uint64)
     missing = np.array([n is None for n in names] + [True])[pair_code]
     pair_code = np.where(missing, -1, pair_code) if missing.any() else pair_code
-    file_ids = pl.Series(ids[pair_code], dtype=pl.UInt64)
-    if (pair_code < 0).any():
-        file_ids = pl.select(pl.when(pl.Series(pair_code) >= 0).then(file_ids)).to_series()
+    has_file = pair_code >= 0
+    file_ids = ids[pair_code]
     position = {n: i for i, n in enumerate(unique_names)}
     position[None] = -1
     name_code = np.array([position[n] for n in names] + [-1], dtype=np.int64)[pair_code]
     files = (pl.DataFrame({"file_id": pl.Series(ids[:-1], dtype=pl.UInt64), "name": pl.Series(names, dtype=pl.String)})
              .drop_nulls().unique("file_id", keep="first", maintain_order=True))
-    return file_ids, _enum(name_code, unique_names, pl.String), files  # (a gather of string views: no copy)
+    return file_ids, has_file, _enum(name_code, unique_names, pl.String), files  # (string views gathered)
 
 
-def io_frame(layout: Layout) -> pl.DataFrame:
-    """(calls, files): every POSIX/STDIO call with its rank, times, file and (for reads and writes) offset and
-    its source, `kind` kept for the counters (rows in the trace files' order; `seq` numbers each rank's calls
-    in time order); and the files they name."""
+@dataclass
+class IoColumns:
+    """The calls table (with `kind`, for the counters), the files they name, and the per-call numpy columns the
+    segments are cut from (no query over the calls table)."""
+    frame: pl.DataFrame
+    files: pl.DataFrame
+    rank: np.ndarray
+    file_id: np.ndarray  # uint64, valid where has_file
+    has_file: np.ndarray
+    offset: np.ndarray  # NA where unknown
+
+
+def io_frame(layout: Layout) -> IoColumns:
+    """Every POSIX/STDIO call with its rank, times, file and (for reads and writes) offset and its source
+    (rows in the trace files' order; `seq` numbers each rank's calls in time order); and the files they name."""
     io = layout.raw.io
     if not len(io.get("start", ())):
-        return pl.DataFrame(schema={**CALL_SCHEMA, "kind": pl.UInt8}), pl.DataFrame(schema=FILE_SCHEMA)
+        empty = np.zeros(0, dtype=np.int64)
+        return IoColumns(pl.DataFrame(schema={**CALL_SCHEMA, "kind": pl.UInt8}), pl.DataFrame(schema=FILE_SCHEMA),
+                         empty, empty.astype(np.uint64), empty.astype(bool), empty)
     rank = layout.rank_of_proc[io["proc"]]
     key = io["file"].astype(np.int64) * 2 + io["stdio"]
-    offset, source, seq = file_positions(rank, key, io["start"], io["kind"], io["bytes"], io["offset"],
-                                                     io["ret"], io["whence"])
+    offset, source, seq = file_positions(rank, key, io["start"], io["kind"], io["bytes"], io["offset"], io["ret"],
+                                         io["whence"])
     funcs, func_names = _dense(io["func"], len(layout.strings))
-    file_ids, paths, files = file_names(layout, rank, io["file"])
-    whence, fd = io["whence"].astype(np.int64), io["fd"].astype(np.int64)
+    file_ids, has_file, paths, files = file_names(layout, rank, io["file"])
+    ids = pl.Series(file_ids, dtype=pl.UInt64)
     frame = pl.DataFrame({
         "rank": rank, "tid": _nullable(io["tid"]), "seq": seq,
-        "layer": _enum(io["stdio"].astype(np.int64), LAYER.categories.to_list(), LAYER),
-        "func": _enum(funcs, [layout.strings[c] for c in func_names]).cast(pl.String),
-        "file_id": file_ids, "path": paths,
-        "start": io["start"], "end": io["end"],
+        "layer": _enum(io["stdio"], LAYER.categories.to_list(), LAYER),
+        "func": _enum(funcs, [layout.strings[c] for c in func_names], pl.String),
+        "file_id": ids if has_file.all() else pl.select(pl.when(pl.Series(has_file)).then(ids)).to_series(),
+        "path": paths, "start": io["start"], "end": io["end"],
         "ret": _nullable(io["ret"]), "bytes": _nullable(io["bytes"]), "offset": _nullable(offset),
         "offset_source": _enum(source.astype(np.int64) - 1, list(OFFSET_SOURCES), OFFSET_SOURCE),
-        "whence": _nullable(np.where(whence < 0, NA, whence)), "fd": _nullable(np.where(fd < 0, NA, fd)),
+        "whence": _small(io["whence"]), "fd": _small(io["fd"]),
         "kind": pl.Series(io["kind"], dtype=pl.UInt8),
     })
-    return frame, files
+    return IoColumns(frame, files, rank, file_ids, has_file, offset)
 
 
-def calls_table(io: pl.DataFrame) -> pl.DataFrame:
-    return io.select(list(CALL_SCHEMA))
+def _small(values: np.ndarray) -> pl.Series:
+    """An Int64 Series of a narrow column whose -1 means none (null)."""
+    s = pl.Series(values).cast(pl.Int64)
+    return pl.select(pl.when(s >= 0).then(s)).to_series() if (values < 0).any() else s
 
 
-def segments_table(io: pl.DataFrame, layout: Layout) -> pl.DataFrame:
-    """The POSIX reads and writes that moved bytes (or tried: 0 at end of file) as DXT_POSIX segments; an
+def calls_table(io: IoColumns) -> pl.DataFrame:
+    return io.frame.select(list(CALL_SCHEMA))
+
+
+def segments_table(io: IoColumns, layout: Layout) -> pl.DataFrame:
+    """The POSIX reads and writes that returned (a read at end of file: 0 bytes) as DXT_POSIX segments; an
     offset the trace cannot give is -1 (the analyses' 'not recorded')."""
-    kind = pl.col("kind")
-    data = io.filter((pl.col("layer") == "POSIX") & kind.is_in(READS + WRITES) & pl.col("bytes").is_not_null()
-                     & pl.col("file_id").is_not_null())
-    if data.is_empty():
+    raw = layout.raw.io
+    kind = raw.get("kind", np.zeros(0, dtype=np.uint8))
+    reads = np.isin(kind, READS)
+    rows = np.zeros(0, dtype=np.int64)
+    if len(kind):
+        rows = np.flatnonzero((raw["stdio"] == 0) & (reads | np.isin(kind, WRITES)) & (raw["bytes"] != NA)
+                              & io.has_file)
+    if not len(rows):
         return pl.DataFrame(schema={**SEGMENT_SCHEMA, "pthread_id": pl.UInt64})
     hosts = layout.processes.sort("rank")["host"].fill_null("").to_list()
     names = sorted(set(hosts))
-    host_code = np.array([names.index(h) for h in hosts], dtype=np.int64)[data["rank"].to_numpy()]
-    return data.select(
-        pl.lit("DXT_POSIX", dtype=MODULE).alias("module"),
-        "file_id", "rank",
-        _enum(host_code, names, pl.Categorical).alias("hostname"),
-        pl.when(kind.is_in(READS)).then(pl.lit("read")).otherwise(pl.lit("write")).cast(OP).alias("op"),
-        pl.col("offset").fill_null(-1), pl.col("bytes").alias("length"), "start", "end",
-        pl.col("tid").fill_null(0).cast(pl.UInt64).alias("pthread_id"),
-    )
+    rank = io.rank[rows]
+    offset, tid = io.offset[rows], raw["tid"][rows]
+    return pl.DataFrame({
+        "module": pl.Series(["DXT_POSIX"], dtype=MODULE).new_from_index(0, len(rows)),
+        "file_id": pl.Series(io.file_id[rows], dtype=pl.UInt64),
+        "rank": rank,
+        "hostname": _enum(np.array([names.index(h) for h in hosts], dtype=np.int64)[rank], names, pl.Categorical),
+        "op": _enum(reads[rows].astype(np.int64), list(OP.categories), OP),  # OP: write (0), read (1)
+        "offset": np.where(offset == NA, -1, offset),
+        "length": raw["bytes"][rows], "start": raw["start"][rows], "end": raw["end"][rows],
+        "pthread_id": pl.Series(np.where(tid == NA, 0, tid).astype(np.uint64), dtype=pl.UInt64),
+    })
 
 
 def spans_table(layout: Layout) -> pl.DataFrame:
