@@ -33,3 +33,35 @@ def process_summary(processes: pl.DataFrame, calls: pl.DataFrame, spans: pl.Data
            .sort("rank"))
     return out.select("rank", "label", "role", "pid", "host", "calls", "reads", "bytes_read", "writes",
                       "bytes_written", "spans", "lost_events").to_dicts()
+
+
+def enclosing_spans(ops: pl.DataFrame, spans: pl.DataFrame, thread: str | None = "tid") -> pl.Series:
+    """The span_id of the innermost span that encloses each row of `ops` (rank, start, end, and `thread`:
+    the thread id column, e.g. `tid` of calls or `pthread_id` of segments) in the same process and thread;
+    null where none does. In the order of `ops`. thread=None matches the process only (then the latest span
+    to start that still encloses the operation, of any thread)."""
+    keys = ["rank"] + ([thread] if thread else [])
+    if ops.is_empty() or spans.is_empty():
+        return pl.Series("span_id", [None] * ops.height, dtype=pl.Int64)
+    table = spans.select("span_id", "parent", pl.col("start").alias("_s"), pl.col("end").alias("_e"),
+                         "rank", *([pl.col("tid").cast(ops.schema[thread]).alias(thread)] if thread else []))
+    if thread is None:
+        table = table.drop("parent").with_columns(parent=pl.lit(None, dtype=pl.Int64))
+    found = (ops.select(*keys, "start", "end").with_row_index("_op").sort("start")
+             .join_asof(table.sort("_s"), left_on="start", right_on="_s", by=keys, strategy="backward",
+                        check_sortedness=False))  # (both sorted by time above)
+    lookup = table.select("span_id", pl.col("parent").alias("_up"), pl.col("_s").alias("_us"),
+                          pl.col("_e").alias("_ue"))
+    for _ in range(int(spans["depth"].max() or 0) + 1):  # climb to the parent while the span ended too soon
+        outside = pl.col("span_id").is_not_null() & (pl.col("_e") < pl.col("end"))
+        if not found.select(outside.any()).item():
+            break
+        found = (found.join(lookup, on="span_id", how="left")
+                 .with_columns(pl.when(outside).then(pl.col("_up")).otherwise(pl.col("span_id")).alias("span_id"))
+                 .drop("_up", "_us", "_ue")
+                 .join(lookup.rename({"span_id": "_id"}), left_on="span_id", right_on="_id", how="left")
+                 .with_columns(pl.col("_us").alias("_s"), pl.col("_ue").alias("_e"), pl.col("_up").alias("parent"))
+                 .drop("_up", "_us", "_ue"))
+    if thread is None:  # no parent chain across threads: keep only spans that enclose
+        found = found.with_columns(pl.when(pl.col("_e") >= pl.col("end")).then(pl.col("span_id")).alias("span_id"))
+    return found.sort("_op")["span_id"]

@@ -123,3 +123,27 @@ def test_an_uncompressed_traced_run_reads_the_same(workload):
                                 gzip=False)
     assert all(p.suffix == ".pfw" for p in trace_dir.iterdir())
     check_against_truth(iolens.read(str(trace_dir)), truth)
+
+
+def test_each_shard_read_lies_in_a_fetch_span_of_its_epoch(dftracer_logs):
+    """What a training-loop finding joins: each worker read to the span above it (loader_plain: 2 epochs, every
+    shard read once in each)."""
+    from iolens.analysis.spans import enclosing_spans
+
+    path = dftracer_logs / "loader_plain"
+    truth = json.loads((path / "truth.json").read_text())
+    trace = iolens.read(str(path))
+    reads = shard_reads(trace)
+    span_of = enclosing_spans(reads, trace.spans)
+    above = reads.with_columns(span_of).join(trace.spans.select("span_id", "name", "epoch"), on="span_id", how="left")
+    assert above["name"].unique().to_list() == ["fetch"]
+    per_epoch = above.group_by("epoch").agg(pl.col("bytes").sum(), pl.col("file").n_unique()).sort("epoch")
+    (pid, p), = truth["per_process"].items()
+    shards = len(set(p["files"]))
+    assert per_epoch.rows() == [(0, p["bytes_read"] // 2, shards), (1, p["bytes_read"] // 2, shards)]
+    segs = trace.segments.join(trace.files, on="file_id").filter(pl.col("name").str.contains(SHARD))
+    assert enclosing_spans(segs, trace.spans, thread="pthread_id").null_count() == 0
+    # the main process's own reads (its imports) lie in no span of a worker
+    main_calls = trace.calls.filter(pl.col("rank") == 0)
+    inside = enclosing_spans(main_calls, trace.spans.filter(pl.col("rank") != 0))
+    assert inside.null_count() == main_calls.height
