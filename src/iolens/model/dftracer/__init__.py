@@ -38,9 +38,10 @@ class DFTracerTrace:
     # --- processes ---------------------------------------------------------------------------
     @cached_property
     def processes(self) -> pl.DataFrame:
-        """One row per traced process: rank, label ('main pid 4722', 'worker pid 4723'), host, pid, ppid,
-        step (null: one trace is one step), role (main / worker / helper), command, start, end (seconds),
-        events in the trace, lost_events (numbered by DFTracer but not in the trace), trace_file."""
+        """One row per traced process: the Log contract's rank, label ('main pid 4722', 'worker pid 4723'),
+        host, pid, step (null: one trace is one step), role (main / worker / helper), log (its trace file);
+        then ppid, command, start, end (seconds), events in the trace, lost_events (numbered by DFTracer but
+        not in the trace)."""
         return process_table(self.layout)
 
     def label(self, rank: int) -> str:

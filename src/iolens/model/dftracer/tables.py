@@ -24,14 +24,14 @@ READS, WRITES = (READ, PREAD), (WRITE, PWRITE)
 OFFSET_SOURCES = ("call", "followed", "not opened", "open twice", "append", "seek end")
 OFFSET_SOURCE = pl.Enum(list(OFFSET_SOURCES))
 LAYER = pl.Enum(["POSIX", "STDIO"])
-ROLE = pl.Enum(["main", "worker", "helper"])
 # processes that a Python job starts beside its own (they move no data of the job's)
 HELPER_COMMANDS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver",
                    "multiprocessing.semaphore_tracker")
 
-PROCESS_SCHEMA = {"rank": pl.Int64, "label": pl.String, "host": pl.String, "pid": pl.Int64, "ppid": pl.Int64,
-                  "step": pl.Int64, "role": ROLE, "command": pl.String, "start": pl.Float64, "end": pl.Float64,
-                  "events": pl.Int64, "lost_events": pl.Int64, "trace_file": pl.String}
+# the Log contract's processes columns (rank, label, host, pid, step, role, log), then DFTracer's own
+PROCESS_SCHEMA = {"rank": pl.Int64, "label": pl.String, "host": pl.String, "pid": pl.Int64, "step": pl.Int64,
+                  "role": pl.String, "log": pl.String, "ppid": pl.Int64, "command": pl.String, "start": pl.Float64,
+                  "end": pl.Float64, "events": pl.Int64, "lost_events": pl.Int64}
 FILE_SCHEMA = {"file_id": pl.UInt64, "name": pl.String}
 CALL_SCHEMA = {"rank": pl.Int64, "tid": pl.Int64, "seq": pl.Int64, "layer": LAYER, "func": pl.String,
                "file_id": pl.UInt64, "path": pl.String, "start": pl.Float64, "end": pl.Float64, "ret": pl.Int64,
@@ -92,12 +92,12 @@ class Layout:
                 "events": p["events"], "lost_events": max(expected - p["with_id"], 0),
                 "_cwd": self.files.get(start_args.get("cwd", "")),
                 "version": start_args.get("version"),
-                "trace_file": ", ".join(os.path.basename(raw.files[f].path) for f in p["file"]),
+                "log": ", ".join(raw.files[f].path for f in p["file"]),  # its trace file(s)
             })
         procs = _number(pl.DataFrame(out, schema={
             "_rows": pl.List(pl.UInt32), "pid": pl.Int64, "ppid": pl.Int64, "host": pl.String, "command": pl.String,
             "start": pl.Float64, "end": pl.Float64, "events": pl.Int64, "lost_events": pl.Int64, "_cwd": pl.String,
-            "version": pl.Int64, "trace_file": pl.String}))
+            "version": pl.Int64, "log": pl.String}))
         rank_of_row = np.zeros(len(rows["pid"]), dtype=np.int64)
         for rank, file_rows in zip(procs["rank"].to_list(), procs["_rows"].to_list()):
             rank_of_row[file_rows] = rank
@@ -144,7 +144,7 @@ def _number(procs: pl.DataFrame) -> pl.DataFrame:
     label = pl.format("{} pid {}", role, pl.col("pid"))
     if procs["host"].n_unique() > 1:
         label = pl.format("{}@{}", label, pl.col("host").fill_null("?"))
-    return procs.with_columns(rank=pl.int_range(pl.len(), dtype=pl.Int64), role=role.cast(ROLE), label=label,
+    return procs.with_columns(rank=pl.int_range(pl.len(), dtype=pl.Int64), role=role, label=label,
                               step=pl.lit(None, dtype=pl.Int64))
 
 
