@@ -293,7 +293,7 @@ def test_bad_lines_and_unknown_kinds_are_skipped_and_said(tmp_path):
     (b"hello\nworld\n", "not a DFTracer trace: line 1 is not a DFTracer event ('hello')"),
     (b"\x00\x01\x02\xff" * 50, "not a DFTracer trace: line 1 is not a DFTracer event"),
     (b"", "no event in this trace (its files are empty)"),
-    (gzip.compress(b'{"name": "HH", "ph": 4, "pid": 1')[:-8], "no complete event in this trace"),
+    (gzip.compress(b'{"name": "HH", "ph": 4, "pid": 1', mtime=0)[:-8], "no complete event in this trace"),
 ])
 def test_nothing_readable_is_one_clear_error(tmp_path, content, message):
     path = tmp_path / "t.pfw"

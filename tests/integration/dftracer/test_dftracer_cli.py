@@ -132,8 +132,8 @@ def test_unknown_event_kinds_and_bad_lines_are_flagged(dftracer_logs, tmp_path):
 
 @pytest.mark.parametrize("content,message", [
     (b"this is not a trace\n", "not a DFTracer trace: line 1 is not a DFTracer event"),
-    (gzip.compress(b"\x00\xffbinary\x01" * 100), "not a DFTracer trace: line 1 is not a DFTracer event"),
-    (gzip.compress(b'{"name":"HH","cat":"dftracer","ph":4,"args":{"name":"vm"}}\n' * 50)[:30],
+    (gzip.compress(b"\x00\xffbinary\x01" * 100, mtime=0), "not a DFTracer trace: line 1 is not a DFTracer event"),
+    (gzip.compress(b'{"name":"HH","cat":"dftracer","ph":4,"args":{"name":"vm"}}\n' * 50, mtime=0)[:30],
      "no complete event in this trace"),
     (b"", "no event in this trace"),
 ])
