@@ -1,11 +1,13 @@
 //! iolens.reader._native: the reader's hot path. Inflates a log's regions on every core and walks DXT records
 //! into columns, without the GIL. It knows zlib streams and DXT records, nothing else of the format.
 
+mod dftracer;
 mod dxt;
 mod inflate;
+mod json;
 mod pieces;
 
-use numpy::PyArray1;
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -111,8 +113,158 @@ fn shrunk<T>(mut v: Vec<T>) -> Vec<T> {
     v
 }
 
+/// Read DFTracer trace files (JSON lines, plain or gzip'd) with `threads` threads, and merge them. Returns a
+/// dict: `files` (per path: lines, bad_lines, first_bad (line number, text) or None, unknown [(ph, count)],
+/// cut, error (a reason or None), gzip, bytes, events, pids), `strings` (names, categories, hashes: the
+/// columns hold their index, u32 maximum for none), `io` and `spans` (dicts of numpy columns; `proc` is a
+/// row of `procs`; start and end in seconds from `t0`), `procs` [(pid, host, events, first, last, max_id,
+/// with_id, file)], `meta` [(pid, event, name, value)], `internal` [(proc, ts, name, args JSON)], `t0`,
+/// `ticks` (trace units a second). Missing integers are i64 minimum (whence, fd: -1).
+#[pyfunction]
+#[pyo3(signature = (paths, threads, progress=None))]
+fn read_dftracer<'py>(py: Python<'py>, paths: Vec<String>, threads: usize, progress: Option<Py<PyAny>>)
+                      -> PyResult<Bound<'py, PyDict>> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let total: u64 = paths.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum::<u64>().max(1);
+    let seen = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    let mut failed: Option<PyErr> = None;
+    let merged = py.detach(|| {
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    dftracer::merge(dftracer::read_files(&paths, threads, &seen, &stop))
+                }));
+                done.store(true, Ordering::Release);
+                got
+            });
+            // every 50 ms: the progress callback, and Ctrl-C
+            let mut last = -1.0;
+            while !done.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                let fraction = seen.load(Ordering::Relaxed) as f64 / total as f64;
+                if failed.is_some() || fraction - last < 0.01 {
+                    continue;
+                }
+                last = fraction;
+                Python::attach(|py| {
+                    let called = match progress.as_ref() {
+                        Some(cb) => cb.call1(py, (fraction.min(1.0),)).map(|_| ()),
+                        None => py.check_signals(),
+                    };
+                    if let Err(e) = called {
+                        failed = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                });
+            }
+            reader.join().unwrap_or_else(|_| Err(Box::new("panic")))
+        })
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let m = merged.map_err(|_| PyValueError::new_err("internal error in iolens's native DFTracer reader"))?;
+    merged_dict(py, m)
+}
+
+fn merged_dict(py: Python<'_>, m: dftracer::Merged) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    let files = PyList::empty(py);
+    for f in m.files {
+        let fd = PyDict::new(py);
+        fd.set_item("lines", f.lines)?;
+        fd.set_item("bad_lines", f.bad_lines)?;
+        fd.set_item("first_bad", f.first_bad)?;
+        fd.set_item("unknown", f.unknown)?;
+        fd.set_item("cut", f.cut)?;
+        fd.set_item("error", f.error)?;
+        fd.set_item("gzip", f.gzip)?;
+        fd.set_item("bytes", f.bytes_in)?;
+        fd.set_item("events", f.events)?;
+        fd.set_item("pids", f.pids)?;
+        files.append(fd)?;
+    }
+    d.set_item("files", files)?;
+    d.set_item("strings", m.strings)?;
+    let io = PyDict::new(py);
+    let i = m.io;
+    for (name, col) in [("tid", i.tid), ("ret", i.ret), ("bytes", i.bytes), ("offset", i.offset)] {
+        io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    io.set_item("start", PyArray1::from_vec(py, i.start))?;
+    io.set_item("end", PyArray1::from_vec(py, i.end))?;
+    for (name, col) in [("proc", i.proc), ("func", i.func), ("file", i.file)] {
+        io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    for (name, col) in [("stdio", i.stdio), ("kind", i.kind)] {
+        io.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    io.set_item("whence", PyArray1::from_vec(py, shrunk(i.whence)))?;
+    io.set_item("fd", PyArray1::from_vec(py, shrunk(i.fd)))?;
+    d.set_item("io", io)?;
+    let sp = PyDict::new(py);
+    let s = m.spans;
+    for (name, col) in [("tid", s.tid), ("epoch", s.epoch), ("step", s.step)] {
+        sp.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    sp.set_item("start", PyArray1::from_vec(py, s.start))?;
+    sp.set_item("end", PyArray1::from_vec(py, s.end))?;
+    for (name, col) in [("proc", s.proc), ("cat", s.cat), ("name", s.name)] {
+        sp.set_item(name, PyArray1::from_vec(py, shrunk(col)))?;
+    }
+    sp.set_item("args", s.args)?;
+    d.set_item("spans", sp)?;
+    let procs: Vec<(i64, u32, u64, i64, i64, i64, u64, usize)> = m.procs.into_iter()
+        .map(|(p, f)| (p.pid, p.host, p.events, p.first, p.last, p.max_id, p.with_id, f)).collect();
+    d.set_item("procs", procs)?;
+    let meta: Vec<(i64, String, String, String)> = m.meta.into_iter().map(|m| (m.pid, m.event, m.name, m.value)).collect();
+    d.set_item("meta", meta)?;
+    let internal: Vec<(u32, i64, String, String)> =
+        m.internal.into_iter().map(|e| (e.proc, e.ts, e.name, e.args)).collect();
+    d.set_item("internal", internal)?;
+    d.set_item("t0", m.t0)?;
+    d.set_item("ticks", m.ticks)?;
+    Ok(d)
+}
+
+/// File positions of DFTracer's reads and writes (`dftracer::positions`): (offset, source, seq) arrays.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn dftracer_positions<'py>(py: Python<'py>, group: PyReadonlyArray1<i64>, key: PyReadonlyArray1<i64>,
+                           start: PyReadonlyArray1<f64>, kind: PyReadonlyArray1<u8>, bytes: PyReadonlyArray1<i64>,
+                           offset: PyReadonlyArray1<i64>, ret: PyReadonlyArray1<i64>,
+                           whence: PyReadonlyArray1<i8>)
+                           -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<i64>>)> {
+    let cols = [group.as_slice()?, key.as_slice()?, bytes.as_slice()?, offset.as_slice()?, ret.as_slice()?];
+    let (kind, whence, start) = (kind.as_slice()?, whence.as_slice()?, start.as_slice()?);
+    if cols.iter().any(|c| c.len() != kind.len()) || whence.len() != kind.len() || start.len() != kind.len() {
+        return Err(PyValueError::new_err("dftracer_positions: columns of different lengths"));
+    }
+    let (off, src, seq) = py.detach(|| dftracer::positions(cols[0], cols[1], start, kind, cols[2], cols[3],
+                                                            cols[4], whence));
+    Ok((PyArray1::from_vec(py, off), PyArray1::from_vec(py, src), PyArray1::from_vec(py, seq)))
+}
+
+/// Each span's parent row and depth in its thread (`dftracer::nest`).
+#[pyfunction]
+fn dftracer_nest<'py>(py: Python<'py>, group: PyReadonlyArray1<i64>, start: PyReadonlyArray1<f64>,
+                      end: PyReadonlyArray1<f64>)
+                      -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i32>>)> {
+    let (g, s, e) = (group.as_slice()?, start.as_slice()?, end.as_slice()?);
+    if g.len() != s.len() || g.len() != e.len() {
+        return Err(PyValueError::new_err("dftracer_nest: columns of different lengths"));
+    }
+    let (parent, depth) = py.detach(|| dftracer::nest(g, s, e));
+    Ok((PyArray1::from_vec(py, parent), PyArray1::from_vec(py, depth)))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_regions, m)?)?;
+    m.add_function(wrap_pyfunction!(read_dftracer, m)?)?;
+    m.add_function(wrap_pyfunction!(dftracer_positions, m)?)?;
+    m.add_function(wrap_pyfunction!(dftracer_nest, m)?)?;
     Ok(())
 }

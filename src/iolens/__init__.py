@@ -9,12 +9,12 @@ and is also the tune package (`iolens.tune.Options`, `iolens.tune.study`)."""
 import importlib
 
 from .errors import LogError, MissingDependencyError, NoTraceError
-from .model import Log, RecorderTrace, TraceLog, read
+from .model import DFTracerTrace, Log, RecorderTrace, TraceLog, read
 from .pipeline import API
 from .version import __version__
 
 # (`open` is left out of `from iolens import *`: it would hide the builtin; `iolens.open` is the name)
-__all__ = ["Log", "LogError", "MissingDependencyError", "NoTraceError", "RecorderTrace", "TraceLog", "__version__",
+__all__ = ["DFTracerTrace", "Log", "LogError", "MissingDependencyError", "NoTraceError", "RecorderTrace", "TraceLog", "__version__",
            "read", "tune", *(name for name in API if name != "open")]
 
 

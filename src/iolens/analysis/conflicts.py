@@ -111,13 +111,13 @@ def log_conflicts(log, segments: pl.DataFrame | None = None,
     narrowed to the POSIX ones, which are contiguous byte ranges (an MPI-IO request through a file view is
     not); pairs' `first`/`second` are rows of `posix`. Recorder's segments go in unchanged: same columns and
     units (seconds from the start of the run); their empty host names are handled in `_rank_hosts`. With
-    every call known (a Recorder trace's `calls`), each pair also gets synchronised_<model> columns
-    (analysis/consistency.py)."""
+    every call known, the ones that order ranks included (`log.consistency_model`: a Recorder trace's `calls`),
+    each pair also gets synchronised_<model> columns (analysis/consistency.py)."""
     seg = log.segments if segments is None else segments
     mine = seg["module"] == "DXT_POSIX"  # a Series test: no query when the trace is all POSIX
     posix = seg if mine.all(ignore_nulls=False) else seg.filter(mine)
     pairs, complete = find_conflicts_bounded(posix, max_candidates=max_candidates)
-    calls = log.extra_tables().get("calls")
+    calls = log.extra_tables().get("calls") if log.consistency_model else None
     if calls is not None:
         names = dict(log.files.select("file_id", "name").iter_rows())
         pairs = classify_conflicts(calls, posix, pairs, names)

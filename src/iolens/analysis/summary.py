@@ -11,6 +11,7 @@ from ..reader.recover import parse_log_name
 from . import measures
 from .calls import call_summary
 from .measures import TableCounters, recorded
+from .spans import process_summary, span_summary
 from .units import fmt_bytes, fmt_count
 
 
@@ -97,7 +98,8 @@ def dxt_summary(log: Log, records: dict | None = None) -> list:
                                                                         "counter_writes"))
         reasons = []
         if info.partial:
-            reasons.append(f"Darshan ran out of {module} memory during the run (module flagged partial)")
+            reasons.append(f"the trace is partial: {info.note}" if log.partial_cause == "damage" else
+                           f"Darshan ran out of {module} memory during the run (module flagged partial)")
         if counted_r is not None and traced_r < counted_r:
             reasons.append(f"the trace holds {traced_r:,} reads but the {layer.module} counters record "
                            f"{counted_r:,} on the same files")
@@ -181,10 +183,16 @@ def job_summary(log: Log) -> dict:
         "measures": job_measures(log, layers, dxt),
         "files": log.files.height,
         "has_dxt": log.has_dxt,
+        "partial_cause": log.partial_cause,  # what a partial module lost its records to (model/contract.py)
     }
-    calls = log.extra_tables().get("calls")
-    if calls is not None:  # a Recorder trace: every call is known
-        out["recorder"] = call_summary(calls, int(job["nprocs"]))
+    extra = log.extra_tables()
+    calls = extra.get("calls")
+    if calls is not None:  # every call is known (a Recorder or DFTracer trace), under the source's name
+        section = call_summary(calls, int(job["nprocs"]))
+        if extra.get("spans") is not None:  # the application's spans above its calls: per process and kind
+            section = {"processes": process_summary(log.processes, calls, extra["spans"]),
+                       "spans": span_summary(extra["spans"]), **section}
+        out[log.kind] = section
     return out
 
 

@@ -17,7 +17,9 @@ The tables are those `iolens export` writes (columns in the README):
     processes    one row per rank: rank, label, host, pid, step, role, log (null where unknown)
 
 plus the tables only some sources have, by name (`extra_tables()`: a Recorder trace's `calls`, a job's `steps`,
-later DFTracer's `spans`); `tables()` lists them all, so that SQL, export and an agent can name every table.
+a DFTracer trace's `calls` and `spans`); `tables()` lists them all, so that SQL, export and an agent can name
+every table. Where a source's data means something else than Darshan's, a flag says so (`partial_cause`,
+`consistency_model`), never a test of `kind`.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from typing import Optional, Protocol, runtime_checkable
 import polars as pl
 
 KINDS = ("darshan", "recorder", "job", "dftracer")
+PARTIAL_CAUSES = ("memory", "damage")  # what a module flagged partial lost its records to (`partial_cause`)
 # the core tables every log has (empty where the source records none), in export's order
 TABLES = ("files", "counters", "dxt_records", "segments", "lustre", "heatmap")
 PROCESS_SCHEMA = {"rank": pl.Int64, "label": pl.String, "host": pl.String, "pid": pl.Int64, "step": pl.Int64,
@@ -57,6 +60,8 @@ class TraceLog(Protocol):
     path: str
     modules: list  # reader.log.ModuleInfo per module (name, records, partial, supported, note)
     notes: list  # what the reader could not read or had to guess, one line each
+    partial_cause: str  # one of PARTIAL_CAUSES: why a module is flagged partial
+    consistency_model: bool  # its `calls` order the ranks: conflicts are judged per consistency model
 
     @property
     def job(self) -> dict: ...
@@ -107,6 +112,14 @@ class LogBase:
     they are (the measures' fast path, `model.log.reader_arrays`)."""
 
     kind = "unknown"  # each adapter names its source (KINDS)
+    # Why a module is flagged partial: "memory", Darshan's runtime ran out of record memory (the files opened
+    # after are missing: more memory brings them back); "damage", the trace's files were cut, corrupt or hold
+    # lines that are not events (what they lost is gone). The findings and views word it and advise from this.
+    partial_cause = "memory"
+    # True when the `calls` extra table holds every call of every rank, the MPI collectives that order ranks
+    # included (a Recorder trace): conflicting pairs are then classified under each file-system consistency
+    # model (analysis/consistency.py). A trace whose calls are I/O only cannot order its processes.
+    consistency_model = False
 
     # --- modules, what is partial --------------------------------------------------------------
     def module(self, name: str):

@@ -1,7 +1,8 @@
 """The pipeline: read → diagnose → render, one path for every consumer (the CLI, a notebook, an agent's server).
 Its functions are `iolens`'s own (`iolens.open`, `iolens.diagnose`, ...):
 
-    log = iolens.open("run.darshan")      # a Darshan log, a Recorder folder, or a folder/list of one job's logs
+    log = iolens.open("run.darshan")      # a Darshan log, a Recorder folder, a DFTracer trace (file or folder),
+                                          # or a folder/list of one job's logs
     insights = iolens.diagnose(log)       # [dict], most severe first, as `iolens diagnose --json` prints them
     iolens.report(log, "run.html")        # the explorer page, with the diagnosis computed here
     iolens.compare("base.darshan", "tuned.darshan")

@@ -7,22 +7,25 @@ from ..analysis.summary import job_summary
 from ..errors import LogError
 from ..jobs import describe, expand, find_jobs, load_job
 from ..model import TraceLog, read
+from ..reader.dftracer import is_dftracer_trace
 from ..reader.recorder import is_recorder_trace
 
 __all__ = ["describe_jobs", "open", "summary"]
 
 
 def open(target, progress=None, what: str = "this") -> TraceLog:  # noqa: A001 - iolens.open, as a file is opened
-    """The log a target holds: a Darshan log, a Recorder trace folder, or a folder (or several paths) of one
-    job's logs merged into one (each process's ranks renumbered, its times on the job's clock). A folder
-    without any log is read as a trace folder, so that its error says what it is not. `progress(fraction)` is
+    """The log a target holds: a Darshan log, a Recorder trace folder, a DFTracer trace (a `.pfw`/`.pfw.gz`
+    file or a folder of one job's trace files), or a folder (or several paths) of one job's Darshan logs merged
+    into one (each process's ranks renumbered, its times on the job's clock). A folder without any log is read
+    as a trace folder, so that its error says what it is not. `progress(fraction)` is
     called while one log is read. LogError (one line) when it cannot be read, or holds no job or several
     (`what` names the command in that message)."""
     paths = [os.fspath(target)] if isinstance(target, (str, os.PathLike)) else [os.fspath(p) for p in target]
     if not paths:
         raise LogError("no log given")
     one = paths[0]
-    if len(paths) == 1 and (not os.path.isdir(one) or is_recorder_trace(one) or not expand(paths)):
+    if len(paths) == 1 and (not os.path.isdir(one) or is_recorder_trace(one) or is_dftracer_trace(one)
+                            or not expand(paths)):
         return read(one, progress)
     return load_job(paths, what)
 

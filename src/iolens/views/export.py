@@ -41,7 +41,9 @@ def tables(log: TraceLog, filters: Filters = Filters()) -> dict:
         out["lustre"] = log.lustre
     if not log.heatmap.is_empty():
         out["heatmap"] = log.heatmap
-    out.update(log.extra_tables())  # a Recorder trace's calls, a job's steps
+    if log.provenance.processes:  # which rank is which process (a job's, a DFTracer trace's main and workers)
+        out["processes"] = log.processes
+    out.update(log.extra_tables())  # a Recorder trace's calls, a DFTracer trace's calls and spans, a job's steps
     return out
 
 

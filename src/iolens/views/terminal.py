@@ -63,6 +63,10 @@ def render_summary(summary: dict, console: Console) -> None:
     facts.add_row("run time", human_seconds(job["run_time"]))
     if job.get("format") == "recorder":
         facts.add_row("recorder", f"{job['lib_version']} (trace folder, {human_count(job['calls'])} calls)")
+    elif job.get("format") == "dftracer":
+        facts.add_row("dftracer", f"{job['lib_version'] or '?'} ({human_count(job['metadata']['trace_files'])} "
+                                  f"trace files, {job['compression']}; {human_count(job['calls'])} calls, "
+                                  f"{human_count(job['spans'])} spans)")
     else:
         facts.add_row("darshan", f"{job['lib_version'] or '?'} (log format {job['log_version']}, "
                                  f"{job['byte_order']}-endian, {job['compression']})")
@@ -71,7 +75,7 @@ def render_summary(summary: dict, console: Console) -> None:
         facts.add_row("recovered", Text("unfinished log: what Darshan wrote before the process ended; "
                                         "missing: " + "; ".join(job["missing"]), style="bold yellow"))
     console.print(facts)
-    console.print(_modules_table(job))
+    console.print(_modules_table(job, summary.get("partial_cause", "memory")))
     if summary["layers"]:
         table, footnote = _layers_table(summary["layers"], console.width)
         console.print(table)
@@ -80,6 +84,9 @@ def render_summary(summary: dict, console: Console) -> None:
     console.print(_dxt_section(summary))
     if summary.get("recorder"):
         for table in _recorder_tables(summary["recorder"]):
+            console.print(table)
+    if summary.get("dftracer"):
+        for table in _dftracer_tables(summary["dftracer"]):
             console.print(table)
     for note in job["notes"]:
         console.print(Text(f"note: {note}", style="dim"))
@@ -101,13 +108,36 @@ def _recorder_tables(rec: dict) -> list:
     return [layers, funcs]
 
 
-def _modules_table(job: dict) -> Table:
+def _dftracer_tables(dft: dict) -> list:
+    """DFTracer traces: the processes (main, workers) and their I/O, then the application's spans."""
+    procs = Table(title="Processes", title_justify="left", show_edge=False)
+    for col in ("rank", "process", "calls", "reads", "read", "writes", "written", "spans"):
+        procs.add_column(col, justify="left" if col == "process" else "right")
+    for p in dft["processes"]:
+        procs.add_row(str(p["rank"]), Text(p["label"]), human_count(p["calls"]), human_count(p["reads"]),
+                      human_bytes(p["bytes_read"]), human_count(p["writes"]), human_bytes(p["bytes_written"]),
+                      human_count(p["spans"]))
+    out = [procs]
+    if dft["spans"]:
+        spans = Table(title="Application spans", title_justify="left", show_edge=False)
+        for col in ("category", "name", "count", "time", "processes"):
+            spans.add_column(col, justify="left" if col in ("category", "name") else "right")
+        for row in dft["spans"]:
+            spans.add_row(Text(row["cat"]), Text(row["name"]), human_count(row["count"]), human_seconds(row["time"]),
+                          str(row["ranks"]))
+        out.append(spans)
+    return out
+
+
+def _modules_table(job: dict, partial_cause: str = "memory") -> Table:
     table = Table(title="Modules", title_justify="left", show_edge=False)
     for col in ("module", "version", "records", "status"):
         table.add_column(col, justify="right" if col in ("version", "records") else "left",
                          no_wrap=col != "status", overflow="fold")
     for m in job["modules"]:
-        if m["partial"]:
+        if m["partial"] and partial_cause == "damage":
+            status = Text("PARTIAL: some trace file was cut or holds bad lines (see the notes)", style="bold yellow")
+        elif m["partial"]:
             status = Text("PARTIAL: Darshan ran out of memory, data incomplete", style="bold yellow")
         elif not m["supported"]:
             status = Text(m["note"], style="dim")

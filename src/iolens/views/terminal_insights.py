@@ -178,8 +178,8 @@ def _ranks_row(i: dict) -> tuple:
 
 def processes_text(processes: list) -> str:
     """The processes of a job behind a finding: `step 1 (python3): worker pid 3688, ...`."""
-    return "; ".join(f"step {p['step']} ({p['exe']}): {p['role']}" + (f" pid {p['pid']}" if p["pid"] else "")
-                     for p in processes)
+    return "; ".join(f"step {p['step']}" + (f" ({p['exe']})" if p["exe"] else "") + f": {p['role']}"
+                     + (f" pid {p['pid']}" if p["pid"] else "") for p in processes)
 
 
 def _render_plain(path: str, shown: list, hidden: int, job: dict | None, unseen: dict | None = None) -> None:

@@ -345,7 +345,8 @@ def test_iolens_reads_the_same_log(anonymized, path):
 
 
 def name_replacements(a: iolens.Log, b: iolens.Log) -> dict:
-    """Original text -> anonymised text for every name and every folder of a name, longest first."""
+    """Original text -> anonymised text for every name, every folder of a name and its base name
+    when it has a suffix (advice names an HDF5 file by it; a bare word may be English), longest first."""
     out = {}
     for old, new in zip(a.raw.names.values(), b.raw.names.values()):
         if old == new:
@@ -355,6 +356,8 @@ def name_replacements(a: iolens.Log, b: iolens.Log) -> dict:
             if len(pn) == len(po) and any(po[:k]):
                 out["/".join(po[:k])] = "/".join(pn[:k])
         out[old] = new
+        if len(pn) == len(po) and "." in po[-1].strip(".") and po[-1] != pn[-1]:
+            out.setdefault(po[-1], pn[-1])  # advice may name a file by its base name
     return dict(sorted(out.items(), key=lambda kv: -len(kv[0])))
 
 

@@ -1,5 +1,5 @@
 """The pipeline on real traces: `iolens.open` gives a log of the contract whatever the target (a Darshan log, a
-Recorder folder, a folder of one job's logs), and `diagnose`, `report`, `export` give what the command line
+Recorder folder, a DFTracer trace folder or file, a folder of one job's logs), and `diagnose`, `report`, `export` give what the command line
 prints and writes for it."""
 from __future__ import annotations
 
@@ -22,15 +22,17 @@ def test_every_target_opens_to_the_contract(opened):
     assert set(log.counters) == {n.removeprefix("counters_") for n in tables if n.startswith("counters_")}
     assert set(TABLES) - {"counters"} <= set(tables)
     assert log.processes.height == int(log.job["nprocs"]) == len(set(log.processes["rank"].to_list()))
-    assert log.processes.columns == ["rank", "label", "host", "pid", "step", "role", "log"]
+    assert log.processes.columns[:7] == ["rank", "label", "host", "pid", "step", "role", "log"]
     assert log.provenance.paths and all(isinstance(p, str) for p in log.provenance.paths)
-    assert set(log.extra_tables()) == {"darshan": set(), "recorder": {"calls"}, "job": {"steps"}}[kind]
+    assert set(log.extra_tables()) == {"darshan": set(), "recorder": {"calls"}, "job": {"steps"},
+                                       "dftracer": {"calls", "spans"}}[kind]
 
 
 def test_export_writes_every_table_the_contract_lists(opened, tmp_path):
     kind, target, log = opened
     written = {p.stem for p in iolens.export(log, tmp_path / "out") if p.suffix == ".parquet"}
-    non_empty = {n for n, t in log.tables().items() if t.height and n != "processes"}
+    # processes: when they say which rank is which process (a job's, a DFTracer trace's main and workers)
+    non_empty = {n for n, t in log.tables().items() if t.height and (n != "processes" or log.provenance.processes)}
     assert non_empty <= written and written - non_empty <= {"conflicts"}
 
 
@@ -50,7 +52,7 @@ def test_a_jobs_ranks_are_labelled_by_its_processes(logs_dir):
 
 
 def test_diagnose_is_what_the_command_prints(logs_dir):
-    for target in (logs_dir / "workflows/loader", logs_dir / "recorder/shared_header"):
+    for target in (logs_dir / "workflows/loader", logs_dir / "recorder/shared_header", logs_dir / "dftracer/loader_gz"):
         printed = json.loads(run_iolens("diagnose", "--json", target).stdout)
         log = iolens.open(target)
         assert iolens.diagnose(log) == printed["insights"]
@@ -70,6 +72,25 @@ def test_report_embeds_the_pipelines_diagnosis(logs_dir, tmp_path):
     meta = json.loads(re.search(r'id="iolens-meta">(.*?)</script>', (tmp_path / "one.html").read_text(),
                                 re.S).group(1))
     assert meta["insights"] == [] and meta["processes"] is None  # a single trace's rows are its ranks
+
+
+def test_a_dftracer_traces_processes_are_named_by_role_and_pid(logs_dir, tmp_path):
+    # a data loader's main process and workers are no MPI ranks: the findings and the page name them by pid
+    log = iolens.open(logs_dir / "dftracer/loader_gz")
+    assert log.ranks_noun == "processes" and log.steps == [0] and log.step_log(0) is log
+    procs = log.processes.to_dicts()
+    assert [p["pid"] for p in log.provenance.processes] == [p["pid"] for p in procs]
+    assert [log.label(p["rank"]) for p in procs] == [f"{p['role']} pid {p['pid']}" for p in procs]
+    insights = iolens.diagnose(log)
+    main_pid = json.loads((logs_dir / "dftracer/loader_gz/truth.json").read_text())["main_pid"]
+    assert f"main pid {main_pid}" in " ".join(i["title"] for i in insights)  # it alone writes the checkpoints
+    for i in insights:
+        assert i["step"] == 0 and i["rows"] == [log.row_label(r) for r in i["evidence"]["ranks"]]
+        assert not re.search(r"\brank \d", i["title"])  # a worker, not "rank 2"
+    iolens.report(log, tmp_path / "trace.html", insights=insights)
+    meta = json.loads(re.search(r'id="iolens-meta">(.*?)</script>', (tmp_path / "trace.html").read_text(),
+                                re.S).group(1))
+    assert [p["pid"] for p in meta["processes"]] == [p["pid"] for p in procs]
 
 
 def test_open_says_in_one_line_what_it_cannot_open(tmp_path):

@@ -26,6 +26,7 @@ class RecorderTrace(LogBase):
     """A Recorder trace folder under the Log contract; `calls` is Recorder's own (an extra table)."""
 
     kind = "recorder"
+    consistency_model = True  # its calls hold MPI's collectives, which order the ranks
 
     def __init__(self, raw: RecorderRaw):
         self.raw = raw

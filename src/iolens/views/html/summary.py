@@ -43,8 +43,11 @@ def banners(log, summary: dict) -> list:
                 out.append({"level": "warning", "text": unfinished_banner(u)})
     for m in summary["job"]["modules"]:
         if m["partial"] and not m["name"].startswith("DXT"):
-            out.append({"level": "warning", "text": f"The {m['name']} module is partial: Darshan ran out of "
-                        "memory for its records during the run, so its counters cover only some files."})
+            out.append({"level": "warning", "text": f"The {m['name']} module is partial: " + (
+                "some trace file was cut or holds lines that are not events (see the notes), so its counters "
+                "lack the calls those lost." if log.partial_cause == "damage" else
+                "Darshan ran out of memory for its records during the run, so its counters cover only some "
+                "files.")})
     # the reader's notes already name every skipped module
     for note in summary["job"]["notes"]:
         out.append({"level": "info", "text": str(note)})

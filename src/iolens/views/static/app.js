@@ -261,5 +261,5 @@ function rowLabel(meta, rank) {
 }
 
 function processText(p) {
-  return `step ${p.step} (${p.exe}) ${p.role}` + (p.pid ? ` · pid ${p.pid}` : "");
+  return `step ${p.step}` + (p.exe ? ` (${p.exe})` : "") + ` ${p.role}` + (p.pid ? ` · pid ${p.pid}` : "");
 }

@@ -1,7 +1,9 @@
 """TRUNCATED_TRACE: the DXT trace (or a counter module) is incomplete; conclusions from it are partial.
 
 The DXT trace holds fewer operations than the counters, or a module ran out of memory; or a process's trace is
-missing because its log is unfinished (the process was ended while Darshan wrote it).
+missing because its log is unfinished (the process was ended while Darshan wrote it); or, for a source whose
+partial modules lost events to damaged trace files (`log.partial_cause` "damage": a DFTracer trace cut or
+corrupt), the trace and the counters computed from it lack what the damage took.
 """
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ def report(ctx, _=None) -> list:
                 said.add(u["log"])
                 out.append(_unfinished_insight(ctx, u))
     for module in COUNTER_MODULES:
-        if ctx.log.is_partial(module):
+        if ctx.log.is_partial(module) and ctx.log.partial_cause == "damage":
+            out.append(_damaged_counters_insight(ctx, module))
+        elif ctx.log.is_partial(module):
             out.append(Insight(
                 CODE, "warning",
                 f"The {module} counters are incomplete: Darshan ran out of records",
@@ -90,7 +94,8 @@ def _dxt_insight(ctx, module, d) -> Insight:
     counted_total = (d["counter_writes"] or 0) + (d["counter_reads"] or 0)
     return Insight(CODE, "critical" if critical else "warning", title, summary,
                    Evidence(ranks=[], files=[], time_window=window, metrics=metrics),
-                   [darshan_more_memory(module, counted_total)], source="dxt", partial=True,
+                   [whole_trace_files() if ctx.log.partial_cause == "damage" else
+                    darshan_more_memory(module, counted_total)], source="dxt", partial=True,
                    score=100.0 + (1.0 - worst), demotable=False)
 
 
@@ -117,6 +122,28 @@ def _unfinished_insight(ctx, u: dict) -> Insight:
             "pool and join its workers before the program ends.",
             "pool.close()   # no more tasks\npool.join()    # wait until every worker has exited", "text")],
         source="counters", score=100.0, demotable=False)
+
+
+def _damaged_counters_insight(ctx, module: str) -> Insight:
+    """A counter module computed from a trace whose files were cut or damaged (`partial_cause` "damage"): the
+    calls the damage took are not counted. No tracer memory is at fault: the fix is whole trace files."""
+    info = ctx.log.module(module)
+    return Insight(
+        CODE, "warning", f"The {module} counters are incomplete: some trace files are damaged",
+        f"The {module} counters are computed from the trace's calls, and some trace file was cut or holds lines "
+        "that are not events (the notes name them): the calls it lost are not counted, so totals and per-file "
+        "conclusions from these counters are lower bounds.",
+        Evidence(metrics={"records": info.records if info else 0}),
+        [whole_trace_files()], source="counters", partial=True, score=100.0, demotable=False)
+
+
+def whole_trace_files() -> Recommendation:
+    return Recommendation(
+        "Trace again and keep every trace file whole",
+        "A trace file is cut when its process is killed before the tracer closes it, when the disk fills, or "
+        "when the file is copied while it is still written; what follows the cut (or a corrupt gzip block) is "
+        "lost. Let the processes end normally (finalize the tracer), and copy the trace after the job ends. "
+        "More tracer memory would not bring the lost events back.")
 
 
 def darshan_more_memory(module: str, counted: int | None = None) -> Recommendation:
@@ -150,7 +177,10 @@ FINDING = Finding(
             "module is flagged partial (warning: files are missing). Window: from when the first rank stopped "
             "being traced to the end of the job. Or (warning) a process's log is unfinished (a "
             "`.darshan_partial`): its trace is missing, its counters recovered; metrics `untraced_reads`, "
-            "`untraced_writes`, advice to let the processes end normally (docs/jobs.md).",
+            "`untraced_writes`, advice to let the processes end normally (docs/jobs.md). A log whose partial "
+            "modules lost events to damaged trace files (`partial_cause` `damage`: a cut or corrupt DFTracer "
+            "file) is said as such, with advice to keep the trace files whole, not to give the tracer more "
+            "memory (docs/dftracer.md).",
     source="dxt / counters",
     report=report,
     saving=not_speed("not a speed fix: it makes the trace complete"),

@@ -1,0 +1,235 @@
+"""`DFTracerTrace`: a DFTracer trace (a file, or a folder of one job's per-process files) under the Log contract
+(model/contract.py): the tables of a Darshan `Log` (job, files, counters, segments, dxt_records, ...), its own
+`processes` (which rank is which process: main, workers, helpers), and the extra tables `calls` (every
+POSIX/STDIO call) and `spans` (the application's events above its I/O)."""
+from __future__ import annotations
+
+import os
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+
+from ...reader.dftracer import DFTracerRaw, read_trace
+from ...reader.log import ModuleInfo
+from ..contract import LogBase, Provenance
+from ..log import MODULE
+from .counters import counters_table
+from .tables import Layout, calls_table, io_frame, process_table, segments_table, spans_table
+
+__all__ = ["DFTracerTrace", "read_dftracer"]
+
+PARTIAL_NOTE = "a trace file was cut or holds lines that are not events (see the notes)"
+
+
+def read_dftracer(path: str, progress=None) -> "DFTracerTrace":
+    return DFTracerTrace(read_trace(str(path), progress))
+
+
+class DFTracerTrace(LogBase):
+    """A DFTracer trace under the Log contract. Its processes are not MPI ranks (a main process and its data
+    loader's workers, or processes DFTracer saw apart): `provenance.processes` says which rank is which, so
+    that the findings name them (`worker pid 4723`). `calls` and `spans` are its own (extra tables)."""
+
+    kind = "dftracer"
+    # a partial module lost events to damaged trace files (cut, corrupt, stray lines), not to a full buffer
+    partial_cause = "damage"
+
+    def __init__(self, raw: DFTracerRaw):
+        self.raw = raw
+        self.path = raw.path
+        self.layout = Layout(raw)
+        self.notes = self._notes()
+
+    # --- processes ---------------------------------------------------------------------------
+    @cached_property
+    def processes(self) -> pl.DataFrame:
+        """One row per traced process: the Log contract's rank, label ('main pid 4722', 'worker pid 4723'),
+        host, pid, step (0: a trace is one step), role (main / worker / helper), log (its trace file); then
+        ppid, command, start, end (seconds), events in the trace, lost_events (numbered by DFTracer but not in
+        the trace)."""
+        return process_table(self.layout)
+
+    @cached_property
+    def provenance(self) -> Provenance:
+        """The trace files read; one entry per process (one rank each, none an MPI rank: no `step_rank`)."""
+        procs = self.processes.sort("rank")
+        commands = [c for c in procs.filter(pl.col("role") == "main")["command"].to_list() if c]
+        exe = os.path.basename(commands[0].split()[0]) if commands and commands[0].split() else ""
+        return Provenance(tuple(f.path for f in self.raw.files) or (str(self.path),), tuple(
+            {"rank": p["rank"], "ranks": 1, "step": p["step"], "exe": exe, "pid": p["pid"], "role": p["role"],
+             "log": p["log"], "recovered": False, "offset": 0.0, "step_rank": None}
+            for p in procs.iter_rows(named=True)))
+
+    @cached_property
+    def _labels(self) -> dict:
+        return dict(self.processes.select("rank", "label").iter_rows())
+
+    def label(self, rank: int) -> str:
+        """`main pid 4722`, `worker pid 4723` (`@host` added when the trace spans several hosts)."""
+        return self._labels.get(int(rank), f"rank {rank}")
+
+    @property
+    def nranks(self) -> int:
+        return self.processes.height
+
+    def rank_hosts(self) -> dict:
+        return {r: h for r, h in self.processes.select("rank", "host").iter_rows() if h}
+
+    def extra_tables(self) -> dict:
+        return {"calls": self.calls, "spans": self.spans}
+
+    # --- calls, spans --------------------------------------------------------------------------
+    @cached_property
+    def _columns(self):
+        return io_frame(self.layout)
+
+    @property
+    def _io(self) -> pl.DataFrame:
+        return self._columns.frame
+
+    @cached_property
+    def calls(self) -> pl.DataFrame:
+        """One row per POSIX/STDIO call: rank, tid, seq (its order in the rank), layer, func, file_id, path,
+        start, end, ret, bytes (moved by a read or write), offset and offset_source (call / followed: how the
+        offset is known; not opened / open twice / append / seek end: why it is not), whence, fd."""
+        return calls_table(self._columns)
+
+    @cached_property
+    def spans(self) -> pl.DataFrame:
+        """One row per application event: span_id, rank, tid, cat, name, start, end, epoch, step, parent
+        (the enclosing span's span_id in the same thread), depth, args (its other arguments, JSON)."""
+        return spans_table(self.layout)
+
+    # --- job ---------------------------------------------------------------------------------
+    @cached_property
+    def job(self) -> dict:
+        procs = self.processes
+        run_time = float(procs["end"].max() or 0.0) if procs.height else 0.0
+        start = self.layout.t0 / self.layout.ticks
+        main = procs.filter(pl.col("role") == "main")
+        versions = [v for v in self.layout.processes["version"].to_list() if v]
+        version = _version(versions[0]) if versions else ""
+        gz = {f.gzip for f in self.raw.files if f.lines}
+        return {
+            "log_version": f"dftracer {version}".strip(),
+            "lib_version": version,
+            "byte_order": "little",
+            "compression": "gzip" if gz == {True} else "none" if gz == {False} else "mixed" if gz else "none",
+            "exe": (main["command"][0] or "") if main.height else "",
+            "uid": None,
+            "jobid": None,
+            "nprocs": procs.height,
+            "start_time": start,
+            "end_time": start + run_time,
+            "run_time": run_time,
+            "metadata": {"dftracer_version": version, "ticks_per_second": self.layout.ticks,
+                         "trace_files": len(self.raw.files),
+                         "hosts": sorted({h for h in procs["host"].to_list() if h})},
+            "mounts": [],
+            "modules": [{"name": m.name, "version": m.version, "partial": m.partial, "records": m.records,
+                         "supported": m.supported, "note": m.note} for m in self.modules],
+            "partial": self.partial,
+            "notes": self.notes,
+            "format": "dftracer",
+            "calls": len(self.raw.io.get("start", ())),
+            "spans": len(self.raw.spans.get("start", ())),
+            "lost_events": int(procs["lost_events"].sum() or 0),
+        }
+
+    @property
+    def partial(self) -> bool:
+        """Some trace file was cut, held lines that are no event, or events of kinds not read."""
+        return any(f.partial for f in self.raw.files)
+
+    def _notes(self) -> list:
+        out = []
+        for f in self.raw.files:
+            for problem in f.problems():
+                out.append(f"{os.path.basename(f.path)}: {problem}; its other events are read")
+        lost = self.layout.processes.sort("rank").filter(pl.col("lost_events") > 0)
+        if lost.height:
+            each = ", ".join(f"pid {pid}: {n:,}" for pid, n in lost.select("pid", "lost_events").iter_rows())
+            out.append(f"{int(lost['lost_events'].sum()):,} events DFTracer numbered are not in the trace ({each}): "
+                       f"lost by the tracer (e.g. its preload log, dropped when the Python API starts its own) or "
+                       f"with a cut file; their I/O is not counted")
+        files = self.raw.io.get("file", np.zeros(0, dtype=np.int64))
+        used = np.zeros(len(self.raw.strings) + 1, dtype=bool)
+        used[np.minimum(files, len(self.raw.strings))] = True
+        missing = {self.raw.strings[c] for c in np.flatnonzero(used[:-1]).tolist()} - set(self.layout.files)
+        if missing:
+            out.append(f"{len(missing)} file hash(es) have no FH metadata event naming them (DFTRACER_INC_METADATA=1 "
+                       f"writes them): shown as <file HASH>")
+        return out
+
+    @cached_property
+    def modules(self) -> list:
+        out = []
+        for k, name in enumerate(("POSIX", "STDIO")):
+            table = self.counters.get(name)
+            if table is not None:
+                out.append(ModuleInfo(k, name, 0, self.partial, 0, True, table.height,
+                                      PARTIAL_NOTE if self.partial else "computed from DFTracer calls"))
+        n = self.dxt_records.height
+        if n:
+            out.append(ModuleInfo(10, "DXT_POSIX", 0, self.partial, 0, True, n,
+                                  PARTIAL_NOTE if self.partial else "DFTracer reads and writes"))
+        return out
+
+    # --- files -------------------------------------------------------------------------------
+    @cached_property
+    def files(self) -> pl.DataFrame:
+        return self._columns.files.with_columns(mount=pl.lit(""), fs_type=pl.lit(""))
+
+    def file_names(self) -> dict:
+        return dict(self.files.select("file_id", "name").iter_rows())
+
+    # --- counters, segments -------------------------------------------------------------------
+    @cached_property
+    def counters(self) -> dict:
+        out = {}
+        for module in ("POSIX", "STDIO"):
+            table = counters_table(self._io, module)
+            if table is not None:
+                out[module] = table
+        return out
+
+    @cached_property
+    def segments(self) -> pl.DataFrame:
+        return segments_table(self._columns, self.layout)
+
+    @property
+    def has_dxt(self) -> bool:
+        return self.segments.height > 0
+
+    @cached_property
+    def dxt_records(self) -> pl.DataFrame:
+        """One row per (file, rank) with reads or writes, as Darshan's DXT records."""
+        seg = self.segments
+        return (seg.group_by("module", "file_id", "rank", maintain_order=True)
+                .agg(pl.col("hostname").first().cast(pl.String),
+                     (pl.col("op") == "write").sum().cast(pl.Int64).alias("write_count"),
+                     (pl.col("op") == "read").sum().cast(pl.Int64).alias("read_count"))
+                .sort("module", "rank", "file_id")
+                .cast({"module": MODULE}))
+
+    # --- what DFTracer does not have ------------------------------------------------------------
+    @cached_property
+    def lustre(self) -> pl.DataFrame:
+        return pl.DataFrame(schema={"file_id": pl.UInt64, "rank": pl.Int64, "component": pl.Int64,
+                                    "stripe_size": pl.Int64, "osts": pl.List(pl.Int64)})
+
+    @cached_property
+    def heatmap(self) -> pl.DataFrame:
+        return pl.DataFrame(schema={"module": pl.String, "rank": pl.Int64, "bin": pl.Int64,
+                                    "bin_width": pl.Float64, "start": pl.Float64,
+                                    "write_bytes": pl.Int64, "read_bytes": pl.Int64})
+
+
+def _version(v) -> str:
+    """DFTracer's start event says 20003 for 2.0.3."""
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else str(n)

@@ -1,0 +1,74 @@
+"""Fixtures of the DFTracer tests."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.corpus import REPO
+
+# --- DFTracer traces: the shared ones (../shared/logs/dftracer) and ones the tests make by tracing real Python
+# programs under the real DFTracer (the `dftracer` package: its preload library for POSIX/STDIO calls, its Python
+# API for spans) ---------------------------------------------------------------------------------------------
+DFTRACER_WORKLOAD = REPO / "bench" / "dftracer_workload.py"
+
+
+@pytest.fixture(scope="session")
+def dftracer_logs(logs_dir) -> Path:
+    path = logs_dir / "dftracer"
+    if not path.is_dir():
+        pytest.fail(f"no DFTracer traces at {path}")
+    return path
+
+
+def _preload() -> Path:
+    spec = importlib.util.find_spec("dftracer")  # (found, not imported: the programs traced import it)
+    if spec is None or spec.origin is None:
+        msg = "the dftracer package is not installed (pip install dftracer; it is in the test extra)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)  # CI installs the test extra: never pass by skipping
+        pytest.skip(msg)
+    lib = Path(spec.origin).parent / "lib64" / "libdftracer_preload.so"
+    if not lib.exists():
+        pytest.fail(f"the dftracer package has no preload library at {lib}")
+    return lib
+
+
+@pytest.fixture
+def traced(tmp_path):
+    """traced(script, *args, gzip=True) -> (trace folder, the program's stdout parsed as JSON): runs a Python
+    program (a path, or the text of one) under DFTracer as its README says (preload library, Python API)."""
+    preload = _preload()
+
+    def run(script, *args, gzip=True):
+        if not isinstance(script, Path):
+            path = tmp_path / "program.py"
+            path.write_text(script)
+            script = path
+        trace = tmp_path / "trace"
+        trace.mkdir(exist_ok=True)
+        env = {**os.environ, "DFTRACER_ENABLE": "1", "DFTRACER_INC_METADATA": "1", "DFTRACER_INIT": "PRELOAD",
+               "DFTRACER_DATA_DIR": "all", "DFTRACER_LOG_FILE": str(trace / "trace"), "LD_PRELOAD": str(preload),
+               "DFTRACER_TRACE_COMPRESSION": "1" if gzip else "0"}
+        done = subprocess.run([sys.executable, str(script), *map(str, args)], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return trace, json.loads(done.stdout.strip().splitlines()[-1])
+
+    return run
+
+
+@pytest.fixture
+def workload(traced, tmp_path):
+    """workload(*options, gzip=True) -> (trace folder, truth): bench/dftracer_workload.py traced, and what
+    it counted itself (as the shared traces' truth.json)."""
+
+    def run(*options, gzip=True):
+        return traced(DFTRACER_WORKLOAD, tmp_path / "data", tmp_path / "ckpt", *options, gzip=gzip)
+
+    return run
