@@ -38,6 +38,9 @@ class Recommendation:
     saving_basis: str = ""
     knobs: list = field(default_factory=list)
     try_now: str = ""  # the `iolens run --set ...` line that applies it to the unchanged program, if one can
+    # the kind of change it makes, which prices its saving (fixes.py: "collective:write", "sync_less", ...; ""
+    # for the finding's own `saving`); not serialized
+    fix: str = ""
 
     def __post_init__(self):
         if self.language not in LANGUAGES:

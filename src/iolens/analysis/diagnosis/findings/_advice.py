@@ -76,13 +76,20 @@ def collective_io(op: str, nodes: int | None, stripe_count: int | None = None) -
         why += (" (use the number of nodes of your job if it differs)." if nodes is None else ".")
     code = (f"/* every rank of the communicator calls it, even with count = 0 */\n"
             f"{call}(fh, offset, buf, count, MPI_BYTE, MPI_STATUS_IGNORE);   /* was {indep} */")
-    return [
+    return with_fix(f"collective:{op}", [
         Recommendation(f"Use collective MPI-IO ({call})", why, code, "c"),
         mpi_hints_c(hints, "Enable collective buffering with MPI-IO hints",
                     "Pass these hints when opening the file (ROMIO names; other MPI-IO implementations "
                     "ignore unknown keys)."),
         romio_hints_file(hints),
-    ]
+    ])
+
+
+def with_fix(kind: str, recs):
+    """`recs` (a Recommendation or a list) marked with the kind of change they make (fixes.py prices it)."""
+    for r in recs if isinstance(recs, list) else [recs]:
+        r.fix = kind
+    return recs
 
 
 def _aggregators(nodes, stripe_count):
@@ -103,7 +110,18 @@ def hdf5_collective_transfer() -> Recommendation:
         "hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);\n"
         "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);\n"
         "H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, buf);\n"
-        "H5Pclose(dxpl);", "c", try_now=try_with("hdf5.transfer=collective"))
+        "H5Pclose(dxpl);", "c", try_now=try_with("hdf5.transfer=collective"), fix="collective")
+
+
+def hdf5_independent_transfer() -> Recommendation:
+    return Recommendation(
+        "HDF5: independent raw-data transfers",
+        "Collective H5Dwrite/H5Dread synchronise every rank in HDF5 and in MPI-IO for each call; when each rank's "
+        "part is one contiguous block (or the calls are small), independent transfers skip all of it.",
+        "hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);\n"
+        "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT);\n"
+        "H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, buf);\n"
+        "H5Pclose(dxpl);", "c", try_now=try_with("hdf5.transfer=independent"), fix="hdf5_independent")
 
 
 def hdf5_collective_metadata() -> Recommendation:
@@ -116,7 +134,8 @@ def hdf5_collective_metadata() -> Recommendation:
         "H5Pset_fapl_mpio(fapl, comm, info);\n"
         "H5Pset_all_coll_metadata_ops(fapl, 1);   /* metadata reads: rank 0 reads, then broadcasts */\n"
         "H5Pset_coll_metadata_write(fapl, 1);     /* metadata writes: one collective write */\n"
-        "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c", try_now=try_with("hdf5.coll_metadata=on"))
+        "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c", try_now=try_with("hdf5.coll_metadata=on"),
+        fix="coll_metadata")
 
 
 def hdf5_alignment(alignment: int, threshold: int | None = None) -> Recommendation:
@@ -138,7 +157,7 @@ def hdf5_no_fill() -> Recommendation:
         "H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);\n"
         "H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);\n"
         "hid_t dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);", "c",
-        try_now=try_with("hdf5.fill_time=never"))
+        try_now=try_with("hdf5.fill_time=never"), fix="overwrite")
 
 
 # --- NetCDF ------------------------------------------------------------------------------------
@@ -153,7 +172,7 @@ def netcdf_no_fill() -> Recommendation:
         "int old_mode;\n"
         "nc_set_fill(ncid, NC_NOFILL, &old_mode);\n"
         "/* PnetCDF: ncmpi_set_fill(ncid, NC_NOFILL, &old_mode); (no-fill is PnetCDF's default) */", "c",
-        try_now=try_with("netcdf.fill=off"))
+        try_now=try_with("netcdf.fill=off"), fix="overwrite")
 
 
 def netcdf_collective() -> Recommendation:
@@ -164,7 +183,7 @@ def netcdf_collective() -> Recommendation:
         "writes every variable; PnetCDF needs the _all calls.",
         "nc_var_par_access(ncid, varid, NC_COLLECTIVE);          /* NetCDF-4 */\n"
         "ncmpi_put_vara_double_all(ncid, varid, start, count, buf); /* PnetCDF: the _all variant */", "c",
-        try_now=try_with("hdf5.transfer=collective"))
+        try_now=try_with("hdf5.transfer=collective"), fix="collective")
 
 
 # --- Lustre --------------------------------------------------------------------------------------
@@ -217,4 +236,4 @@ def fewer_fsync() -> Recommendation:
         "last write, rather than after every write; closing the file is enough for other processes to see the "
         "data on POSIX-compliant parallel file systems.",
         "for (int i = 0; i < n; i++)\n    pwrite(fd, rec[i], len, off[i]);   /* no fsync here */\n"
-        "fsync(fd);                              /* once, at the end of the checkpoint */", "c")
+        "fsync(fd);                              /* once, at the end of the checkpoint */", "c", fix="sync_less")

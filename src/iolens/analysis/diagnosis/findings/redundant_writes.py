@@ -28,7 +28,7 @@ def recommendations(ctx, fids) -> list:
     recs.append(Recommendation(
         "Write each region once", "Rewriting the same bytes (fill then data, repeated checkpoints into "
         "the same region, header rewrites) doubles the traffic; compute the final content before "
-        "writing it.", "", "text"))
+        "writing it.", "", "text", fix="overwrite"))
     return recs
 
 
