@@ -264,11 +264,27 @@ def features(ctx) -> dict:
     """The overhead share, the MPI-IO time and the POSIX time inside it (all ranks), and the slowest rank's
     time above the file system (null: no mostly-collective file)."""
     m = overhead(ctx)
-    keys = ("share", "mpiio_time", "posix_time", "slowest_rank_overhead")
+    keys = ("share", "mpiio_time", "posix_time", "slowest_rank_overhead", "saving")
     if m is None:
         return {P + k: None for k in keys}
     return {P + "share": m["share"], P + "mpiio_time": m["total_mpiio"], P + "posix_time": m["total_posix"],
-            P + "slowest_rank_overhead": m["slow_over"]}
+            P + "slowest_rank_overhead": m["slow_over"], P + "saving": best_saving(ctx, m)}
+
+
+def rec_inputs(ctx, m) -> dict:
+    """What the recommendations are made from: the ranks calling MPI-IO, those reaching the file system
+    (per rank only), the median MPI-IO request and the hosts."""
+    table, per_rank = m["table"], m["per_rank"]
+    out = {"mpiio_ranks": len(table["rank"]) if per_rank else ctx.nprocs, **_facts(ctx, m["source"])}
+    if per_rank:
+        out["ranks_with_posix_io"] = int((table["posix_s"] > 0).sum())
+    return out
+
+
+def best_saving(ctx, m) -> float | None:
+    """The largest expected saving of its recommendations (each priced by its change, fixes.py)."""
+    savings_ = [r.expected_saving for r in _recs(ctx, rec_inputs(ctx, m), m["files"]) if r.expected_saving is not None]
+    return max(savings_) if savings_ else None
 
 
 def measure(ctx) -> dict | None:
@@ -277,7 +293,7 @@ def measure(ctx) -> dict | None:
 
 
 def dtypes() -> dict:
-    return {P + k: pl.Float64 for k in ("share", "mpiio_time", "posix_time", "slowest_rank_overhead")}
+    return {P + k: pl.Float64 for k in ("share", "mpiio_time", "posix_time", "slowest_rank_overhead", "saving")}
 
 
 def rule(th) -> dict:
@@ -449,7 +465,10 @@ FINDING = Finding(
     trigger=TRIGGER,
     source="dxt / counters",
     report=report,
-    saving=its_own("the slowest rank's MPI-IO time less its share (1/ranks) of the POSIX time inside MPI-IO: what "
-                   "is left if nothing remained above the file system (an upper bound)"),
+    saving=its_own("each recommendation priced by the change it makes (fixes.py): collective buffering off removes "
+                   "the collective calls' time and adds each rank's own requests; more aggregators and a larger "
+                   "buffer remove exchange rounds and spread the aggregators' requests; HDF5 independent transfers "
+                   "remove the collective H5Dwrite/H5Dread time"),
+    saving_rule=lambda th: {None: pl.col(P + "saving")},
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title,
 )
