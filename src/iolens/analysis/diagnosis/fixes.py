@@ -50,6 +50,44 @@ STEPS_CALL = 6
 STEPS_ROUND = 2
 
 
+# kind -> (the recommendations making it, what it removes, what it adds): docs/diagnosis.md's table
+FIX_DOCS = {
+    "collective": ("collective MPI-IO calls, collective HDF5/netCDF transfers (NO_COLLECTIVE_IO, SMALL_IO, "
+                   "DATA_SIEVING)",
+                   "the independent requests' MPI-IO time per rank on the shared files (DXT, else the counters' "
+                   "time × the independent share of the calls), and the POSIX requests inside them",
+                   "for every rank, the exchange's rounds (one per `cb_buffer_size` of 16 MiB an aggregator "
+                   "gathers; one collective call per round: 8 collective steps) × this run's collective step "
+                   "(the ranks' MPI-IO open/close/set_view time above POSIX over their ~6 steps each); for the "
+                   "aggregators (one per node, every rank when the nodes are unknown), the bytes received from "
+                   "the others and written, at this run's POSIX bandwidth (fitted, else assumed)"),
+    "cb_off": ("`romio_cb_write`/`romio_cb_read` = disable (MPIIO_OVERHEAD)",
+               "the collective calls' MPI-IO time per rank (exchange, waits, the aggregators' requests) and the "
+               "POSIX requests inside",
+               "each rank's own requests (its calls × request latency + its bytes / bandwidth, cost model); inside "
+               "HDF5's collective transfers nothing at the HDF5 layer: its own collective steps remain"),
+    "aggregators": ("more `cb_nodes` / `cb_config_list` (MPIIO_OVERHEAD)",
+                    "exchange rounds per call (2 collective steps each) and the aggregators' POSIX requests spread "
+                    "over more ranks, which every rank of a collective call waits for", "nothing"),
+    "cb_buffer": ("a larger `cb_buffer_size` (MPIIO_OVERHEAD)", "exchange rounds per call (2 collective steps each)",
+                  "nothing"),
+    "hdf5_independent": ("HDF5 independent transfers (MPIIO_OVERHEAD, where HDF5 makes the collective calls)",
+                         "the HDF5 read/write time per rank (HDF5's collective steps and MPI-IO's exchange) and the "
+                         "collective MPI-IO calls inside", "each rank's own requests (cost model)"),
+    "sync_less": ("syncing once at the end (FSYNC_HEAVY, RANK_IMBALANCE; HDF5_METADATA's deferred flushes)",
+                  "the syncs: per rank the write time the trace does not hold at POSIX (fsync, fdatasync) and at "
+                  "MPI-IO (MPI_File_sync), without a trace the write time less the cost model's time for the "
+                  "writes; the HDF5 dataset metadata time ranks wait in for the others' syncs, at most the longest "
+                  "sync", "one sync per file at the end, at the mean sync's duration"),
+    "overwrite": ("no fill values, each region written once (REDUNDANT_WRITES, SERIALIZED_IO)",
+                  "each rank's time in the bytes a later write overwrites (DXT; without a trace, the finding's own "
+                  "saving)", "nothing"),
+    "coll_metadata": ("HDF5 collective metadata (HDF5_METADATA, NO_COLLECTIVE_IO, SMALL_IO)",
+                      "the small metadata writes' per-request cost (latency share, cost model)",
+                      "a collective write (8 collective steps) at every flush and file close"),
+}
+
+
 @dataclass(frozen=True)
 class Price:
     """Seconds a fix saves of the slowest rank's I/O time (negative: it would cost that much), and how."""
