@@ -123,7 +123,7 @@ def attach(ctx, found: list, saving_of) -> None:
                 r.expected_saving, r.saving_basis = default
             else:
                 r.expected_saving, r.saving_basis = price.seconds, price.basis
-            say_if_slower(r)
+            say_if_slower(r, ctx)
 
 
 def fix_price(ctx, insight, r):
@@ -153,11 +153,18 @@ def _main_op(ctx) -> str:
 SLOWER = "Likely slower here: "
 
 
-def say_if_slower(r) -> None:
-    """A recommendation whose change would cost time here says so in its first words, and by how much."""
+def say_if_slower(r, ctx) -> None:
+    """A recommendation whose change would cost time here says so in its first words, and by how much (a cost
+    within the noise of two identical runs: that it is not expected to save time)."""
+    from .common import noise_seconds
     if r.expected_saving is None or r.expected_saving >= 0 or r.title.startswith(SLOWER):
+        return
+    cost = fmt_time(-r.expected_saving)
+    if -r.expected_saving < noise_seconds(ctx):
+        r.detail = (f"Not expected to save time on this run (about {cost} more, within the noise of two identical "
+                    "runs; see saving_basis). " + r.detail)
         return
     title = r.title[:1].lower() + r.title[1:] if r.title[1:2].islower() else r.title  # "Use ..", not "HDF5: .."
     r.title = SLOWER + title
-    r.detail = (f"It would add about {fmt_time(-r.expected_saving)} to the slowest rank's I/O time of this run "
-                "(see how in saving_basis); measure before adopting it. " + r.detail)
+    r.detail = (f"It would add about {cost} to the slowest rank's I/O time of this run (see how in saving_basis); "
+                "measure before adopting it. " + r.detail)

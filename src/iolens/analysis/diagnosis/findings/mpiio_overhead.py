@@ -452,7 +452,7 @@ def _recs(ctx, metrics: dict, files: list) -> list:
     for r, price, kind in zip(out, prices, kinds):
         r.fix = r.fix or kind
         r.expected_saving, r.saving_basis = price.seconds, price.basis
-        savings.say_if_slower(r)
+        savings.say_if_slower(r, ctx)
     return out
 
 
