@@ -128,7 +128,12 @@ def noise(th) -> pl.Expr:
     """Seconds of the slowest rank's I/O time two identical runs can differ by: what `iolens compare` calls no
     real change, `saving_noise_seconds` or a factor `saving_noise_ratio` of the job's I/O time."""
     io = pl.col(IO_TIME_SHARE) * pl.col(RUN_TIME)
-    return pl.max_horizontal(pl.lit(float(th.saving_noise_seconds)), io * (1.0 - 1.0 / float(th.saving_noise_ratio)))
+    return pl.max_horizontal(pl.lit(float(th.saving_noise_seconds)), io * _noise_share(th))
+
+
+def _noise_share(th) -> float:
+    """The share of the I/O time within `saving_noise_ratio` (a ratio of 1 or less: none)."""
+    return 1.0 - 1.0 / max(float(th.saving_noise_ratio), 1.0)
 
 
 def noise_seconds(ctx) -> float:
@@ -137,7 +142,7 @@ def noise_seconds(ctx) -> float:
     share = ctx.io_time_share
     io = share * ctx.run_time if share is not None else None
     floor = float(th.saving_noise_seconds)
-    return floor if io is None else max(floor, io * (1.0 - 1.0 / float(th.saving_noise_ratio)))
+    return floor if io is None else max(floor, io * _noise_share(th))
 
 
 def under_noise(saving: pl.Expr, th) -> pl.Expr:
