@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Expected against measured saving on every real before/after pair of tests/data/pairs/savings.tsv.
 
-Promised: what the base log's diagnosis says the recommendation the pair's change applies would save (for each
-of the pair's codes, the largest `expected_saving` of that insight's recommendations; the largest over the
-codes). Measured: the table's saving, the slowest rank's I/O time before minus after as `iolens compare --json`
+Promised: what the base log's diagnosis says the recommendation the pair's change applies would save: among
+the recommendations of the pair's codes, those making the pair's kind of change (the table's `fix`, their
+`Recommendation.fix`; an empty kind: those naming none), the largest `expected_saving` (negative: the change
+would cost time). "any rec" shows the largest over every recommendation of those codes, whatever its kind. Measured: the table's saving, the slowest rank's I/O time before minus after as `iolens compare --json`
 measures it (`runs[].io_time`). A promise holds when it is within 1.5x of the measurement, or when both are
 within the noise of two identical runs (the table's noise band); it is a false promise when it promises a
 saving where the change measured a slowdown beyond noise. Issue 32's table (BENCHMARKS.md).
@@ -38,14 +39,18 @@ def log_path(row: dict, logs: Path) -> tuple:
     return root / row["base"], root / row["other"]
 
 
-def promised(log, codes: list, thresholds=None) -> tuple:
-    """(largest expected saving among the insights of `codes`, the code it comes from, every code's)."""
+def promised(log, codes: list, thresholds=None, fix: str | None = None) -> tuple:
+    """(largest expected saving among the recommendations of `codes` making change `fix` (None: any), the code
+    it comes from, every code's). Negative savings (the change would cost time) count as they are."""
     from iolens.analysis.diagnosis import diagnose
     per_code: dict = {}
     for insight in diagnose(log, thresholds):
-        savings = [r.expected_saving for r in insight.recommendations if r.expected_saving is not None]
-        if insight.code in codes and savings:
-            per_code[insight.code] = max(per_code.get(insight.code, 0.0), max(savings))
+        if insight.code not in codes:
+            continue
+        savings = [r.expected_saving for r in insight.recommendations if r.expected_saving is not None
+                   and (fix is None or r.fix.partition(":")[0] == fix)]
+        if savings:
+            per_code[insight.code] = max(per_code.get(insight.code, -float("inf")), max(savings))
     if not per_code:
         return 0.0, "", per_code
     code = max(per_code, key=per_code.get)
@@ -72,9 +77,12 @@ def evaluate(rows: list, logs: Path, thresholds=None) -> list:
     for row in rows:
         base, _ = log_path(row, logs)
         codes = [c for c in row["codes"].split(",") if c]
-        promise, code, per_code = promised(iolens.read(str(base)), codes, thresholds)
+        log = iolens.read(str(base))
+        promise, code, per_code = promised(log, codes, thresholds, row.get("fix", ""))
+        any_rec, _, _ = promised(log, codes, thresholds)
         measured, noise = float(row["saving"]), float(row["noise"])
         out.append({"pair": row["pair"], "ranks": int(row["ranks"]), "change": row["change"],
+                    "fix": row.get("fix", ""), "any_rec": any_rec,
                     "codes": codes, "code": code, "per_code": per_code, "promised": promise,
                     "measured": measured, "noise": noise, "verdict": row["verdict"],
                     "ratio": promise / measured if measured and code else None,
@@ -106,14 +114,16 @@ def main(argv=None) -> int:
         print()
         return 0
     print(f"load average {os.getloadavg()[0]:.1f}; thresholds {'sensitive' if args.sensitive else 'default'}")
-    print("| pair | ranks | change | codes | promised (code) | measured | noise | ratio | verdict (measured) "
-          "| promise |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| pair | ranks | change | codes | fix | promised (code) | any rec | measured | noise | ratio "
+          "| verdict (measured) | promise |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
         promise = f"{fmt_s(r['promised'])} ({r['code']})" if r["code"] else "none"
-        print(f"| {r['pair']} | {r['ranks']} | {r['change']} | {' '.join(r['codes']) or '-'} | {promise} | "
-              f"{fmt_s(r['measured'])} | {r['noise'] * 1e3:.0f} ms | {ratio} | {r['verdict']} | {r['judgement']} |")
+        any_rec = fmt_s(r["any_rec"]) if r["codes"] and r["code"] else "-"
+        print(f"| {r['pair']} | {r['ranks']} | {r['change']} | {' '.join(r['codes']) or '-'} | {r['fix'] or '-'} | "
+              f"{promise} | {any_rec} | {fmt_s(r['measured'])} | {r['noise'] * 1e3:.0f} ms | {ratio} | "
+              f"{r['verdict']} | {r['judgement']} |")
     changes = [r for r in results if r["codes"]]
     held = sum(r["judgement"].startswith("holds") for r in changes)
     false = sum(r["judgement"].startswith("FALSE") for r in changes)

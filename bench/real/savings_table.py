@@ -28,7 +28,7 @@ DATA = REPO / "tests" / "data" / "pairs"
 DEFAULT_LOGS = Path(os.environ.get("IOLENS_LOGS") or next(
     (p for p in (REPO.parent / "shared" / "logs", REPO.parent.parent / "shared" / "logs") if p.is_dir()),
     REPO.parent / "shared" / "logs"))  # /work/main or a worktree under /work/wt
-COLUMNS = ("pair", "root", "base", "other", "ranks", "change", "applied", "codes", "base_io_time",
+COLUMNS = ("pair", "root", "base", "other", "ranks", "change", "applied", "codes", "fix", "base_io_time",
            "other_io_time", "saving", "noise", "spread", "noise_from", "verdict", "load")
 # compare's default rule: a change counts past 1.5x and 10 ms (docs/compare.md); the band of a pair with no
 # repeats of its own
@@ -42,6 +42,13 @@ H5_FLUSH = ("HDF5_METADATA", "FSYNC_HEAVY")
 H5_COLLMETA = ("HDF5_METADATA",)
 FILL = ("SERIALIZED_IO", "REDUNDANT_WRITES", "RANK_IMBALANCE")
 H5_INDEP = ("COLLECTIVE_IO", "MPIIO_OVERHEAD")
+# the kind of change (Recommendation.fix, iolens.analysis.diagnosis.fixes) of the recommendations a pair's
+# change applies, by pair ("": the recommendations that name no kind, e.g. aligning records)
+FIX = {"small_indep2": "collective", "smallw4_shared": "collective", "collw4_cb": "cb_off",
+       "h5meta2_flush": "sync_less", "h5meta2_collmeta": "coll_metadata", "fill4_shared": "overwrite",
+       "smallw2": "collective", "smallw4": "collective", "smallw8": "collective", "ncw4": "cb_off",
+       "h5flush2": "sync_less", "h5collmeta2": "coll_metadata", "h5fill4": "overwrite",
+       "h5xfer4": "hdf5_independent", "fill4": "overwrite"}
 
 # (pair, folder under IOLENS_LOGS, base, other, change, applied, codes): pairs/README.md, pairs2/README.md
 SHARED = (
@@ -124,7 +131,8 @@ def row(pair, root, base, other, ranks, change, applied, codes, times, noise, no
     if abs(saving) <= noise:
         verdict = "no real change"
     return {"pair": pair, "root": root, "base": base, "other": other, "ranks": ranks, "change": change,
-            "applied": applied, "codes": ",".join(codes), "base_io_time": f"{b:.6f}", "other_io_time": f"{o:.6f}",
+            "applied": applied, "codes": ",".join(codes), "fix": FIX.get(pair, "") if codes else "",
+            "base_io_time": f"{b:.6f}", "other_io_time": f"{o:.6f}",
             "saving": f"{saving:.6f}", "noise": f"{noise:.6f}", "spread": "" if spread is None else f"{spread:.6f}",
             "noise_from": noise_from, "verdict": verdict,
             "load": load}

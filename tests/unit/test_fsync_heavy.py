@@ -8,7 +8,8 @@ import pytest
 from iolens.analysis.diagnosis import CODES, DEFINITIONS, RULES, Thresholds
 from iolens.analysis.diagnosis.engine import row_dtypes
 from iolens.analysis.diagnosis.findings import fsync_heavy
-from iolens.analysis.diagnosis.stages import evaluate, rule_stages, with_stages
+from iolens.analysis.diagnosis.fixes import Price
+from iolens.analysis.diagnosis.stages import evaluate, judged_severities, rule_stages, with_stages
 
 F = fsync_heavy.FINDING
 
@@ -24,13 +25,37 @@ F = fsync_heavy.FINDING
 ])
 def test_rule(syncs, writes, thresholds, severity, title):
     th = Thresholds(thresholds)
-    values = {"fsync_heavy_syncs": syncs, "fsync_heavy_writes": writes}
+    values = {"fsync_heavy_syncs": syncs, "fsync_heavy_writes": writes, "fsync_heavy_saving": None}
     v = evaluate(values, rule_stages(F, th), row_dtypes(F.code), F.code)
     assert (v["severity"], v["strong"]) == (severity, False)
     assert (F.title(v, th) if severity else None) == title
     # the fleet's column of a batch of such jobs says the same
-    batch = with_stages(pl.DataFrame([values], schema=F.dtypes()).with_columns(
-        pl.lit(None, pl.Float64).alias("rule_io_time_share")), F, th)
+    batch = with_stages(_batch([values]), F, th)
+    assert batch["_FSYNC_HEAVY.insight"].to_list() == [severity]
+
+
+def _batch(rows, io_share=None, run_time=None):
+    return pl.DataFrame(rows, schema=F.dtypes()).with_columns(
+        pl.lit(io_share, pl.Float64).alias("rule_io_time_share"), pl.lit(run_time, pl.Float64).alias("rule_run_time"))
+
+
+@pytest.mark.parametrize("saving, io_share, run_time, severity", [
+    (0.5, 0.5, 2.0, "warning"),  # saves half of the 1 s of I/O: beyond the noise of two identical runs
+    (0.15, 0.5, 2.0, "info"),  # under a fifth of the 1 s of I/O (saving_noise_ratio 1.25)
+    (0.25, 0.5, 2.0, "warning"),
+    (-0.3, 0.5, 2.0, "info"),  # syncing less would cost time here
+    (0.005, None, 0.0, "info"),  # I/O time unknown: only the 10 ms floor
+    (0.02, None, 0.0, "warning"),
+    (None, 0.5, 2.0, "warning"),  # not estimated: severity as the rule says
+])
+def test_severity_follows_the_expected_saving(saving, io_share, run_time, severity):
+    """A finding whose fix would save under the noise of two identical runs is info, one log and a batch alike."""
+    th = Thresholds({})
+    values = {"fsync_heavy_syncs": 500, "fsync_heavy_writes": 1000, "fsync_heavy_saving": saving}
+    v = evaluate({**values, "rule_io_time_share": io_share, "rule_run_time": run_time}, rule_stages(F, th),
+                 row_dtypes(F.code), F.code)
+    assert judged_severities(F, rule_stages(F, th), v) == {None: severity}
+    batch = with_stages(_batch([values], io_share, run_time), F, th)
     assert batch["_FSYNC_HEAVY.insight"].to_list() == [severity]
 
 
@@ -46,16 +71,23 @@ class _Log:
     def total(self, module, *names):
         return sum(self.totals[n] for n in names)
 
+    def memo(self, key, compute):  # what syncing less saves (fixes.sync_less, priced once a log)
+        return Price(0.25, "syncs removed") if key == "fixes.sync_less" else compute()
 
-NULLS = {"fsync_heavy_syncs": None, "fsync_heavy_writes": None}
+
+NULLS = {"fsync_heavy_syncs": None, "fsync_heavy_writes": None, "fsync_heavy_saving": None}
 
 
 @pytest.mark.parametrize("totals, features, measured", [
     (None, NULLS, None),  # no POSIX counters: nothing to judge
     ({"POSIX_FSYNCS": 60, "POSIX_FDSYNCS": 30, "POSIX_WRITES": 100},
-     {"fsync_heavy_syncs": 90, "fsync_heavy_writes": 100}, None),  # 90 < fsync_min_count: no query for one log
+     {"fsync_heavy_syncs": 90, "fsync_heavy_writes": 100, "fsync_heavy_saving": 0.25},
+     None),  # 90 < fsync_min_count: no query for one log
     ({"POSIX_FSYNCS": 60, "POSIX_FDSYNCS": 40, "POSIX_WRITES": 100},
-     {"fsync_heavy_syncs": 100, "fsync_heavy_writes": 100}, {"fsync_heavy_syncs": 100, "fsync_heavy_writes": 100}),
+     {"fsync_heavy_syncs": 100, "fsync_heavy_writes": 100, "fsync_heavy_saving": 0.25},
+     {"fsync_heavy_syncs": 100, "fsync_heavy_writes": 100, "fsync_heavy_saving": 0.25}),
+    ({"POSIX_FSYNCS": 0, "POSIX_FDSYNCS": 0, "POSIX_WRITES": 100},
+     {"fsync_heavy_syncs": 0, "fsync_heavy_writes": 100, "fsync_heavy_saving": None}, None),  # no sync: no price
 ])
 def test_features_and_measure(totals, features, measured):
     assert fsync_heavy.features(_Log(totals)) == features  # a fleet row

@@ -166,6 +166,8 @@ class _State:
         log = self.baseline_log()
         self.baseline_insights = diagnose(log)
         self.space = spaces.default_space(log, self.baseline_insights, key_measures(log))
+        # the values the recommendations name join their knobs' values, so that they can be tried first
+        spaces.add_recommended(self.space, recommended_settings(self.baseline_insights))
         (self.folder / SPACE_FILE).write_text(json.dumps(self.space.to_dict(), indent=2) + "\n")
 
     # --- search ------------------------------------------------------------------------------------
@@ -177,6 +179,7 @@ class _State:
             return  # the search ended before a stop: go on confirming
         self.grid, self.features = self.space.grid(), None
         self.expected = self._expected_savings()
+        self.first, self.avoid = self._recommended_first()
         while self.runs_left() > reserve and not self.out_of_time():
             trial = self.propose()
             if trial is None:
@@ -210,6 +213,11 @@ class _State:
         tried = self.tried()
         if len(tried) >= self.space.size:
             return None
+        ran = [r["config"] for r in self.records()]
+        while self.first:  # the recommendations expected to save most, first (the other knobs as the baseline has them)
+            config, saving = self.first.pop(0)
+            if config not in ran:
+                return Trial("search", config, "recommendation", None, saving)
         fitted = self.refit()
         if fitted is not None:
             best = min(r["objective"] for r in self.records() if r["status"] == "ok")
@@ -224,11 +232,13 @@ class _State:
 
     def sampled(self, tried: set) -> Trial | None:
         """The library's sampler's next configuration (one it has not proposed before)."""
-        for _ in range(50):
+        for attempt in range(50):
             t = self.study.ask(studies.distributions(self.space))
             config = {name: t.params.get(name) for name in self.space.names}
+            # a value a recommendation expects to cost time is tried last (after 40 asks that keep it)
+            costly = attempt < 40 and any((n, v) in self.avoid for n, v in config.items())
             # (a trial a kill left enqueued may come back here with knobs missing: skipped like a repeat)
-            if None not in config.values() and tuple(self.space.indices(config)) not in tried:
+            if None not in config.values() and not costly and tuple(self.space.indices(config)) not in tried:
                 predicted = float(self.fit.predict(self.basis.matrix([self.space.indices(config)]))[0]) \
                     if self.fit else None
                 return Trial("search", config, "sampler", predicted, self.expected_for(config), {"asked": t})
@@ -258,6 +268,11 @@ class _State:
                     if knob.key in text:
                         out[knob.name] = max(out.get(knob.name, 0.0), float(saving))
         return out
+
+    def _recommended_first(self) -> tuple:
+        if self.baseline_insights is None:
+            self.baseline_insights = diagnose(self.baseline_log())
+        return first_proposals(self.space, self.baseline_insights)
 
     def expected_for(self, config: dict):
         base = self.space.baseline()
@@ -326,6 +341,59 @@ def _salvage(folder, number: int, attrs: dict, options):
         return None
     record = salvage(folder, number, role, options)
     return None if record is None else {**record, "role": role}
+
+
+def first_proposals(space, insights) -> tuple:
+    """([(configuration, expected saving)] of the recommendations expected to save time, most first, each the
+    baseline with the recommendation's knobs set; {(knob, value)} of those expected to cost time and of no
+    saving one, which the sampler tries last). Only knobs and values of `space`."""
+    base = space.baseline()
+    dims = {k.name: k for k in space.knobs}
+    best: dict = {}
+    costly = set()
+    for settings, saving in recommended_settings(insights):
+        config, ok = dict(base), True
+        for name, text in settings.items():
+            value = _value_of(dims.get(name), text)
+            if value is None:
+                ok = False
+                break
+            config[name] = value
+        if not ok or config == base:
+            continue
+        key = tuple(sorted((n, spaces.value_text(v)) for n, v in config.items() if v is not None))
+        if saving > 0:
+            if key not in best or saving > best[key][1]:
+                best[key] = (config, saving)
+        else:
+            costly.update((n, v) for n, v in config.items() if v != base.get(n))
+    first = sorted(best.values(), key=lambda cs: -cs[1])
+    keep = {(n, v) for config, _ in first for n, v in config.items()}
+    return first, costly - keep
+
+
+def recommended_settings(insights) -> list:
+    """[({knob: value text}, expected saving)] of every recommendation that sets knobs (its `knobs`, and the
+    `--set` settings of its `try_now`) and expects a saving (negative: a cost)."""
+    out = []
+    for insight in insights:
+        for rec in insight.recommendations:
+            saving = getattr(rec, "expected_saving", None)
+            if saving is None:
+                continue
+            settings = {k["name"]: str(k["value"]) for k in rec.knobs}
+            words = rec.try_now.split()
+            settings.update(w.split("=", 1) for prev, w in zip(words, words[1:]) if prev == "--set" and "=" in w)
+            if settings:
+                out.append((settings, float(saving)))
+    return out
+
+
+def _value_of(dimension, text: str):
+    """The value of `dimension` whose text is `text` (None: not one of its values, or no such knob)."""
+    if dimension is None:
+        return None
+    return next((v for v in dimension.values if spaces.value_text(v) == text), None)
 
 
 def _log_scale(metrics: dict) -> tuple:

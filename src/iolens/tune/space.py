@@ -357,6 +357,37 @@ def default_space(log, insights: list, measures: dict) -> Space:
     return space
 
 
+def add_recommended(space: Space, settings: list) -> None:
+    """Add to the default space's knobs the values the diagnosis' recommendations set (`settings`:
+    [({knob: value text}, expected saving)]), read as `iolens run --set` reads them, so that tune can try
+    them first; knobs not in the space are left out."""
+    dims = {k.name: k for k in space.knobs}
+    for names, _ in settings:
+        for name, text in names.items():
+            dim = dims.get(name)
+            if dim is None or any(value_text(v) == text for v in dim.values):
+                continue
+            value = _recommended_value(name, text, dim)
+            if value is None:
+                continue
+            dim.values.append(value)
+            if dim.numeric:
+                dim.values.sort()
+
+
+def _recommended_value(name: str, text: str, dim: Dimension):
+    """A recommended value in the type of the dimension's values (a number where they are numbers)."""
+    if dim.numeric:
+        try:
+            return int(text) if float(text).is_integer() else float(text)
+        except ValueError:
+            try:
+                return _reader(name, "recommendation")(text)
+            except SpaceError:
+                return None
+    return text
+
+
 def hdf5_knobs(log, measures: dict) -> list:
     """The HDF5 knobs of a log that shows HDF5, scaled to the job: alignment around the stripe size and the
     request size seen, collective or independent transfer by what the H5D operations did, and collective

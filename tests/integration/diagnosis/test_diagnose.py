@@ -80,7 +80,11 @@ def test_small_indep_shared_is_small_io_without_collective_io():
     assert sorted(s["evidence"]["ranks"]) == list(range(8))
     assert m["strided_share"] > 0.9  # interleaved across ranks: strided, not random
     n = one(ins, "NO_COLLECTIVE_IO")
-    assert n["severity"] == "warning"
+    # 8 ranks on one node, a collective step measured at ~80 ms here: the exchange would cost seconds, so the
+    # finding is info and its recommendations say they are likely slower here (issue 32)
+    assert n["severity"] == "info" and "would cost about" in n["summary"]
+    assert n["recommendations"][0]["title"].startswith("Likely slower here: ")
+    assert n["recommendations"][0]["expected_saving"] == 0 and "exchange" in n["recommendations"][0]["saving_basis"]
     assert n["evidence"]["metrics"]["independent_writes"] == 80_000
     assert n["evidence"]["files"] == ["/tmp/ioscratch/small_indep_shared.dat"]
     text = " ".join(r["snippet"] for r in n["recommendations"])

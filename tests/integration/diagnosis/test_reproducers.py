@@ -49,7 +49,14 @@ def test_random_small_reads_are_random_small_and_re_read(g2):
     s = one(ins, "SMALL_IO")
     assert s["severity"] in SERIOUS and s["evidence"]["metrics"]["small_requests"] == 180_000
     assert "random access" in s["summary"] and "not random" not in s["summary"]
-    assert one(ins, "REDUNDANT_READS")["severity"] in SERIOUS
+    # reading each byte once would save ~48 ms of this 0.29 s of I/O: under the noise of two identical runs
+    # (issue 32: severity follows the expected saving), so shown as info, with the reason
+    re_read = one(ins, "REDUNDANT_READS")
+    assert re_read["severity"] == "info" and "under the noise of two identical runs" in re_read["summary"]
+    # collective reads would add an exchange costing seconds on this one node: info, and the fix says so
+    n = one(ins, "NO_COLLECTIVE_IO")
+    assert n["severity"] == "info" and "would cost about" in n["summary"]
+    assert all(r["title"].startswith("Likely slower here: ") for r in n["recommendations"])
     # the cost here is milliseconds, the projection at scale is not: both are in the evidence
     m = r["evidence"]["metrics"]
     assert m["busiest_rank_random_time_s"] < 0.5 and m["projected_time_s"] > 10 * m["busiest_rank_random_time_s"]
@@ -93,7 +100,8 @@ def test_sieved_noncontig_reads_are_data_sieving(g2):
     # MPI-IO asks for 16 MiB through a vector view; ROMIO's data sieving reads ~64 MiB at POSIX (3.8x)
     ins = run(g2 / "sieved_noncontig_reads.darshan")
     d = one(ins, "DATA_SIEVING")
-    assert d["severity"] in SERIOUS
+    # the extra reads cost ~1 ms of a 0.1 s run: found, shown as info (under the noise of two identical runs)
+    assert d["severity"] == "info" and "under the noise of two identical runs" in d["summary"]
     m = d["evidence"]["metrics"]
     assert m["mpiio_bytes_read"] == 16 * MiB
     assert 3.5 <= (m["unrequested_read_bytes"] + m["mpiio_bytes_read"]) / m["mpiio_bytes_read"] <= 4.1

@@ -28,7 +28,9 @@ def test_diagnose_folder_judges_the_job(loader):
     small = next(i for i in out["insights"] if i["code"] == "SMALL_IO")
     # every data read of the train step, the recovered worker's 4,112 included, is in its figures
     truth = json.loads((loader.parent / "TRUTH.json").read_text())["loader"]["steps"]["train"]
-    assert small["evidence"]["metrics"]["reads"] == truth["reads"] and small["severity"] in ("warning", "critical")
+    assert small["evidence"]["metrics"]["reads"] == truth["reads"]
+    # they cost the busiest process microseconds: under the noise of two identical runs, shown as info (issue 32)
+    assert small["severity"] == "info" and "under the noise of two identical runs" in small["summary"]
     assert small["step"] == 1
     workers = {p["pid"] for p in small["processes"] if p["role"] == "worker"}
     assert len(workers) == 2 and all(p["step"] == 1 for p in small["processes"])

@@ -37,6 +37,12 @@ JUDGING = (
     Threshold("min_io_time_share", 0.01, "share",
               "When the slowest rank spends less than this share of the run time in I/O, warnings are "
               "demoted to info: fixing them cannot speed the job up noticeably."),
+    Threshold("saving_noise_ratio", 1.25, "ratio",
+              "A finding whose fixes are expected to save less than the noise of two identical runs is info, not "
+              "a warning: two runs' slowest-rank I/O times within this factor of each other (1.25: a fifth of "
+              "the time, the median difference of the same run repeated in tests/data/pairs; `iolens compare` "
+              "calls a change real only past 1.5×) ..."),
+    Threshold("saving_noise_seconds", 0.01, "seconds", "... or within this many seconds (compare's floor)."),
 )
 COMMON_THRESHOLDS = tuple(t.name for t in JUDGING)
 # read by several findings
@@ -116,6 +122,32 @@ def judge(stake: pl.Expr, share: pl.Expr, th) -> tuple:
     strong = (share >= th.strong_share).fill_null(False)
     severity = pl.when(strong | matters(stake, th)).then(pl.lit("warning")).otherwise(pl.lit("info"))
     return severity, strong
+
+
+def noise(th) -> pl.Expr:
+    """Seconds of the slowest rank's I/O time two identical runs can differ by: what `iolens compare` calls no
+    real change, `saving_noise_seconds` or a factor `saving_noise_ratio` of the job's I/O time."""
+    io = pl.col(IO_TIME_SHARE) * pl.col(RUN_TIME)
+    return pl.max_horizontal(pl.lit(float(th.saving_noise_seconds)), io * _noise_share(th))
+
+
+def _noise_share(th) -> float:
+    """The share of the I/O time within `saving_noise_ratio` (a ratio of 1 or less: none)."""
+    return 1.0 - 1.0 / max(float(th.saving_noise_ratio), 1.0)
+
+
+def noise_seconds(ctx) -> float:
+    """`noise` of one log, in Python (the per-log findings: no query)."""
+    th = ctx.th
+    share = ctx.io_time_share
+    io = share * ctx.run_time if share is not None else None
+    floor = float(th.saving_noise_seconds)
+    return floor if io is None else max(floor, io * _noise_share(th))
+
+
+def under_noise(saving: pl.Expr, th) -> pl.Expr:
+    """Is an expected saving (seconds; null: not estimated) under the `noise` of two identical runs?"""
+    return (saving < noise(th)).fill_null(False)
 
 
 def demoted(severity: pl.Expr, demotable: pl.Expr, th) -> pl.Expr:

@@ -15,12 +15,12 @@ import warnings
 import polars as pl
 
 from . import savings
-from .common import COMMON_FEATURES, IO_TIME_SHARE, common_features, demoted
+from .common import COMMON_FEATURES, IO_TIME_SHARE, common_features, demoted, noise_seconds
 from .findings import CHECK_FAILED, FINDINGS, finding, supersedes_of
 from .fit import fit_advice
 from .insight import Evidence, Insight, sort_key
-from .stages import evaluate, judged_severities, rule_stages
-from .units import fmt_pct
+from .stages import SERIOUS, evaluate, judged_severities, noisy, rule_stages, saving_name
+from .units import fmt_pct, fmt_time
 
 
 def diagnose_context(ctx, skip=(), strict: bool = False) -> list:
@@ -44,6 +44,7 @@ def diagnose_context(ctx, skip=(), strict: bool = False) -> list:
     _demote_if_io_is_negligible(ctx, found)
     fit_advice(ctx, found)
     savings.attach(ctx, found, lambda code: finding(code).saving)
+    _quiet_what_saves_under_noise(ctx, found)
     return sorted(found, key=sort_key)
 
 
@@ -63,8 +64,41 @@ def run(f, ctx) -> list:
     severities = judged_severities(f, stages, judged)
     if all(s is None for s in severities.values()):
         return []
+    quieted = {p: judged.get(saving_name(p), judged.get(saving_name(None))) for p, s in severities.items()
+               if s == "info" and judged["severity" if p is None else f"severity_{p}"] in SERIOUS and noisy(judged, p)}
     judged.update({f"severity_{p}" if p else "severity": s for p, s in severities.items()})
-    return f.report(ctx, {**values, **judged})
+    found = f.report(ctx, {**values, **judged})
+    for part, seconds in quieted.items():  # say why (a part: the insights whose headline metric names it)
+        for i in found:
+            if i.severity == "info" and (part is None or part in (i.key_metric or "")):
+                i.summary += quiet_note(ctx, seconds)
+    return found
+
+
+def quiet_note(ctx, seconds) -> str:
+    """Why an insight is shown as info: its fixes save under the noise of two identical runs."""
+    if seconds is not None and seconds < 0:
+        return (f" (Shown as info: its fix would cost about {fmt_time(-seconds)} of the slowest rank's I/O time here "
+                "rather than save it.)")
+    return (f" (Shown as info: its fixes are expected to save at most about {fmt_time(seconds or 0.0)} here, under "
+            f"the noise of two identical runs, about {fmt_time(noise_seconds(ctx))}.)")
+
+
+def _quiet_what_saves_under_noise(ctx, found: list) -> None:
+    """The per-log findings (no rule: the rules decide it in their stages, as the fleet does): a critical or
+    warning whose best recommendation saves under the noise of two identical runs is info."""
+    limit = None
+    for i in found:
+        f = FINDINGS.get(i.code)
+        if i.severity not in SERIOUS or f is None or f.rule is not None:
+            continue
+        best = max((r.expected_saving for r in i.recommendations if r.expected_saving is not None), default=None)
+        if best is None:
+            continue
+        limit = noise_seconds(ctx) if limit is None else limit
+        if best < limit:
+            i.severity = "info"
+            i.summary += quiet_note(ctx, best)
 
 
 @functools.cache

@@ -51,6 +51,9 @@ class Finding:
     trigger: str = ""  # when it is raised, in Markdown (the catalogue of docs/diagnosis.md)
     source: str = ""  # where the evidence comes from ("dxt", "counters", ...), for the catalogue
     saving: Callable | None = None  # (ctx, insight) -> (seconds or None, basis) or None: what its fixes save
+    # (th) -> {part or None: polars expression}: the expected saving (s) of its main fix from its features and
+    # stages; under the noise of two identical runs (`common.noise`) a critical or warning becomes info
+    saving_rule: Callable | None = None
     # the rule, shared by one log and a fleet batch
     features: Callable | None = None  # (ctx) -> {column: value}: a fleet row's features (columns prefixed)
     dtypes: Callable | None = None  # () -> {column: polars dtype} of `features`

@@ -45,6 +45,9 @@ class Recommendation:
     # not serialized: the layers it only makes sense with (NEEDS). The diagnosis drops it from a log that shows
     # one missing, and where the log cannot tell, its detail starts with why it may still apply (fit.py)
     needs: tuple = ()
+    # the kind of change it makes, which prices its saving (fixes.py: "collective:write", "sync_less", ...; ""
+    # for the finding's own `saving`); not serialized
+    fix: str = ""
 
     def __post_init__(self):
         if self.language not in LANGUAGES:

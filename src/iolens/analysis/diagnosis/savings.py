@@ -13,14 +13,19 @@ the fix removes, per the cost model (costmodel.py):
   has no time for it (striping, OSTs) or the fix is not about speed (`not_speed`: a truncated trace,
   conflicts).
 
-A finding may set its own on its recommendations (MPIIO_OVERHEAD does); `attach` only fills those that have
-none.
+A recommendation that names the kind of change it makes (`Recommendation.fix`: collective I/O, fewer syncs,
+independent HDF5 transfers, no fill, collective metadata) is priced by that change instead (fixes.py: the time
+it removes at every layer it touches, less what it adds); a finding may set its own on its recommendations
+(MPIIO_OVERHEAD does); `attach` only fills those that have none. A saving below zero means the change would
+cost time here: the recommendation then says so in its first words ("Likely slower here: ..."), and the JSON
+keeps `expected_saving` at 0 (its schema's minimum) with the cost in `saving_basis`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
+from . import fixes
 from .costmodel import profile
 from .units import fmt_bytes, fmt_pct, fmt_time
 
@@ -102,13 +107,64 @@ def its_own(doc: str):
 
 
 def attach(ctx, found: list, saving_of) -> None:
-    """Give every recommendation without its own the saving its insight expects (`saving_of(code)`: the
-    finding's `saving`, or None)."""
+    """Give every recommendation without its own the saving of the change it makes (`fix_price`), else the one
+    its insight expects (`saving_of(code)`: the finding's `saving`, or None)."""
     for insight in found:
         todo = [r for r in insight.recommendations if r.expected_saving is None and not r.saving_basis]
         if not todo:
             continue
-        saving = saving_of(insight.code)
-        seconds, basis = (saving(ctx, insight) if saving is not None else None) or (None, NOT_ESTIMATED)
+        default = None
         for r in todo:
-            r.expected_saving, r.saving_basis = seconds, basis
+            price = fix_price(ctx, insight, r)
+            if price is None:
+                if default is None:
+                    saving = saving_of(insight.code)
+                    default = (saving(ctx, insight) if saving is not None else None) or (None, NOT_ESTIMATED)
+                r.expected_saving, r.saving_basis = default
+            else:
+                r.expected_saving, r.saving_basis = price.seconds, price.basis
+            say_if_slower(r, ctx)
+
+
+def fix_price(ctx, insight, r):
+    """The price of the change `r` makes (`r.fix`), or None: the finding's own saving applies."""
+    kind, _, op = r.fix.partition(":")
+    if kind == "collective":
+        price = fixes.collective(ctx, op or _main_op(ctx))
+    elif kind == "sync_less":
+        price = fixes.sync_less(ctx)
+    elif kind == "hdf5_independent":
+        price = fixes.hdf5_independent(ctx)
+    elif kind == "coll_metadata":
+        price = fixes.coll_metadata(ctx)
+    elif kind == "overwrite":
+        price = fixes.overwrite(ctx)
+    else:
+        return None
+    return price if price.seconds is not None else None
+
+
+def _main_op(ctx) -> str:
+    """The kind (write or read) with more independent MPI-IO requests."""
+    w, r = (ctx.total("MPI-IO", f"MPIIO_INDEP_{k}") for k in ("WRITES", "READS"))
+    return "read" if r > w else "write"
+
+
+SLOWER = "Likely slower here: "
+
+
+def say_if_slower(r, ctx) -> None:
+    """A recommendation whose change would cost time here says so in its first words, and by how much (a cost
+    within the noise of two identical runs: that it is not expected to save time)."""
+    from .common import noise_seconds
+    if r.expected_saving is None or r.expected_saving >= 0 or r.title.startswith(SLOWER):
+        return
+    cost = fmt_time(-r.expected_saving)
+    if -r.expected_saving < noise_seconds(ctx):
+        r.detail = (f"Not expected to save time on this run (about {cost} more, within the noise of two identical "
+                    "runs; see saving_basis). " + r.detail)
+        return
+    title = r.title[:1].lower() + r.title[1:] if r.title[1:2].islower() else r.title  # "Use ..", not "HDF5: .."
+    r.title = SLOWER + title
+    r.detail = (f"It would add about {cost} to the slowest rank's I/O time of this run (see how in saving_basis); "
+                "measure before adopting it. " + r.detail)

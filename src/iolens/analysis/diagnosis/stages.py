@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .common import demoted
+from .common import demoted, under_noise
 
 SERIOUS = ("critical", "warning")
 
@@ -53,7 +53,26 @@ def rule_stages(finding, th, supersedes=()) -> dict:
         for v in [v for v in verdicts if stage_name(finding.code, v) in expr.meta.root_names()]:
             out[v] = verdicts.pop(v)
         out[name] = expr
-    return {**out, **verdicts}
+    out = {**out, **verdicts}
+    if finding.saving_rule is not None:  # the expected saving, and whether it is under the noise
+        for part, expr in finding.saving_rule(th).items():
+            name = saving_name(part)
+            out[name] = expr
+            out[noisy_name(part)] = under_noise(stage(finding.code, name), th)
+    return out
+
+
+def saving_name(part: str | None) -> str:
+    return "saving" if part is None else f"saving_{part}"
+
+
+def noisy_name(part: str | None) -> str:
+    return "noisy" if part is None else f"noisy_{part}"
+
+
+def quiet(severity: pl.Expr, noisy: pl.Expr) -> pl.Expr:
+    """A critical or warning whose fix would save under the noise of two identical runs is info."""
+    return pl.when(noisy & severity.is_in(list(SERIOUS))).then(pl.lit("info")).otherwise(severity)
 
 
 def _read_verdicts(code: str, stages: dict) -> list:
@@ -78,6 +97,9 @@ def severity_of(finding, stages: dict, part: str | None = None) -> pl.Expr:
     for p, name in dropped(finding, stages).items():
         if p is None or p == part:
             severity = pl.when(stage(finding.code, name)).then(pl.lit(None, pl.String)).otherwise(severity)
+    for name in (noisy_name(part), noisy_name(None)) if part is not None else (noisy_name(None),):
+        if name in stages:
+            return quiet(severity, stage(finding.code, name))
     return severity
 
 
@@ -107,8 +129,18 @@ def judged_severities(finding, stages: dict, judged: dict) -> dict:
         severity = judged["severity" if part is None else f"severity_{part}"]
         if any(judged[name] for p, name in drops.items() if p is None or p == part):
             severity = None
+        if severity in SERIOUS and noisy(judged, part):
+            severity = "info"
         out[part] = severity
     return out
+
+
+def noisy(judged: dict, part: str | None) -> bool:
+    """Did the rule find the expected saving of `part` (or of the whole finding) under the noise?"""
+    for name in (noisy_name(part), noisy_name(None)) if part is not None else (noisy_name(None),):
+        if name in judged:
+            return bool(judged[name])
+    return False
 
 
 # --- a batch ----------------------------------------------------------------------------------------

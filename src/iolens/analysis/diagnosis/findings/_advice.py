@@ -86,13 +86,20 @@ def collective_io(op: str, nodes: int | None, stripe_count: int | None = None, a
                f"only; the log has no MPI-IO calls on it): {why} Set the ROMIO hints {', '.join(hints)} when "
                "opening it.")
         return [Recommendation(f"Move to collective MPI-IO ({call})", why, code, "c", needs=("mpi",))]
-    return [
+    return with_fix(f"collective:{op}", [
         Recommendation(f"Use collective MPI-IO ({call})", why, code, "c", needs=("mpiio",)),
         mpi_hints_c(hints, "Enable collective buffering with MPI-IO hints",
                     "Pass these hints when opening the file (ROMIO names; other MPI-IO implementations "
                     "ignore unknown keys)."),
         romio_hints_file(hints),
-    ]
+    ])
+
+
+def with_fix(kind: str, recs):
+    """`recs` (a Recommendation or a list) marked with the kind of change they make (fixes.py prices it)."""
+    for r in recs if isinstance(recs, list) else [recs]:
+        r.fix = kind
+    return recs
 
 
 def _aggregators(nodes, stripe_count):
@@ -113,7 +120,20 @@ def hdf5_collective_transfer() -> Recommendation:
         "hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);\n"
         "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);\n"
         "H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, buf);\n"
-        "H5Pclose(dxpl);", "c", try_now=try_with("hdf5.transfer=collective"), needs=("hdf5", "mpiio"))
+        "H5Pclose(dxpl);", "c", try_now=try_with("hdf5.transfer=collective"),
+        needs=("hdf5", "mpiio"), fix="collective")
+
+
+def hdf5_independent_transfer() -> Recommendation:
+    return Recommendation(
+        "HDF5: independent raw-data transfers",
+        "Collective H5Dwrite/H5Dread synchronise every rank in HDF5 and in MPI-IO for each call; when each rank's "
+        "part is one contiguous block (or the calls are small), independent transfers skip all of it.",
+        "hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);\n"
+        "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_INDEPENDENT);\n"
+        "H5Dwrite(dset, H5T_NATIVE_DOUBLE, memspace, filespace, dxpl, buf);\n"
+        "H5Pclose(dxpl);", "c", try_now=try_with("hdf5.transfer=independent"),
+        needs=("hdf5", "mpiio"), fix="hdf5_independent")
 
 
 def hdf5_collective_metadata() -> Recommendation:
@@ -127,7 +147,7 @@ def hdf5_collective_metadata() -> Recommendation:
         "H5Pset_all_coll_metadata_ops(fapl, 1);   /* metadata reads: rank 0 reads, then broadcasts */\n"
         "H5Pset_coll_metadata_write(fapl, 1);     /* metadata writes: one collective write */\n"
         "hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);", "c", try_now=try_with("hdf5.coll_metadata=on"),
-        needs=("hdf5", "mpiio"))
+        needs=("hdf5", "mpiio"), fix="coll_metadata")
 
 
 def hdf5_alignment(alignment: int, threshold: int | None = None, lustre: bool = True) -> Recommendation:
@@ -152,7 +172,7 @@ def hdf5_no_fill() -> Recommendation:
         "H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);\n"
         "H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);\n"
         "hid_t dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);", "c",
-        try_now=try_with("hdf5.fill_time=never"), needs=("hdf5",))
+        try_now=try_with("hdf5.fill_time=never"), needs=("hdf5",), fix="overwrite")
 
 
 # --- NetCDF ------------------------------------------------------------------------------------
@@ -167,7 +187,7 @@ def netcdf_no_fill() -> Recommendation:
         "int old_mode;\n"
         "nc_set_fill(ncid, NC_NOFILL, &old_mode);\n"
         "/* PnetCDF: ncmpi_set_fill(ncid, NC_NOFILL, &old_mode); (no-fill is PnetCDF's default) */", "c",
-        try_now=try_with("netcdf.fill=off"), needs=("netcdf",))
+        try_now=try_with("netcdf.fill=off"), needs=("netcdf",), fix="overwrite")
 
 
 def netcdf_collective(netcdf4: bool = True, pnetcdf: bool = True) -> Recommendation:
@@ -179,14 +199,14 @@ def netcdf_collective(netcdf4: bool = True, pnetcdf: bool = True) -> Recommendat
             "PnetCDF's collective calls end in _all; the independent ones (between ncmpi_begin_indep_data and "
             "ncmpi_end_indep_data) reach the file system rank by rank.",
             "ncmpi_put_vara_double_all(ncid, varid, start, count, buf); /* the _all variant */", "c",
-            needs=("netcdf", "mpiio"))
+            needs=("netcdf", "mpiio"), fix="collective")
     if not pnetcdf:
         return Recommendation(
             "NetCDF-4: collective variable access",
             "NetCDF-4 parallel access is independent by default. Without recompiling, NetCDF-4 files (HDF5 "
             "underneath) take HDF5's collective transfer, provided every rank writes every variable.",
             "nc_var_par_access(ncid, varid, NC_COLLECTIVE);", "c",
-            try_now=try_with("hdf5.transfer=collective"), needs=("netcdf", "mpiio"))
+            try_now=try_with("hdf5.transfer=collective"), needs=("netcdf", "mpiio"), fix="collective")
     return Recommendation(
         "NetCDF-4 / PnetCDF: collective variable access",
         "NetCDF-4 parallel access is independent by default; PnetCDF's collective calls end in _all. Without "
@@ -194,7 +214,7 @@ def netcdf_collective(netcdf4: bool = True, pnetcdf: bool = True) -> Recommendat
         "writes every variable; PnetCDF needs the _all calls.",
         "nc_var_par_access(ncid, varid, NC_COLLECTIVE);          /* NetCDF-4 */\n"
         "ncmpi_put_vara_double_all(ncid, varid, start, count, buf); /* PnetCDF: the _all variant */", "c",
-        try_now=try_with("hdf5.transfer=collective"), needs=("netcdf", "mpiio"))
+        try_now=try_with("hdf5.transfer=collective"), needs=("netcdf", "mpiio"), fix="collective")
 
 
 # --- Lustre --------------------------------------------------------------------------------------
@@ -250,4 +270,4 @@ def fewer_fsync(mpiio: bool = True) -> Recommendation:
         "once per checkpoint, after the last write, rather than after every write; closing the file is enough "
         "for other processes to see the data on POSIX-compliant parallel file systems.",
         "for (int i = 0; i < n; i++)\n    pwrite(fd, rec[i], len, off[i]);   /* no fsync here */\n"
-        "fsync(fd);                              /* once, at the end of the checkpoint */", "c")
+        "fsync(fd);                              /* once, at the end of the checkpoint */", "c", fix="sync_less")

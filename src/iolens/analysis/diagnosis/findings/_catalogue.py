@@ -52,6 +52,14 @@ def savings_table() -> str:
     return "\n".join(rows)
 
 
+def fixes_table() -> str:
+    """The kinds of change a recommendation makes (`Recommendation.fix`) and how each is priced (fixes.py)."""
+    from ..fixes import FIX_DOCS
+    rows = ["| `fix` | recommendations | removes, per rank and layer | adds |", "|---|---|---|---|"]
+    rows += [f"| `{kind}` | {who} | {removes} | {adds} |" for kind, (who, removes, adds) in FIX_DOCS.items()]
+    return "\n".join(rows)
+
+
 def fleet_rules_table() -> str:
     """docs/fleet.md: per rule code, how the fleet judges it and the thresholds `fleet report -t` recomputes."""
     rows = ["| code | how | thresholds `fleet report -t` recomputes |", "|---|---|---|"]
@@ -100,7 +108,7 @@ def _size(n: int) -> str:
 
 # file in docs/ -> {block name: what makes it}
 BLOCKS = {"diagnosis.md": {"codes": codes_table, "thresholds": thresholds_table, "key-metrics": key_metrics_table,
-                           "savings": savings_table, "json-schema": json_schema_block},
+                           "savings": savings_table, "fixes": fixes_table, "json-schema": json_schema_block},
           "fleet.md": {"rule-codes": fleet_rules_table}}
 
 

@@ -15,8 +15,10 @@ import numpy as np
 import polars as pl
 
 from ...segments import RUN_ROWS, Segments, groups, per_group_at
+from .. import fixes
 from ..common import counter_stake, judge
 from ..context import MAX_RANKS
+from ..stages import stage
 from ..costmodel import project
 from ..insight import Evidence, Insight
 from ..units import fmt_bytes, fmt_pct, fmt_time
@@ -168,7 +170,7 @@ def features(ctx, op: str) -> dict:
     log's `redundant_ratio` with the busiest rank's time in their excess."""
     P = OPS[op][2]
     row = {P + "max_ratio": None, P + "at_ratio": float(ctx.th.redundant_ratio), P + "moved": None,
-           P + "extent": None, P + "excess": None, P + "stake": None}
+           P + "extent": None, P + "excess": None, P + "stake": None, P + "overwrite": None}
     found = redundant_files(ctx, op)
     if found is None:
         return row
@@ -180,6 +182,8 @@ def features(ctx, op: str) -> dict:
         found["stake"] = stake(ctx, op, found)
     row.update({P + "moved": int(bad["bytes"].sum()), P + "extent": int(bad["extent"].sum()),
                 P + "excess": int(bad["excess"].sum()), P + "stake": found["stake"]})
+    if op == "write":  # writing each region once, priced from the trace (None without one)
+        row[P + "overwrite"] = fixes.overwrite(ctx).seconds
     return row
 
 
@@ -194,7 +198,7 @@ def measure(ctx, op: str) -> dict | None:
 def dtypes(op) -> dict:
     P = OPS[op][2]
     return {P + "max_ratio": pl.Float64, P + "at_ratio": pl.Float64, P + "moved": pl.Int64, P + "extent": pl.Int64,
-            P + "excess": pl.Int64, P + "stake": pl.Float64}
+            P + "excess": pl.Int64, P + "stake": pl.Float64, P + "overwrite": pl.Float64}
 
 
 def rule(op, th) -> dict:
@@ -258,3 +262,9 @@ def report(ctx, judged, op: str, recommendations) -> list:
     return [Insight(OPS[op][0], severity, title(op, judged), summary,
                     Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
                     recs, source=source, partial=partial, score=ratio, demotable=not strong)]
+
+
+def saving_rule(op, th) -> dict:
+    """The expected saving: writing each region once, priced from the trace, else the time in the excess."""
+    P = OPS[op][2]
+    return {None: pl.coalesce(pl.col(P + "overwrite"), stage(OPS[op][0], "stake"))}

@@ -13,7 +13,7 @@ from ..finding import Finding
 from ..insight import Evidence, Insight
 from ..savings import not_speed
 from ..units import fmt_bytes, fmt_count
-from ._mpiio import OPS as MPI_OPS, by_largest, mpi_table, traced
+from ..mpi_files import OPS as MPI_OPS, by_largest, mpi_table, traced
 
 CODE = "COLLECTIVE_IO"
 OPS = (("write", "WRITES"), ("read", "READS"))

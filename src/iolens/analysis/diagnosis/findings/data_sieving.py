@@ -313,6 +313,7 @@ FINDING = Finding(
     source="counters (+dxt)",
     report=report,
     saving=traffic("busiest_rank_unrequested_read_time_s"),
+    saving_rule=lambda th: {None: pl.col(P + "stake")},  # the extra traffic's time: all of it
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title, stale=stale,
     supersedes=(Supersedes("REDUNDANT_READS", when=names_rereads, features=rereads_sieved, dtypes=rereads_dtypes,
                            stale=rereads_stale, reads=("sieving_min_bytes", "sieving_min_share")),),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from .. import fixes
 from ..context import clip
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight
@@ -24,9 +25,10 @@ P = "fsync_heavy_"
 def features(ctx) -> dict:
     """The job's fsync/fdatasync calls and POSIX writes (null without POSIX counters)."""
     if not ctx.has("POSIX"):
-        return {P + "syncs": None, P + "writes": None}
-    return {P + "syncs": ctx.total("POSIX", "POSIX_FSYNCS", "POSIX_FDSYNCS"),
-            P + "writes": ctx.total("POSIX", "POSIX_WRITES")}
+        return {P + "syncs": None, P + "writes": None, P + "saving": None}
+    syncs = ctx.total("POSIX", "POSIX_FSYNCS", "POSIX_FDSYNCS")
+    return {P + "syncs": syncs, P + "writes": ctx.total("POSIX", "POSIX_WRITES"),
+            P + "saving": fixes.sync_less(ctx).seconds if syncs else None}  # syncing less, priced
 
 
 def measure(ctx) -> dict | None:
@@ -38,7 +40,7 @@ def measure(ctx) -> dict | None:
 
 
 def dtypes() -> dict:
-    return {P + "syncs": pl.Int64, P + "writes": pl.Int64}
+    return {P + "syncs": pl.Int64, P + "writes": pl.Int64, P + "saving": pl.Float64}
 
 
 def rule(th) -> dict:
@@ -78,5 +80,6 @@ FINDING = Finding(
     trigger="at least `fsync_min_count` fsync/fdatasync calls and at least `fsync_per_write` per write.",
     source="counters",
     report=report,
+    saving_rule=lambda th: {None: pl.col(P + "saving")},
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title,
 )

@@ -22,8 +22,10 @@ from ....model.darshan import SIZE_BINS
 from ...segments import float_sum, is_in
 from ..common import EDGE_NAMES, KiB, MiB, counter_stake, edge_index, edge_names, edge_suffix, matters
 from ..context import HDF5_SUFFIXES, MAX_RANKS
+from .. import fixes
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight, Recommendation
+from ..stages import stage
 from ..savings import upper_bound
 from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 from . import _advice as advice
@@ -82,8 +84,10 @@ def times(ctx) -> dict:
         meta_t += float(float_sum(ctx.column("H5D", "H5D_F_META_TIME")) or 0)
         data_t += float(float_sum(ctx.column("H5D", "H5D_F_READ_TIME") + ctx.column("H5D", "H5D_F_WRITE_TIME")) or 0)
         flushes += ctx.total("H5D", "H5D_FLUSHES")
+    # the flushes' syncs priced (fixes.sync_less): what flushing less saves here
+    sync = fixes.sync_less(ctx).seconds if flushes else None
     return {P + "meta_time": meta_t, P + "data_time": data_t, P + "meta_time_per_rank": meta_t / ctx.nprocs,
-            P + "flushes": flushes}
+            P + "flushes": flushes, P + "sync_saving": sync}
 
 
 def small_writes(ctx, fids, edges) -> dict:
@@ -154,7 +158,7 @@ def measure(ctx) -> dict | None:
 
 def dtypes() -> dict:
     out = {P + "meta_time": pl.Float64, P + "data_time": pl.Float64, P + "meta_time_per_rank": pl.Float64,
-           P + "flushes": pl.Int64, P + "writes": pl.Int64, P + "from_trace": pl.Boolean,
+           P + "flushes": pl.Int64, P + "sync_saving": pl.Float64, P + "writes": pl.Int64, P + "from_trace": pl.Boolean,
            P + "trace_limit": pl.Int64, P + "trace_small_writes": pl.Int64, P + "trace_stake": pl.Float64}
     for k in ALL_EDGES:
         out[f"{P}small_writes_{edge_suffix(k)}"] = pl.Int64
@@ -279,7 +283,7 @@ def hdf5_metadata_cache(meta_block: int = 4 * MiB) -> list:
             "mdc.decr_mode = H5C_decr__off;\n"
             "H5Pset_mdc_config(fapl, &mdc);", "c",
             try_now=advice.try_with(f"hdf5.meta_block_size={advice.knob_size(meta_block)}", "hdf5.mdc_flush=deferred"),
-            needs=("hdf5",)),
+            needs=("hdf5",), fix="sync_less"),
     ]
 
 
@@ -295,5 +299,8 @@ FINDING = Finding(
     source="counters / dxt",
     report=report,
     saving=upper_bound("busiest_rank_metadata_write_time_s"),
+    # the small metadata writes' time (an upper bound), or what flushing less saves when the application flushes
+    saving_rule=lambda th: {None: pl.max_horizontal(pl.when(pl.col(P + "writes") > 0).then(stage(CODE, "stake")),
+                                                    pl.col(P + "sync_saving"))},
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title, stale=stale,
 )

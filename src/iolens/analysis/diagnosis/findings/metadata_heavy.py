@@ -248,5 +248,6 @@ FINDING = Finding(
     source="counters",
     report=report,
     saving=upper_bound("max_rank_metadata_time_s"),
+    saving_rule=lambda th: {None: pl.col(P + "max_rank_meta_time")},  # an upper bound
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title, stale=stale,
 )

@@ -285,5 +285,6 @@ FINDING = Finding(
     source="dxt / counters",
     report=report,
     saving=latency("busiest_rank_misaligned_time_s", "posix", (), (("misaligned_bytes", "misaligned_requests"),)),
+    saving_rule=lambda th: {None: S("stake")},  # the time at stake bounds what its fixes save
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title,
 )

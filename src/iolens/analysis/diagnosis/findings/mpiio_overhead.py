@@ -23,6 +23,7 @@ from ...segments import Segments, distinct, float_sum, group_sums, groups, is_in
 from ..context import MAX_RANKS
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight
+from .. import fixes, savings
 from ..savings import its_own
 from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 from . import _advice as advice
@@ -263,11 +264,27 @@ def features(ctx) -> dict:
     """The overhead share, the MPI-IO time and the POSIX time inside it (all ranks), and the slowest rank's
     time above the file system (null: no mostly-collective file)."""
     m = overhead(ctx)
-    keys = ("share", "mpiio_time", "posix_time", "slowest_rank_overhead")
+    keys = ("share", "mpiio_time", "posix_time", "slowest_rank_overhead", "saving")
     if m is None:
         return {P + k: None for k in keys}
     return {P + "share": m["share"], P + "mpiio_time": m["total_mpiio"], P + "posix_time": m["total_posix"],
-            P + "slowest_rank_overhead": m["slow_over"]}
+            P + "slowest_rank_overhead": m["slow_over"], P + "saving": best_saving(ctx, m)}
+
+
+def rec_inputs(ctx, m) -> dict:
+    """What the recommendations are made from: the ranks calling MPI-IO, those reaching the file system
+    (per rank only), the median MPI-IO request and the hosts."""
+    table, per_rank = m["table"], m["per_rank"]
+    out = {"mpiio_ranks": len(table["rank"]) if per_rank else ctx.nprocs, **_facts(ctx, m["source"])}
+    if per_rank:
+        out["ranks_with_posix_io"] = int((table["posix_s"] > 0).sum())
+    return out
+
+
+def best_saving(ctx, m) -> float | None:
+    """The largest expected saving of its recommendations (each priced by its change, fixes.py)."""
+    savings_ = [r.expected_saving for r in _recs(ctx, rec_inputs(ctx, m), m["files"]) if r.expected_saving is not None]
+    return max(savings_) if savings_ else None
 
 
 def measure(ctx) -> dict | None:
@@ -276,7 +293,7 @@ def measure(ctx) -> dict | None:
 
 
 def dtypes() -> dict:
-    return {P + k: pl.Float64 for k in ("share", "mpiio_time", "posix_time", "slowest_rank_overhead")}
+    return {P + k: pl.Float64 for k in ("share", "mpiio_time", "posix_time", "slowest_rank_overhead", "saving")}
 
 
 def rule(th) -> dict:
@@ -308,14 +325,11 @@ def report(ctx, v) -> list:
     writers = int((table["posix_s"] > 0).sum()) if per_rank else None
     nranks = len(table["rank"]) if per_rank else ctx.nprocs
     facts = _facts(ctx, source)
-    # the best a knob can do here: every rank's share of the POSIX work done directly, nothing above it
-    floor = total_posix / max(nranks, 1)
-    saving = max(slow_mpiio - floor, 0.0)
     metrics = {"overhead_share": share, "mpiio_time_s": total_mpiio, "posix_time_inside_s": total_posix,
                "overhead_s": total_mpiio - total_posix, "slowest_rank_mpiio_time_s": slow_mpiio,
                "slowest_rank_overhead_s": slow_over,
                "slowest_rank_overhead_share": slow_over / slow_mpiio if slow_mpiio > 0 else 0.0,
-               "mpiio_ranks": nranks, "expected_saving_s": saving, **facts}
+               "mpiio_ranks": nranks, **facts}
     if per_rank:
         metrics["slowest_rank"] = int(slowest["rank"])
         metrics["max_rank_overhead_share"] = float(table["overhead_share"].max())
@@ -324,7 +338,9 @@ def report(ctx, v) -> list:
     ranks = [r for r in table["rank"].tolist() if r >= 0][:MAX_RANKS]
     title_ = title(v, th)
     summary = _summary(ctx, metrics, table if per_rank else None)
-    recs = _recs(ctx, metrics, saving, slow_mpiio, floor)
+    recs = _recs(ctx, metrics, files)
+    metrics["expected_saving_s"] = max((r.expected_saving for r in recs if r.expected_saving is not None),
+                                       default=0.0)
     window = ctx.trace_window(ctx.trace_mpiio) if source == "dxt" else ctx.counter_window("MPI-IO")
     return [Insight(CODE, severity, title_, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(_files(ctx, files)), time_window=window,
@@ -389,15 +405,18 @@ def collective_buffer(request, nranks: int, writers) -> int | None:
     return min(256 * MiB, 1 << (per_aggregator - 1).bit_length()) if per_aggregator > 16 * MiB else None
 
 
-def _recs(ctx, metrics: dict, saving: float, slow_mpiio: float, floor: float) -> list:
-    """The knobs that move it: aggregator count and placement, the collective buffer, buffering on or off."""
+def _recs(ctx, metrics: dict, files: list) -> list:
+    """The knobs that move it: aggregator count and placement, the collective buffer, buffering on or off (and
+    HDF5's independent transfers when HDF5 makes the collective calls), each priced (fixes.py)."""
     nranks = int(metrics["mpiio_ranks"])
     hosts = int(metrics.get("hosts") or 0)
     writers = metrics.get("ranks_with_posix_io")
     request = metrics.get("mpiio_median_request_bytes")
     write = ctx.total("MPI-IO", "MPIIO_BYTES_WRITTEN") >= ctx.total("MPI-IO", "MPIIO_BYTES_READ")
     cb = "romio_cb_write" if write else "romio_cb_read"
-    out, hints = [], {}
+    op = "write" if write else "read"
+    out, hints, prices = [], {}, []
+    agg = None
     if not writers or writers < nranks:  # every rank an aggregator already: nothing to spread
         agg = nranks if not writers else min(nranks, max(2 * writers, hosts))
         per_host = max(1, nranks // hosts) if hosts else None
@@ -411,6 +430,7 @@ def _recs(ctx, metrics: dict, saving: float, slow_mpiio: float, floor: float) ->
                "the exchange (iolens tune tries the values).")
         out.append(advice.mpi_hints_c(dict(hints), "More collective-buffering aggregators (cb_nodes, cb_config_list)",
                                       why))
+        prices.append(fixes.exchange_rounds(ctx, files, op, writers, aggregators=agg))
     buf = collective_buffer(request, nranks, writers)
     if buf:
         hints["cb_buffer_size"] = str(buf)
@@ -419,18 +439,26 @@ def _recs(ctx, metrics: dict, saving: float, slow_mpiio: float, floor: float) ->
                                       "Each aggregator moves at most cb_buffer_size bytes per exchange round (16 MiB "
                                       "by default): a buffer as large as what one aggregator gathers per call means "
                                       "fewer rounds of exchange and synchronisation."))
+        prices.append(fixes.exchange_rounds(ctx, files, op, writers, buffer=buf))
     large = request is not None and request >= ctx.th.large_request_bytes
     out.append(advice.mpi_hints_c({cb: "disable"}, f"Or turn collective buffering off ({cb}=disable)",
                                   ("The ranks' requests are large (" + fmt_bytes(request) + " median): each rank can "
                                    "write its own part directly, with no exchange at all." if large else
                                    "Each rank then issues its own requests with no exchange; with small interleaved "
                                    "requests this is usually slower: measure before keeping it.")))
+    prices.append(fixes.cb_off(ctx, files, op))
     out.append(advice.romio_hints_file(hints or {cb: "disable"}))
-    basis = (f"the slowest rank's MPI-IO time here ({fmt_time(slow_mpiio)}) minus its share of the POSIX time "
-             f"inside MPI-IO ({fmt_time(floor)}: the total over {nranks} ranks): an upper bound, what is left if "
-             "nothing remained above the file system")
-    for r in out:
-        r.expected_saving, r.saving_basis = saving, basis
+    prices.append(fixes.exchange_rounds(ctx, files, op, writers, aggregators=agg, buffer=buf) if hints else prices[-1])
+    if "hdf5" in ctx.kinds(files[:20]) and ctx.total("H5D", "H5D_USE_MPIIO_COLLECTIVE"):
+        out.append(advice.hdf5_independent_transfer())
+        prices.append(fixes.hdf5_independent(ctx))
+    kinds = (["aggregators"] if agg else []) + (["cb_buffer"] if buf else []) + ["cb_off"]
+    kinds.append("cb_off" if not hints else "aggregators" if agg else "cb_buffer")
+    kinds += ["hdf5_independent"] * (len(out) - len(kinds))
+    for r, price, kind in zip(out, prices, kinds):
+        r.fix = r.fix or kind
+        r.expected_saving, r.saving_basis = price.seconds, price.basis
+        savings.say_if_slower(r, ctx)
     return out
 
 
@@ -443,7 +471,10 @@ FINDING = Finding(
     trigger=TRIGGER,
     source="dxt / counters",
     report=report,
-    saving=its_own("the slowest rank's MPI-IO time less its share (1/ranks) of the POSIX time inside MPI-IO: what "
-                   "is left if nothing remained above the file system (an upper bound)"),
+    saving=its_own("each recommendation priced by the change it makes (fixes.py): collective buffering off removes "
+                   "the collective calls' time and adds each rank's own requests; more aggregators and a larger "
+                   "buffer remove exchange rounds and spread the aggregators' requests; HDF5 independent transfers "
+                   "remove the collective H5Dwrite/H5Dread time"),
+    saving_rule=lambda th: {None: pl.col(P + "saving")},
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title,
 )

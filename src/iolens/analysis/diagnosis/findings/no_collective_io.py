@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from ....model.darshan import SIZE_BINS
+from .. import fixes
 from ..common import counter_stake, judge
 from ..context import MAX_RANKS
 from ..costmodel import project
@@ -24,7 +25,7 @@ from ..stages import stage
 from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
 from . import _advice as advice
 from ._lustre import lustre_records
-from ._mpiio import by_largest, mpi_file_ranks, mpi_table, traced
+from ..mpi_files import by_largest, mpi_file_ranks, mpi_table, traced
 from ._requests import bins_below
 
 CODE = "NO_COLLECTIVE_IO"
@@ -45,10 +46,11 @@ SIZE_NAMES = {OP: tuple(f"MPIIO_SIZE_{OP}_AGG_{b}" for b, _, _ in SIZE_BINS) for
 CALLS = tuple(f"MPIIO_{kind}_{OPS_}" for kind in ("INDEP", "COLL", "SPLIT", "NB") for OPS_ in ("READS", "WRITES"))
 BELOW_NAMES = {op: tuple(f"{P}below_{op}s_{k}" for k in range(1, len(SIZE_BINS) + 1)) for op in PARTS}
 KEYS = ([f"{P}{k}_{op}s" for op in PARTS for k in ("independent", "mpi", "all", "ranks", "files")]
-        + [f"{P}stake_{op}" for op in PARTS] + [n for op in PARTS for n in BELOW_NAMES[op]])
+        + [f"{P}stake_{op}" for op in PARTS] + [f"{P}saving_{op}" for op in PARTS]
+        + [n for op in PARTS for n in BELOW_NAMES[op]])
 NOTHING_SHARED = {**{f"{P}{k}_{op}s": 0 for op in PARTS for k in ("independent", "all", "mpi", "files")},
                   **{n: 0 for op in PARTS for n in BELOW_NAMES[op]}, **{f"{P}ranks_{op}s": 1 for op in PARTS},
-                  **{f"{P}stake_{op}": 0.0 for op in PARTS}}
+                  **{f"{P}stake_{op}": 0.0 for op in PARTS}, **{f"{P}saving_{op}": None for op in PARTS}}
 
 
 def S(name: str) -> pl.Expr:
@@ -80,8 +82,10 @@ def features(ctx) -> dict:
         if row[f"{P}independent_{op}s"]:
             per_record = _independent_times(ctx, calls) if per_record is None else per_record
             row[f"{P}stake_{op}"] = counter_stake(ctx, ctx.column("MPI-IO", "rank")[on[inv]], per_record[k][on[inv]])
+            row[f"{P}saving_{op}"] = fixes.collective(ctx, op).seconds  # what collective I/O would save here
         else:
             row[f"{P}stake_{op}"] = 0.0
+            row[f"{P}saving_{op}"] = None
     return row
 
 
@@ -121,6 +125,7 @@ def measure(ctx) -> dict | None:
 def dtypes() -> dict:
     out = {f"{P}{k}_{op}s": pl.Int64 for op in PARTS for k in ("independent", "mpi", "all", "ranks", "files")}
     out.update({f"{P}stake_{op}": pl.Float64 for op in PARTS})
+    out.update({f"{P}saving_{op}": pl.Float64 for op in PARTS})
     out.update({f"{P}below_{op}s_{k}": pl.Int64 for op in PARTS for k in range(1, len(SIZE_BINS) + 1)})
     return out
 
@@ -229,5 +234,6 @@ FINDING = Finding(
     report=report,
     saving=latency("busiest_rank_independent_time_s", "mpiio", ("independent_writes", "independent_reads"),
                    ("median_request_bytes",)),
+    saving_rule=lambda th: {op: pl.col(f"{P}saving_{op}") for op in PARTS},
     features=features, dtypes=dtypes, rule=rule, measure=measure, parts=PARTS, title=title,
 )

@@ -327,5 +327,6 @@ FINDING = Finding(
     report=report,
     saving=latency("busiest_rank_random_time_s", "posix", ("random_reads", "random_writes"),
                    ("median_request_bytes",)),
+    saving_rule=lambda th: {op: pl.col(f"{P}stake_{op}") for op in PARTS},  # the time at stake bounds it
     features=features, dtypes=dtypes, rule=rule, measure=measure, parts=PARTS, title=title, stale=stale,
 )

@@ -50,6 +50,7 @@ FINDING = Finding(
     source="dxt / counters",
     report=report,
     saving=traffic("busiest_rank_redundant_time_s"),
+    saving_rule=partial(_redundancy.saving_rule, OP),
     features=partial(_redundancy.features, op=OP), dtypes=partial(_redundancy.dtypes, OP),
     rule=partial(_redundancy.rule, OP), measure=partial(_redundancy.measure, op=OP),
     title=lambda v, th: _redundancy.title(OP, v), stale=partial(_redundancy.stale, OP),

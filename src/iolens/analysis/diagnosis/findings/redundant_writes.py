@@ -28,7 +28,7 @@ def recommendations(ctx, fids) -> list:
     recs.append(Recommendation(
         "Write each region once", "Rewriting the same bytes (fill then data, repeated checkpoints into "
         "the same region, header rewrites) doubles the traffic; compute the final content before "
-        "writing it.", "", "text"))
+        "writing it.", "", "text", fix="overwrite"))
     return recs
 
 
@@ -47,6 +47,7 @@ FINDING = Finding(
     source="dxt / counters",
     report=report,
     saving=traffic("busiest_rank_redundant_time_s"),
+    saving_rule=partial(_redundancy.saving_rule, OP),
     features=partial(_redundancy.features, op=OP), dtypes=partial(_redundancy.dtypes, OP),
     rule=partial(_redundancy.rule, OP), measure=partial(_redundancy.measure, op=OP),
     title=lambda v, th: _redundancy.title(OP, v), stale=partial(_redundancy.stale, OP),

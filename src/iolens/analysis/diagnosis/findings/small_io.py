@@ -501,6 +501,7 @@ FINDING = Finding(
     saving=latency("busiest_rank_small_request_time_s", "posix", (),
                    ("smallest_write_bytes", "smallest_read_bytes", "largest_small_write_bytes",
                     "largest_small_read_bytes")),
+    saving_rule=lambda th: {None: S("stake")},  # the time at stake bounds what its fixes save
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title, stale=stale,
     unanswerable=unanswerable,
 )

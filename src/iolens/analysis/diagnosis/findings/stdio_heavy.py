@@ -137,5 +137,6 @@ FINDING = Finding(
     source="counters",
     report=report,
     saving=upper_bound("max_rank_stdio_time_s"),
+    saving_rule=lambda th: {None: pl.col(P + "max_rank_time")},  # an upper bound
     features=features, dtypes=dtypes, rule=rule, measure=measure, title=title,
 )

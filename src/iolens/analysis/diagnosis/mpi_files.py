@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....model.darshan import SIZE_BINS
+from ...model.darshan import SIZE_BINS
 
 OPS = (("write", "WRITES", "WRITE", "WRITTEN"), ("read", "READS", "READ", "READ"))
 
