@@ -6,7 +6,7 @@ import pytest
 
 import iolens
 from iolens.analysis.diagnosis import Context, Thresholds
-from iolens.analysis.diagnosis.findings._mpiio import mpi_file_ranks
+from iolens.analysis.diagnosis.mpi_files import mpi_file_ranks
 from iolens.analysis.diagnosis.findings._redundancy import _members
 
 from support.corpus import all_logs, log_id

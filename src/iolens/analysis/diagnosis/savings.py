@@ -161,10 +161,19 @@ def say_if_slower(r, ctx) -> None:
         return
     cost = fmt_time(-r.expected_saving)
     if -r.expected_saving < noise_seconds(ctx):
-        r.detail = (f"Not expected to save time on this run (about {cost} more, within the noise of two identical "
-                    "runs; see saving_basis). " + r.detail)
+        r.detail = _after_why(r.detail, f"Not expected to save time on this run (about {cost} more, within the "
+                              "noise of two identical runs; see saving_basis). ")
         return
     title = r.title[:1].lower() + r.title[1:] if r.title[1:2].islower() else r.title  # "Use ..", not "HDF5: .."
     r.title = SLOWER + title
-    r.detail = (f"It would add about {cost} to the slowest rank's I/O time of this run (see how in saving_basis); "
-                "measure before adopting it. " + r.detail)
+    r.detail = _after_why(r.detail, f"It would add about {cost} to the slowest rank's I/O time of this run (see "
+                          "how in saving_basis); measure before adopting it. ")
+
+
+def _after_why(detail: str, note: str) -> str:
+    """`note` put first in `detail`, after the reason the advice may apply at all when it starts with one (fit.py's
+    `If x.h5 is an HDF5 file (...): `): whether the advice applies comes before what it would save."""
+    if detail.startswith("If ") and ": " in detail:
+        why, rest = detail.split(": ", 1)
+        return f"{why}: {note}{rest}"
+    return note + detail
