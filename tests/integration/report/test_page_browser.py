@@ -419,6 +419,8 @@ def test_recommendations_show_expected_saving_and_the_command_to_try(browser, tm
     html = tmp_path / "report.html"
     run_iolens("report", log, "-o", html)
     p = open_page(browser, html)
+    if ins["severity"] == "info":  # info-level notes are folded below the problems: the user unfolds them
+        p.page.locator("#insights details.info-notes > summary").click()
     item = p.page.locator(f"#insights .insight[data-code='{ins['code']}']").first
     item.locator("details.recs summary").click()
     text = item.inner_text()
