@@ -489,9 +489,8 @@ class Context(RankWords):
 
     @cached_property
     def io_time_share(self):
-        if self.run_time <= 0:
-            return None
-        return self.slowest_rank_io_time / self.run_time
+        """`measures.io_share` of the job's I/O time (None for a run of no recorded time)."""
+        return measures.io_share(self.slowest_rank_io_time, self.run_time)
 
     def matters(self, seconds: float) -> bool:
         """Is a problem that costs the busiest rank `seconds` worth a warning for this run? (`common.matters`)
