@@ -72,9 +72,19 @@ def anonymize(logs, out, key_file=None, *, keep_exe_name: bool = False, force: b
     if not single and out.exists() and not out.is_dir():
         raise LogError("exists and is not a folder (several logs go into a folder)", str(out))
     tokens, key_path, new_key = key_tokens(out, key_file, keep_exe_name)
-    if new_key and on_new_key is not None:
-        on_new_key(key_path)
     done = Anonymization(str(key_path), new_key, tokens)
+    try:
+        _write(done, found, out, single, force, on_error, progress)
+    finally:
+        if new_key and not done.written:  # nothing was written with it: a new key would only be a stray secret
+            Path(key_path).unlink(missing_ok=True)
+    if new_key and done.written and on_new_key is not None:
+        on_new_key(key_path)
+    return done
+
+
+def _write(done: Anonymization, found: list, out: Path, single: bool, force: bool, on_error, progress) -> None:
+    tokens = done.tokens
 
     def failed(exc: LogError) -> None:
         done.errors.append(exc)
@@ -93,7 +103,6 @@ def anonymize(logs, out, key_file=None, *, keep_exe_name: bool = False, force: b
             done.written.append((str(path), report))
         if progress is not None:
             progress(n, len(plan))
-    return done
 
 
 def key_tokens(output, key_file=None, keep_exe_name: bool = False) -> tuple:

@@ -104,6 +104,15 @@ def test_bad_input_is_one_line_and_status_2(logs_dir, tmp_path, make, says):
     assert not (tmp_path / "out.darshan").exists()
 
 
+@pytest.mark.parametrize("make, says", [BAD_INPUT["text"], BAD_INPUT["cut"]], ids=["text", "cut"])
+def test_bad_input_leaves_no_new_key(logs_dir, tmp_path, make, says):
+    """Without --key-file, a log that cannot be anonymised leaves no key behind (a stray secret) and says so in
+    one line, with no note of a key."""
+    r = anonymize(make(tmp_path, logs_dir), "-o", tmp_path / "out.darshan", check=False)
+    assert r.returncode == 2 and says in r.stderr and "key" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == []
+
+
 def test_bad_key_file(logs_dir, tmp_path):
     src = logs_dir / "pairs" / "aligned.darshan"
     (tmp_path / "short.key").write_text("abc")
