@@ -21,7 +21,7 @@ ROOT = "iolens"
 #   cli imports every layer; views/html/fleet.py reads fleet/store.py, so views sits above fleet;
 #   analysis/{compare,fleet,runs,run_config}.py build on the diagnosis, which builds on the other analyses.
 ORDER: list[tuple[str, ...]] = [
-    ("cli",),
+    ("cli", "mcp"),  # the two faces: the command line and the MCP server for agents (iolens mcp)
     ("views",),
     ("fleet", "tune"),
     ("jobs",),
@@ -38,8 +38,9 @@ PREFIXES = {
     # the trace as numpy columns and its groupings sit beside the measures, which read the trace through them
     "analysis.measures": ("analysis.measures", "analysis.segments"),
 }
-# At the edge, beside the format: processes and environments. Any layer may use them; they import only these.
-EDGE = ("collect", "knobs")
+# At the edge, beside the format: processes and environments, and the optional dependencies' one importer. Any
+# layer may use them; they import only these.
+EDGE = ("collect", "knobs", "optional")
 EDGE_IMPORTS = EDGE + ("errors", "version")
 
 # Imports of another layer's private name that exist today, each to be removed by the work named beside it.
