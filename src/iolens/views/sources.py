@@ -127,6 +127,21 @@ def diagnosis(log, thresholds=None) -> list:
     return [i.to_dict() for i in diagnose(log, th)]
 
 
+def compare_targets(sources: list, labels=None, baseline_runs: int = 1) -> dict:
+    """`iolens compare --json` of opened targets, the first the baseline."""
+    from ..analysis.compare import compare
+
+    return compare(*[s.log() for s in sources], labels=labels or None, baseline_runs=baseline_runs)
+
+
+def describe_jobs(paths: list) -> dict:
+    """`iolens jobs --json` of logs, folders or globs (unreadable logs listed, not raised)."""
+    from ..jobs import describe, find_jobs
+
+    unreadable: list = []
+    return describe(find_jobs(paths, unreadable=unreadable), unreadable)
+
+
 def _names_of(log, trace: bool, extra=()) -> list:
     names = ["job", "modules", "files"]
     names += [cat.counters_name(m) for m in log.counters]
