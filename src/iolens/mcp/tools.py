@@ -127,6 +127,8 @@ def bounded(payload: dict, key: str, rows: int, max_bytes: int, total: int | Non
     payload[key] = items = items[:rows]
     payload.update(returned=len(items), total=total, truncated=len(items) < total)
     if size_of(payload) > max_bytes:
+        payload.update(truncated=True,
+                       note=f"cut at max_bytes={max_bytes}: ask for fewer columns or rows, or aggregate in SQL")
         lo, hi = 0, len(items)  # the most items that fit
         while lo < hi:
             mid = (lo + hi + 1) // 2
@@ -137,8 +139,7 @@ def bounded(payload: dict, key: str, rows: int, max_bytes: int, total: int | Non
             else:
                 hi = mid - 1
         payload[key] = items[:lo]
-        payload.update(returned=lo, truncated=lo < total,
-                       note=f"cut at max_bytes={max_bytes}: ask for fewer columns or rows, or aggregate in SQL")
+        payload.update(returned=lo, truncated=lo < total)
     if size_of(payload) > max_bytes:
         raise ToolFailure(f"the answer is larger than max_bytes={max_bytes} even without rows")
     return payload

@@ -12,7 +12,7 @@ from .sql import json_value
 
 def render_answer(frame: pl.DataFrame, console: Console, more: int = 0, types: dict | None = None) -> None:
     """The rows as a table (numbers right-aligned), then how many rows were left out."""
-    table = Table(show_lines=False, header_style="bold", pad_edge=False)
+    table = Table(show_lines=False, header_style="bold")
     numeric = {c for c, t in frame.schema.items() if t.is_numeric()}
     for c in frame.columns:
         table.add_column(Text(c), justify="right" if c in numeric else "left", overflow="fold")
@@ -31,7 +31,7 @@ def _cell(value) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return f"{int(value)}" if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
     if isinstance(value, list):
         return "[" + ", ".join("NULL" if v is None else str(v) for v in value) + "]"
     return str(value)
