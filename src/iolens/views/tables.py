@@ -38,7 +38,10 @@ class Table:
     family: bool = False  # counters_<MODULE>: one table per module, its counters as columns
 
     def column(self, name: str) -> Column | None:
-        return next((c for c in self.columns if c.name == name), None)
+        """The column of that name, or the pattern naming it (`synchronised_<MODEL>`, `<COUNTER>`)."""
+        exact = next((c for c in self.columns if c.name == name), None)
+        return exact or next((c for c in self.columns if "<" in c.name and name.startswith(c.name.split("<")[0])),
+                             None)
 
 
 def _cols(*rows) -> tuple:
@@ -117,10 +120,13 @@ CATALOGUE: tuple = (
               ("timing", "VARCHAR", "concurrent (a race) or ordered"),
               ("offset", "BIGINT", "first byte"),
               ("end_offset", "BIGINT", "byte after the last"),
-              ("pairs", "BIGINT", "conflicting pairs of operations merged into the range"),
+              ("pairs", "UINTEGER", "conflicting pairs of operations merged into the range"),
               ("ranks", "BIGINT[]", "ranks involved"),
               ("start", "DOUBLE", "first operation's start, s"),
               ("end", "DOUBLE", "last operation's end, s"),
+              ("synchronised_<MODEL>", "BOOLEAN", "a Recorder trace's: whether the pair is ordered by what that "
+                                                  "consistency model (POSIX, commit, session, MPI-IO) counts as "
+                                                  "synchronisation (null: not classified)"),
           ), needs=TRACE),
     Table("lustre", "Lustre layout component", "striping of files on Lustre", _cols(
         ("file_id", "UBIGINT", "the file"),
@@ -267,9 +273,7 @@ def column_meaning(table: str, column: str, store: bool = False) -> str:
     if entry is None:
         return ""
     found = entry.column(column)
-    if found is not None:
-        return found.meaning
-    return COUNTER_MEANING if entry.family else ""
+    return "" if found is None else found.meaning
 
 
 def schema_entry(t: Table, columns=None) -> dict:

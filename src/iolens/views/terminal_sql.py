@@ -21,9 +21,8 @@ def render_answer(frame: pl.DataFrame, console: Console, more: int = 0, types: d
     console.print(table)
     rows = f"{frame.height:,} row{'s' if frame.height != 1 else ''}"
     if more:
-        console.print(f"{rows} shown, {more:,} more (--limit N, or -o FILE for every row)", style="dim")
-    else:
-        console.print(rows, style="dim")
+        rows += f" shown, {more:,} more (--limit N, or -o FILE for every row)"
+    console.print(rows, style="dim", highlight=False)
 
 
 def _cell(value) -> str:
