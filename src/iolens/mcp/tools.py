@@ -43,10 +43,15 @@ class Roots:
         return any(real == d or real.startswith(d.rstrip(os.sep) + os.sep) for d in self.dirs)
 
     def resolve(self, path: str, must_exist: bool = True) -> str:
-        """The real path of `path` (relative ones: under the first root), refused when it is outside the roots."""
+        """The real path of `path` (a relative one: under the first root that holds it), refused when it is
+        outside the roots."""
         if not isinstance(path, str) or not path.strip():
             raise ToolFailure("empty path")
-        joined = path if os.path.isabs(path) else os.path.join(self.dirs[0], path)
+        if os.path.isabs(path):
+            joined = path
+        else:
+            candidates = [os.path.join(d, path) for d in self.dirs]
+            joined = next((c for c in candidates if os.path.lexists(c)), candidates[0])
         real = os.path.realpath(joined)
         if not self.inside(real):
             raise ToolFailure(f"{path}: outside the directories this server may read ({', '.join(self.dirs)})")
