@@ -8,8 +8,8 @@ import importlib
 
 from .errors import LogError
 
-# module -> the pip extra that installs it
-EXTRAS = {"duckdb": "sql", "mcp": "mcp"}
+# module -> the pip extra that installs it, and what else it needs
+EXTRAS = {"duckdb": ("sql", ""), "mcp": ("mcp", "; the MCP SDK needs Python 3.10 or newer")}
 
 
 def require(name: str):
@@ -17,7 +17,7 @@ def require(name: str):
     try:
         return importlib.import_module(name)
     except ImportError as exc:
-        extra = EXTRAS.get(name.split(".")[0])
-        hint = f"pip install 'iolens[{extra}]'" if extra else f"pip install {name.split('.')[0]}"
+        extra, needs = EXTRAS.get(name.split(".")[0], (None, ""))
+        hint = (f"pip install 'iolens[{extra}]'" if extra else f"pip install {name.split('.')[0]}") + needs
         raise LogError(f"this needs the Python package {name.split('.')[0]!r}, which is not installed "
                        f"({hint}): {exc}") from None

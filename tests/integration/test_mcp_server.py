@@ -148,3 +148,51 @@ def test_allow_run_adds_the_tools_that_execute_commands(logs_dir, tmp_path):
 def test_a_server_refuses_a_root_that_is_not_a_directory(tmp_path):
     proc = run_iolens("mcp", "--root", tmp_path / "none", check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_http_serves_on_loopback_only(logs_dir, tmp_path):
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([IOLENS, "mcp", "--root", LOGS / "generated", "--http", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        listening = None
+        for _ in range(300):
+            listening = _listening(port)
+            if listening:
+                break
+            time.sleep(0.1)
+        assert listening == ["127.0.0.1"], listening
+
+        async def session():
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                assert {t.name for t in (await client.list_tools()).tools} == READ_TOOLS
+                error, got = await call(client, "sql", paths=[LOG], query="SELECT count(*) AS n FROM segments")
+                assert not error and got["rows"] == [[1024]]
+
+        run(session())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _listening(port: int) -> list:
+    """The local addresses listening on a TCP port (from /proc/net/tcp and tcp6)."""
+    import ipaddress
+
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as fh:
+            for line in fh.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, hexport = local.split(":")
+                if state == "0A" and int(hexport, 16) == port:  # 0A: LISTEN
+                    raw = bytes.fromhex(address)
+                    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+                    found.append(str(ipaddress.ip_address(words)))
+    return found

@@ -264,3 +264,12 @@ def test_the_prompt_keeps_the_tables_and_survives_a_bad_query(logs_dir):
         proc.kill()
         os.close(master)
     assert b"1024" in out and b"root:" not in out
+
+
+def test_other_subcommands_do_not_import_duckdb_or_mcp(logs_dir):
+    code = ("import sys\nfrom iolens.cli.main import main\n"
+            f"try:\n    main(['info', {str(LOGS / SMALL)!r}])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('duckdb', 'mcp', 'pydantic') if m in sys.modules))")
+    proc = subprocess.run([os.sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

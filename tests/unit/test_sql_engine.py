@@ -213,3 +213,12 @@ def test_every_table_and_column_says_what_it_is():
     assert cat.column_meaning("counters_POSIX", "POSIX_READS") == cat.COUNTER_MEANING
     assert cat.counters_name("MPI-IO") == "counters_MPIIO"
     assert os.path.exists(REPO / "docs" / "mcp.md")
+
+
+def test_an_optional_package_missing_is_one_line_naming_the_extra():
+    from iolens.optional import require
+
+    assert require("duckdb").__name__ == "duckdb"
+    with pytest.raises(LogError) as err:
+        require("duckdb.no_such_part")
+    assert "pip install 'iolens[sql]'" in str(err.value) and "\n" not in str(err.value)

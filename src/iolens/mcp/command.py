@@ -27,6 +27,9 @@ def command(roots, http_port, allow_run, max_rows, max_bytes):
     """
     import os
 
+    from ..optional import require
+
+    require("mcp")  # before the server module, which builds on the SDK's pydantic
     from .server import serve
     from .tools import Roots, State
 

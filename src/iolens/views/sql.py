@@ -73,9 +73,14 @@ class Engine:
 
     def _check_locked(self) -> None:
         """What DuckDB says it allows, checked (not assumed) before any query runs."""
-        allowed = self.con.sql("SELECT current_setting('enable_external_access'), "
-                               "current_setting('allowed_directories'), current_setting('allowed_paths'), "
-                               "current_setting('lock_configuration')").fetchall()[0]
+        try:
+            allowed = self.con.sql("SELECT current_setting('enable_external_access'), "
+                                   "current_setting('allowed_directories'), current_setting('allowed_paths'), "
+                                   "current_setting('lock_configuration')").fetchall()[0]
+        except self.duckdb.Error:
+            self.con.close()
+            raise SqlError(f"iolens sql needs DuckDB 1.2 or newer (this is {self.duckdb.__version__}): "
+                           "pip install -U 'iolens[sql]'") from None
         if allowed[0] or allowed[1] or allowed[2] or not allowed[3]:
             self.con.close()
             raise SqlError(f"DuckDB {self.duckdb.__version__} did not lock down as asked ({allowed}); refusing to "
