@@ -70,8 +70,9 @@ def test_an_agent_lists_the_tools_and_gets_the_cli_numbers(logs_dir, tmp_path):
             assert [(i["code"], i["severity"], i["evidence"]["metrics"]) for i in got["insights"]] == \
                    [(i["code"], i["severity"], i["evidence"]["metrics"]) for i in want["insights"]]
             first = got["insights"][0]
-            metric = first["key_metric"]
-            assert first["sources"][metric].startswith(f"insight {first['code']}, measure {metric}")
+            assert first["numbers_from"].startswith(f"insight {first['code']} (number 0 of iolens diagnose --json)")
+            error, behind = await call(client, "sql", paths=[LOG], query=first["numbers_from"].split("SQL: ")[1])
+            assert dict(behind["rows"]) == first["evidence"]["metrics"]
             # the evidence query runs as given, through the sql tool
             error, evidence = await call(client, "sql", paths=[LOG], query=first["evidence_sql"])
             assert not error and evidence["rows"]

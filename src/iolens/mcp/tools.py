@@ -199,14 +199,14 @@ def diagnose(state: State, path: str, severities=None, thresholds=None, limit=No
     else:
         found = src.insights()
     wanted = set(severities or ("critical", "warning", "info", "ok"))
-    insights = [_traced(i, n) for n, i in enumerate(found) if i["severity"] in wanted]
+    insights = [_traced(i, n, not thresholds) for n, i in enumerate(found) if i["severity"] in wanted]
     payload = {"log": src.label, "schema_version": SCHEMA_VERSION, "insights": insights,
                "source": {"command": "iolens diagnose --json" + "".join(f" -t {k}={v}" for k, v in
                                                                           (thresholds or {}).items()),
                           "codes": "docs/diagnosis.md",
                           "tables": ["insights", "insight_metrics"],
-                          "note": "each metric's source names its insight and measure; evidence_sql re-asks the "
-                                  "trace or counters behind it"}}
+                          "note": "numbers_from names each insight's measures; evidence_sql re-asks the trace or "
+                                  "counters behind it"}}
     return bounded(payload, "insights", state.rows(limit), state.bytes(max_bytes))
 
 
@@ -224,14 +224,16 @@ def _thresholds(values: dict):
     return Thresholds(parsed)
 
 
-def _traced(insight: dict, position: int) -> dict:
-    """An insight with, per metric, where its number comes from, and a query over the evidence."""
-    ev = insight["evidence"]
+def _traced(insight: dict, position: int, default_thresholds: bool = True) -> dict:
+    """An insight with where its numbers come from, and a query over the evidence behind it."""
     code = insight["code"]
     out = dict(insight)
     out["insight"] = position
-    out["sources"] = {m: f"insight {code}, measure {m} (SELECT value FROM insight_metrics WHERE insight = "
-                         f"{position} AND metric = {_sql_text(m)})" for m in ev["metrics"]}
+    out["numbers_from"] = (f"insight {code} (number {position} of iolens diagnose --json): each evidence metric is "
+                           "its measure of that name; " +
+                           (f"SQL: SELECT metric, value FROM insight_metrics WHERE insight = {position}"
+                            if default_thresholds else
+                            "with these thresholds (the insights tables hold the default thresholds' diagnosis)"))
     out["evidence_sql"] = _evidence_sql(insight)
     return out
 
@@ -248,8 +250,8 @@ def _evidence_sql(insight: dict) -> str:
         if ranks:
             where.append(f"s.rank IN ({ranks})")
         if ev.get("time_window"):
-            t0, t1 = ev["time_window"]
-            where.append(f's.start < {t1!r} AND s."end" > {t0!r}')
+            t0, t1 = ev["time_window"]  # rounded to the microsecond: widened by one
+            where.append(f's.start <= {round(t1 + 1e-6, 6)!r} AND s."end" >= {round(t0 - 1e-6, 6)!r}')
         return ("SELECT s.module, s.rank, s.op, count(*) AS ops, sum(s.length) AS bytes, min(s.length) AS smallest, "
                 'max(s.length) AS largest, sum(s."end" - s.start) AS seconds FROM segments s JOIN files f USING '
                 "(file_id)" + (" WHERE " + " AND ".join(where) if where else "") + " GROUP BY ALL ORDER BY ALL")
