@@ -4,9 +4,10 @@ keeps serving, paths confined to --root."""
 from __future__ import annotations
 
 import asyncio
+import shutil
+import sys
 import json
 import os
-import shutil
 
 import pytest
 
@@ -197,3 +198,55 @@ def _listening(port: int) -> list:
                     words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
                     found.append(str(ipaddress.ip_address(words)))
     return found
+
+
+# NOT Darshan: a stand-in preloaded in place of its runtime (none can be installed here), which traces nothing
+# and at exit copies the real log IOLENS_TEST_LOG to where Darshan would write it (tests/test_run.py has the
+# fuller one).
+STAND_IN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((destructor)) static void write_log_at_exit(void) {
+    const char *dir = getenv("DARSHAN_LOG_DIR_PATH"), *src = getenv("IOLENS_TEST_LOG");
+    if (!dir || !src) return;
+    char path[4096], buf[65536];
+    snprintf(path, sizeof path, "%s/tester_prog_id0-%d_11-23-4321-1234567890123456789.darshan", dir, (int)getpid());
+    FILE *in = fopen(src, "rb"), *out = fopen(path, "wb");
+    size_t n;
+    if (!in || !out) return;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+    fclose(in);
+    fclose(out);
+}
+"""
+
+
+def test_run_executes_under_darshan_and_the_log_is_queryable(logs_dir, tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler (cc) to build the Darshan stand-in")
+    import subprocess
+
+    (tmp_path / "standin.c").write_text(STAND_IN)
+    lib = tmp_path / "libdarshan.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "standin.c")], check=True)
+    root = tmp_path / "runs"
+    root.mkdir()
+    params = server("--root", root, "--allow-run")
+    params.env.update(IOLENS_DARSHAN_LIB=str(lib), IOLENS_TEST_LOG=str(LOGS / "generated" / LOG))
+
+    async def session():
+        async with Client(params) as client:
+            error, got = await call(client, "run", output="first.darshan",
+                                    command=[sys.executable, "-c", "import sys; print('NOT-PROTOCOL'); "
+                                                                   "print('to-stderr', file=sys.stderr)"])
+            assert not error, got
+            assert got["log"] == str(root / "first.darshan") and got["returncode"] == 0
+            assert (root / "first.darshan").read_bytes() == (LOGS / "generated" / LOG).read_bytes()
+            assert (root / "first.darshan.stdout.txt").read_text() == "NOT-PROTOCOL\n"
+            assert got["stderr_tail"] == "to-stderr\n"
+            error, again = await call(client, "sql", paths=["first.darshan"], query="SELECT count(*) FROM segments")
+            assert not error and again["rows"] == [[1024]]
+
+    run(session())
