@@ -161,7 +161,8 @@ def _prompt(engine, limit: int) -> None:
     except ImportError:
         pass
     console = Console()
-    console.print(f"iolens sql on {engine.source.label}: tables {', '.join(n for n in engine.source.names() if '-' not in n)}"
+    names = ", ".join(n for n in engine.source.names() if "-" not in n)
+    console.print(f"iolens sql on {engine.source.label}: tables {names}"
                   "\nend a statement with ; (or an empty line); .schema [TABLE] lists columns; .quit leaves",
                   style="dim", highlight=False)
     lines: list = []

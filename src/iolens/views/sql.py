@@ -4,9 +4,9 @@
     result = engine.query("SELECT rank, sum(length) FROM segments GROUP BY rank")   # a `Result`
 
 Safety: the connection runs with external access off (no file, no network: read_csv, COPY, ATTACH, INSTALL/LOAD
-all fail inside DuckDB), no allowed directory or path (checked), no temporary directory, no extension auto-loading, no persistent
-secrets, and its configuration locked; before DuckDB sees a query, only read-only statements are let through
-(SELECT and its forms: WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE; EXPLAIN). Every refusal and every bad
+all fail inside DuckDB), no allowed directory or path (checked), no temporary directory, no extension
+auto-loading, no persistent secrets, and its configuration locked; before DuckDB sees a query, only read-only
+statements are let through (SELECT and its forms: WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE; EXPLAIN). Every refusal and every bad
 query is a `SqlError` (an `iolens.LogError`): one line.
 
 Laziness: a query's table names are found in its text, and only those tables are built and registered (a query
@@ -92,7 +92,8 @@ class Engine:
     # --- what a query reads ------------------------------------------------------------------------
     def tables_in(self, sql: str) -> list:
         """The source's tables a query names (by word, case-insensitive, quoted or not): what to build."""
-        words = {(quoted or bare).lower() for quoted, bare in re.findall(r'"([^"]+)"|([A-Za-z_][A-Za-z0-9_]*)', sql)}
+        found = re.findall(r'"([^"]+)"|([A-Za-z_][A-Za-z0-9_]*)', sql)
+        words = {(quoted or bare).lower() for quoted, bare in found}
         return [n for n in self.source.names() if n.lower() in words]
 
     def register(self, names) -> None:
