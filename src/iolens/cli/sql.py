@@ -131,7 +131,7 @@ def _schema(targets, fmt, output) -> None:
         finally:
             engine.close()
     else:
-        entries = cat.catalogue() + [{**e, "store": True} for e in cat.catalogue(store=True)]
+        entries = cat.catalogue() + cat.catalogue(store=True)
     if fmt == "json" or (output and fmt != "table"):
         import json
 

@@ -284,8 +284,10 @@ def schema_entry(t: Table, columns=None) -> dict:
 
 
 def catalogue(store: bool = False) -> list:
-    """Every table iolens can give (a fleet store's with `store`), as `schema_entry`s."""
-    return [schema_entry(t) for t in (FLEET_CATALOGUE if store else CATALOGUE)]
+    """Every table iolens can give (a fleet store's with `store`, marked so), as `schema_entry`s."""
+    if store:
+        return [{**schema_entry(t), "store": True} for t in FLEET_CATALOGUE]
+    return [schema_entry(t) for t in CATALOGUE]
 
 
 def markdown() -> str:

@@ -39,7 +39,7 @@ def _cell(value) -> str:
 def render_schema(entries: list, console: Console) -> None:
     """Each table: its name, what a row is, and its columns with type and meaning."""
     for e in entries:
-        head = f"[bold]{escape(e['table'])}[/bold]"
+        head = f"[bold]{escape(e['table'])}[/bold]" + (" (a fleet store's)" if e.get("store") else "")
         if e.get("row"):
             head += f"  one row per {escape(e['row'])}: {escape(e['meaning'])}"
         console.print(head)
