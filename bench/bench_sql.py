@@ -50,7 +50,7 @@ def _best(fn, repeat: int) -> tuple:
 
 
 def task_iolens(repeat: int) -> dict:
-    from iolens.views.sources import open_target
+    from iolens.pipeline.sources import open_target
     from iolens.views.sql import Engine
 
     start = time.perf_counter()
@@ -94,7 +94,7 @@ def task_pydarshan(repeat: int) -> dict:
 
 
 def task_lazy(table: str) -> dict:
-    from iolens.views.sources import open_target
+    from iolens.pipeline.sources import open_target
     from iolens.views.sql import Engine
 
     start = time.perf_counter()

@@ -22,6 +22,7 @@ ROOT = "iolens"
 #   analysis/{compare,fleet,runs,run_config}.py build on the diagnosis, which builds on the other analyses.
 ORDER: list[tuple[str, ...]] = [
     ("cli", "mcp"),  # the two faces: the command line and the MCP server for agents (iolens mcp)
+    ("pipeline",),  # what the faces open and judge (pipeline/sources.py: the targets of iolens sql and mcp)
     ("views",),
     ("fleet", "tune"),
     ("jobs",),

@@ -15,7 +15,7 @@ import pytest
 from conftest import IOLENS, LOGS, run_iolens
 
 from iolens.views import tables as cat
-from iolens.views.sources import READ_LIGHT, READ_WHOLE, open_target
+from iolens.pipeline.sources import READ_LIGHT, READ_WHOLE, open_target
 from iolens.views.sql import Engine
 
 SMALL = "generated/fill_rank0.darshan"

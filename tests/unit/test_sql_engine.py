@@ -13,7 +13,7 @@ from iolens.cli.sql import split_args
 from iolens.errors import LogError
 from iolens.mcp.tools import Roots, State, ToolFailure, bounded, size_of
 from iolens.views import tables as cat
-from iolens.views.sources import Source
+from iolens.pipeline.sources import Source
 from iolens.views.sql import Engine, Refused, SqlError, csv_ready, json_value, write_frame
 
 REPO = Path(__file__).resolve().parents[2]

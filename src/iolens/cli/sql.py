@@ -1,11 +1,21 @@
 """`iolens sql TARGET... [QUERY]`: SQL over the tables of logs, a job, a Recorder trace or a fleet store (DuckDB)."""
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import sys
 from contextlib import nullcontext
 
 import click
+from rich.console import Console
+
+from ..errors import LogError
+from ..pipeline.sources import open_target
+from ..views import tables as cat
+from ..views.sql import SUFFIX_FORMAT, Engine, csv_ready, records, write_frame
+from ..views.terminal import make_console
+from ..views.terminal_sql import render_answer, render_schema
 
 SQL_START = ("select", "with", "from", "describe", "show", "summarize", "explain", "values", "table", "pivot",
              "unpivot", "copy", "attach", "install", "load", "set", "pragma", "create", "insert", "update",
@@ -53,8 +63,6 @@ def command(args, schema, fmt, output, limit, quiet):
       iolens sql run.darshan "SELECT code, severity, title FROM insights"
       iolens sql logs/*.darshan "SELECT log, count(*) FROM segments GROUP BY log" -o per_log.parquet
     """
-    from ..views.sql import SUFFIX_FORMAT
-
     targets, query = split_args(args)
     if output and fmt is None:
         fmt = SUFFIX_FORMAT.get(os.path.splitext(output)[1].lower(), "csv")
@@ -65,9 +73,6 @@ def command(args, schema, fmt, output, limit, quiet):
         return
     if not targets:
         raise click.UsageError("give a log (or a job folder, several logs, a fleet store) to query")
-    from ..views.sources import open_target
-    from ..views.sql import Engine
-
     engine = Engine(open_target(targets))
     try:
         if query is None and sys.stdin.isatty():
@@ -81,8 +86,6 @@ def command(args, schema, fmt, output, limit, quiet):
 
 
 def _answer(engine, query: str, fmt, output, limit, quiet) -> None:
-    from ..views.sql import records, write_frame
-
     fmt = fmt or ("table" if sys.stdout.isatty() else "csv")
     shown = limit if limit is not None or fmt != "table" or not sys.stdout.isatty() else PROMPT_ROWS
     with _working(quiet):
@@ -92,17 +95,10 @@ def _answer(engine, query: str, fmt, output, limit, quiet) -> None:
         write_frame(result.frame, "json" if fmt == "table" else fmt, output)
         click.echo(output)
     elif fmt == "table":
-        from ..views.terminal import make_console
-        from ..views.terminal_sql import render_answer
-
         render_answer(result.frame, make_console(), more)
     elif fmt == "csv":
-        from ..views.sql import csv_ready
-
         sys.stdout.write(csv_ready(result.frame).write_csv())
     else:
-        import json
-
         click.echo(json.dumps(records(result.frame), indent=1, allow_nan=False))
     if more and fmt != "table":
         click.echo(f"iolens: note: {result.frame.height:,} of {result.total_rows:,} rows (--limit)", err=True)
@@ -112,18 +108,11 @@ def _working(quiet: bool):
     """A spinner on a terminal's stderr while tables are read and the query runs; nothing when piped."""
     if quiet or not sys.stderr.isatty():
         return nullcontext()
-    from rich.console import Console
-
     return Console(stderr=True).status("reading the tables and running the query", spinner="dots")
 
 
 def _schema(targets, fmt, output) -> None:
-    from ..views import tables as cat
-
     if targets:
-        from ..views.sources import open_target
-        from ..views.sql import Engine
-
         engine = Engine(open_target(targets))
         try:
             with _working(False):
@@ -133,8 +122,6 @@ def _schema(targets, fmt, output) -> None:
     else:
         entries = cat.catalogue() + cat.catalogue(store=True)
     if fmt == "json" or (output and fmt != "table"):
-        import json
-
         text = json.dumps(entries, indent=1)
         if output:
             with open(output, "w") as fh:
@@ -143,21 +130,13 @@ def _schema(targets, fmt, output) -> None:
         else:
             click.echo(text)
         return
-    from ..views.terminal import make_console
-    from ..views.terminal_sql import render_schema
-
     render_schema(entries, make_console())
 
 
 def _prompt(engine, limit: int) -> None:
     """Read statements (ending with `;`, or a blank line) until .quit or end of input; the tables stay loaded."""
-    from rich.console import Console
-
-    from ..errors import LogError
-    from ..views.terminal_sql import render_answer, render_schema
-
     try:
-        import readline  # noqa: F401  (line editing and history for input())
+        importlib.import_module("readline")  # line editing and history for input(), loaded for the prompt only
     except ImportError:
         pass
     console = Console()

@@ -1,9 +1,13 @@
 """`iolens mcp [--root DIR]... [--http PORT] [--allow-run]`: serve iolens to AI agents over MCP."""
 from __future__ import annotations
 
+import importlib
+import os
+
 import click
 
-from .tools import MAX_BYTES, MAX_ROWS
+from ..optional import require
+from .tools import MAX_BYTES, MAX_ROWS, Roots, State
 
 
 @click.command("mcp")
@@ -25,13 +29,7 @@ def command(roots, http_port, allow_run, max_rows, max_bytes):
     tune, knobs (these execute commands). Every result is bounded (rows, bytes) and names where its numbers come
     from. Register it in an MCP client as the command `iolens mcp --root /path/to/logs` (docs/mcp.md).
     """
-    import os
-
-    from ..optional import require
-
-    require("mcp")  # before the server module, which builds on the SDK's pydantic
-    from .server import serve
-    from .tools import Roots, State
-
+    require("mcp")  # one line naming the extra when the SDK is missing
+    server = importlib.import_module(".server", __package__)  # built on the SDK: loaded by name once it is there
     state = State(Roots(roots or [os.getcwd()]), allow_run=allow_run, max_rows=max_rows, max_bytes=max_bytes)
-    serve(state, http_port)
+    server.serve(state, http_port)

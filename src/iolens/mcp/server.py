@@ -3,7 +3,8 @@
 Tools (JSON schemas from the signatures below; results are structured JSON): info, files, diagnose, sql, schema,
 compare, timeline, jobs; with --allow-run also run, tune and knobs, which execute commands. Their work is in
 tools.py; here they are declared, and every failure becomes an MCP error result (one line) while the server keeps
-serving.
+serving. This module needs the `mcp` extra (the SDK, and pydantic with it): `iolens mcp` loads it by name once
+`optional.require("mcp")` has found the SDK.
 """
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ import os
 import sys
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field
+from pydantic import Field  # the SDK's own dependency: present whenever the mcp extra is
 
 from ..errors import LogError
 from ..optional import require
 from ..version import __version__
 from . import tools
+
+MCPServer = require("mcp.server.mcpserver").MCPServer
+ToolError = require("mcp.server.mcpserver.exceptions").ToolError
+ToolAnnotations = require("mcp.types").ToolAnnotations
 
 INSTRUCTIONS = """iolens reads HPC I/O traces (Darshan logs with DXT, Recorder traces, a job's folder of logs, a fleet
 store) and answers from its own numbers. To explain why a job is slow: call `diagnose` on its log, then check the
@@ -39,11 +44,6 @@ Result = dict[str, Any]
 
 def build(state: tools.State):
     """The MCPServer with iolens' tools bound to `state`."""
-    require("mcp")
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp_types import ToolAnnotations
-
     server = MCPServer("iolens", title="iolens", version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)

@@ -13,7 +13,22 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import polars as pl
+
+from ..analysis.diagnosis import Thresholds
+from ..analysis.diagnosis.insight import SCHEMA_VERSION
+from ..analysis.diagnosis.thresholds import parse_assignment
+from ..collect.run import RunError
+from ..collect.run import run as run_command
 from ..errors import LogError
+from ..fleet.store import data_files
+from ..knobs import FIXED, KnobError, parse_setting
+from ..knobs.registry import ROMIO_DOMAINS
+from ..pipeline.sources import compare_targets, describe_jobs, diagnosis, open_target
+from ..tune import Events, Options, TuneError
+from ..tune import tune as run_study
+from ..views import tables as cat
+from ..views.sql import Engine, json_rows, json_value
 
 DEFAULT_ROWS = 100
 MAX_ROWS = 5000
@@ -82,8 +97,6 @@ class State:
 
     def source(self, paths):
         """The opened target of these paths (resolved and confined), kept for the next calls (a few at most)."""
-        from ..views.sources import open_target
-
         if isinstance(paths, str):
             paths = [paths]
         if not paths:
@@ -104,8 +117,6 @@ class State:
         """A fleet store's Delta log names its data files: they must be inside the roots too."""
         if not source.store:
             return
-        from ..fleet.store import data_files
-
         for table in source.names():
             for f in data_files(source.label, table):
                 if not self.roots.inside(os.path.realpath(f)):
@@ -167,10 +178,6 @@ def info(state: State, path: str, max_bytes=None) -> dict:
 
 
 def files(state: State, path: str, sort: str = "bytes", limit=None, max_bytes=None) -> dict:
-    import polars as pl
-
-    from ..views.sql import json_value
-
     src = state.source(path)
     table = src.file_rows()
     if sort == "name":
@@ -190,9 +197,6 @@ def files(state: State, path: str, sort: str = "bytes", limit=None, max_bytes=No
 
 
 def diagnose(state: State, path: str, severities=None, thresholds=None, limit=None, max_bytes=None) -> dict:
-    from ..analysis.diagnosis.insight import SCHEMA_VERSION
-    from ..views.sources import diagnosis
-
     src = state.source(path)
     if thresholds:
         found = diagnosis(src.log(), _thresholds(thresholds))
@@ -211,9 +215,6 @@ def diagnose(state: State, path: str, severities=None, thresholds=None, limit=No
 
 
 def _thresholds(values: dict):
-    from ..analysis.diagnosis import Thresholds
-    from ..analysis.diagnosis.thresholds import parse_assignment
-
     parsed = {}
     for k, v in values.items():
         try:
@@ -261,8 +262,6 @@ def _evidence_sql(insight: dict) -> str:
 
 
 def sql(state: State, paths, query: str, limit=None, max_bytes=None) -> dict:
-    from ..views.sql import Engine, json_rows
-
     src = state.source(paths)
     engine = Engine(src)
     try:
@@ -279,11 +278,7 @@ def sql(state: State, paths, query: str, limit=None, max_bytes=None) -> dict:
 
 
 def schema(state: State, paths=None, table: str | None = None, max_bytes=None) -> dict:
-    from ..views import tables as cat
-
     if paths:
-        from ..views.sql import Engine
-
         src = state.source(paths)
         engine = Engine(src)
         try:
@@ -335,8 +330,6 @@ def timeline(state: State, path: str, start=None, end=None, rank_from=None, rank
 
 
 def compare(state: State, paths, labels=None, baseline_runs: int = 1, max_bytes=None) -> dict:
-    from ..views.sources import compare_targets
-
     if not isinstance(paths, list) or len(paths) < 2:
         raise ToolFailure("compare needs at least two paths: the baseline first")
     sources = [state.source(p) for p in paths]
@@ -350,8 +343,6 @@ def compare(state: State, paths, labels=None, baseline_runs: int = 1, max_bytes=
 
 
 def jobs(state: State, paths, limit=None, max_bytes=None) -> dict:
-    from ..views.sources import describe_jobs
-
     if isinstance(paths, str):
         paths = [paths]
     real = [state.roots.resolve(p) for p in paths]
@@ -363,8 +354,6 @@ def jobs(state: State, paths, limit=None, max_bytes=None) -> dict:
 
 def _plain(value):
     """JSON-ready: numpy scalars, tuples and sets as plain values; NaN and infinities as null."""
-    from ..views.sql import json_value
-
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
@@ -376,9 +365,6 @@ def _plain(value):
 
 # --- the tools that execute commands (--allow-run) -------------------------------------------------------
 def knobs(state: State) -> dict:
-    from ..knobs import FIXED
-    from ..knobs.registry import ROMIO_DOMAINS
-
     rows = [{"name": k.name, "kind": k.kind, "sets": k.call, "help": k.help, "try": [str(v) for v in k.domain]}
             for k in FIXED.values()]
     rows += [{"name": f"romio.{h}", "kind": "text", "sets": "ROMIO_HINTS", "help": "a ROMIO hint",
@@ -390,9 +376,6 @@ def knobs(state: State) -> dict:
 def run(state: State, command: list, output: str, settings=None, env=None, dxt: bool = True,
         timeout: float = 600.0, max_bytes=None) -> dict:
     """Run `command` under Darshan (as `iolens run`); its log goes to `output`, inside a root."""
-    from ..collect.run import RunError, run as run_command
-    from ..knobs import KnobError, parse_setting
-
     _check_run(state, command)
     target = state.roots.resolve(output, must_exist=False)
     try:
@@ -419,9 +402,6 @@ def run(state: State, command: list, output: str, settings=None, env=None, dxt: 
 def tune(state: State, command: list, output: str, budget: int = 12, repeats: int = 2, space: str | None = None,
          objective: str = "io", trial_timeout: float | None = None, max_bytes=None) -> dict:
     """Search the command's knobs (as `iolens tune`); the study folder `output` must be inside a root."""
-    from ..tune import Events, Options, TuneError
-    from ..tune import tune as run_study
-
     _check_run(state, command)
     folder = state.roots.resolve(output, must_exist=False)
     space_file = state.roots.resolve(space) if space else None

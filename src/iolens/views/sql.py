@@ -10,12 +10,18 @@ statements are let through (SELECT and its forms: WITH, FROM, VALUES, DESCRIBE, 
 query is a `SqlError` (an `iolens.LogError`): one line.
 
 Laziness: a query's table names are found in its text, and only those tables are built and registered (a query
-on `files` of a Darshan log never decodes its DXT trace; see views/sources.py). The tables reach DuckDB through
+on `files` of a Darshan log never decodes its DXT trace; see pipeline/sources.py). The tables reach DuckDB through
 the Arrow C stream interface: polars exports its buffers, DuckDB scans them, nothing is copied into DuckDB.
 """
 from __future__ import annotations
 
+import datetime
+import decimal
+import json
+import math
+import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -59,7 +65,7 @@ class Result:
 
 
 class Engine:
-    """One DuckDB connection over one `Source` (views/sources.py); tables stay registered between queries."""
+    """One DuckDB connection over one `Source` (pipeline/sources.py); tables stay registered between queries."""
 
     def __init__(self, source):
         duckdb = require("duckdb")
@@ -227,10 +233,6 @@ SUFFIX_FORMAT = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "
 
 def json_value(value):
     """A cell as plain JSON: decimals (DuckDB's sums of integers) as int or float, dates and others as text."""
-    import datetime
-    import decimal
-    import math
-
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -255,10 +257,6 @@ def json_rows(frame: pl.DataFrame) -> list:
 
 def write_frame(frame: pl.DataFrame, fmt: str, path) -> None:
     """Write an answer to `path` whole or not at all (a temporary name beside it, renamed when done)."""
-    import json
-    import os
-    import tempfile
-
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".iolens-sql-", dir=directory)
     os.close(fd)
@@ -290,7 +288,5 @@ def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
     nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
     if not nested:
         return frame
-    import json
-
     return frame.with_columns([pl.Series(c, [None if v is None else json.dumps(json_value(v))
                                              for v in frame[c].to_list()], dtype=pl.String) for c in nested])

@@ -17,7 +17,7 @@ from ..analysis.measures import log_counters, per_rank_sum, record_io_time
 from ..model.darshan import LAYER_BY_MODULE
 
 # What a table needs read before it can be built (a single Darshan log is read in two steps: see
-# views/sources.py): the log's counters and names only, its DXT trace too, the diagnosis, a job, a fleet store.
+# pipeline/sources.py): the log's counters and names only, its DXT trace too, the diagnosis, a job, a fleet store.
 LIGHT, TRACE, DIAGNOSIS, JOB, STORE = "light", "trace", "diagnosis", "job", "store"
 
 

@@ -4,7 +4,8 @@ logs), several of those, or a fleet store; each giving its tables by name, built
 `open_target` is the one place that opens targets with today's API (iolens.read, jobs.load_job, the reader's
 region selection, the diagnosis, the fleet store); SQL (views/sql.py), the CLI and the MCP server only call it and
 the `Source` it returns. When the pipeline API (`iolens.open(target)`, `pipeline.diagnose`, a `tables()` of every
-log kind) lands, this module is what switches to it.
+log kind) lands beside this module, this module is what switches to it. (It sits in the pipeline layer: it judges
+logs, which no view may do.)
 
 A single Darshan log is read in two steps so that a query that touches only `files`, `job`, `counters_*`,
 `ranks`, ... never inflates or decodes the DXT trace: first every region but the DXT modules, then, when a
@@ -17,8 +18,19 @@ from functools import cached_property
 
 import polars as pl
 
+from ..analysis.compare import compare
+from ..analysis.diagnosis import Thresholds, diagnose
+from ..analysis.files import file_table
+from ..analysis.summary import job_summary
 from ..errors import LogError
-from . import tables as cat
+from ..fleet import store as fleet_store
+from ..jobs import describe, diagnose_job, find_jobs, load_job
+from ..model import Log, read
+from ..reader.counters import LAYOUTS
+from ..reader.log import read_raw
+from ..reader.recorder import is_recorder_trace
+from ..views import tables as cat
+from ..views.export import conflicts_table
 
 READ_WHOLE = "whole"  # Source.reads entries: what was read, in order ("light": every region but DXT's)
 READ_LIGHT = "light"
@@ -40,24 +52,15 @@ def open_target(paths, progress=None) -> "Source":
 
 
 def _open_one(path: str, progress=None) -> "Source":
-    from ..fleet.store import TABLES, is_table, old_layout
-    from ..reader.recorder import is_recorder_trace
-
     if not os.path.exists(path):
         raise LogError("no such file or directory", path)
-    if os.path.isdir(path) and any(is_table(path, t) for t in TABLES):
+    if os.path.isdir(path) and any(fleet_store.is_table(path, t) for t in fleet_store.TABLES):
         return StoreSource(path)
-    if os.path.isdir(path) and old_layout(path):
-        from ..fleet.store import check_store
-
-        check_store(path)  # raises its one line
+    if os.path.isdir(path) and fleet_store.old_layout(path):
+        fleet_store.check_store(path)  # raises its one line
     if is_recorder_trace(path):
-        from ..model import read
-
         return ParsedSource(path, read(path, progress), "recorder")
     if os.path.isdir(path):
-        from ..jobs import load_job
-
         return ParsedSource(path, load_job([path], "iolens sql"), "job")
     return DarshanSource(path, progress)
 
@@ -98,13 +101,9 @@ class Source:
         return self._insights
 
     def summary(self) -> dict:
-        from ..analysis.summary import job_summary
-
         return job_summary(self.log())
 
     def file_rows(self) -> pl.DataFrame:
-        from ..analysis.files import file_table
-
         return file_table(self.log())
 
     def _build(self, name: str) -> pl.DataFrame:
@@ -117,27 +116,19 @@ class Source:
 
 def diagnosis(log, thresholds=None) -> list:
     """`iolens diagnose --json`'s insights of a log or a job (a job's: step by step, each naming its step)."""
-    from ..analysis.diagnosis import Thresholds, diagnose
-
     th = thresholds if isinstance(thresholds, Thresholds) else Thresholds(thresholds or {})
     if hasattr(log, "processes"):
-        from ..jobs import diagnose_job
-
         return diagnose_job(log, lambda step_log: [i.to_dict() for i in diagnose(step_log, th)])
     return [i.to_dict() for i in diagnose(log, th)]
 
 
 def compare_targets(sources: list, labels=None, baseline_runs: int = 1) -> dict:
     """`iolens compare --json` of opened targets, the first the baseline."""
-    from ..analysis.compare import compare
-
     return compare(*[s.log() for s in sources], labels=labels or None, baseline_runs=baseline_runs)
 
 
 def describe_jobs(paths: list) -> dict:
     """`iolens jobs --json` of logs, folders or globs (unreadable logs listed, not raised)."""
-    from ..jobs import describe, find_jobs
-
     unreadable: list = []
     return describe(find_jobs(paths, unreadable=unreadable), unreadable)
 
@@ -167,8 +158,6 @@ def _build(name: str, log, source: Source) -> pl.DataFrame:
         module = next(m for m in log.counters if name in (cat.counters_name(m), f"counters_{m}"))
         return log.counters[module]
     if name == "conflicts":
-        from .export import conflicts_table
-
         return conflicts_table(log, log.segments)
     if name == "job":
         return cat.job_table(log)
@@ -183,8 +172,6 @@ def _build(name: str, log, source: Source) -> pl.DataFrame:
     if name == "processes":
         return cat.processes_table(log)
     if name == "steps":
-        from ..jobs import describe
-
         return cat.steps_table(describe([log.group])["jobs"][0]["steps"])
     raise LogError(f"no table {name!r}")
 
@@ -201,10 +188,6 @@ class DarshanSource(Source):
 
     @cached_property
     def _light(self):
-        from ..model import Log
-        from ..reader.counters import LAYOUTS
-        from ..reader.log import read_raw
-
         self.reads.append(READ_LIGHT)
         return Log(read_raw(self.path, regions={"names", "LUSTRE", "HEATMAP", *LAYOUTS}))
 
@@ -213,8 +196,6 @@ class DarshanSource(Source):
 
     def log(self):
         if self._whole is None:
-            from ..model import read
-
             self.reads.append(READ_WHOLE)
             self._whole = read(self.path, self.progress)
         return self._whole
@@ -276,11 +257,7 @@ class StoreSource(Source):
     store = True
 
     def names(self) -> list:
-        from ..fleet.store import TABLES, is_table
-
-        return [t for t in TABLES if is_table(self.label, t)]
+        return [t for t in fleet_store.TABLES if fleet_store.is_table(self.label, t)]
 
     def _build(self, name: str) -> pl.DataFrame:
-        from ..fleet.store import read
-
-        return read(self.label, name)
+        return fleet_store.read(self.label, name)
