@@ -24,15 +24,17 @@ MCPServer = require("mcp.server.mcpserver").MCPServer
 ToolError = require("mcp.server.mcpserver.exceptions").ToolError
 ToolAnnotations = require("mcp.types").ToolAnnotations
 
-INSTRUCTIONS = """iolens reads HPC I/O traces (Darshan logs with DXT, Recorder traces, a job's folder of logs, a fleet
-store) and answers from its own numbers. To explain why a job is slow: call `diagnose` on its log, then check the
-evidence with `sql` (each insight gives an `evidence_sql` query and, per metric, where the number comes from), or
-`timeline` for the operations in a time and rank window. `schema` lists the tables and columns `sql` can read.
+INSTRUCTIONS = """iolens reads HPC I/O traces (Darshan logs with DXT, Recorder and DFTracer traces, a job's folder of
+logs, a fleet store) and answers from its own numbers. To explain why a job is slow: call `diagnose` on its log,
+then check the evidence with `sql` (each insight gives an `evidence_sql` query and, per metric, where the number
+comes from), or `timeline` for the operations in a time and rank window. `schema` lists the tables and columns
+`sql` can read (a DFTracer trace's application events are in `spans`, its calls in `calls`).
 Results are bounded: lower `limit`/`max_bytes` to receive less; `truncated` says when rows were left out. Paths
 are resolved on the server, inside the directories it was started with."""
 
-Path = Annotated[str, Field(description="A Darshan log, a Recorder trace folder, a folder of one job's logs, or a "
-                                        "fleet store; relative to the server's first root directory.")]
+Path = Annotated[str, Field(description="A Darshan log, a Recorder trace folder, a DFTracer trace (file or folder), "
+                                        "a folder of one job's logs, or a fleet store; relative to the server's "
+                                        "first root directory.")]
 Paths = Annotated[list[str], Field(description="One or more paths (several logs: each table gets a column `log`).",
                                    min_length=1)]
 Limit = Annotated[Optional[int], Field(description=f"At most this many rows/items (default {tools.DEFAULT_ROWS}; "
@@ -92,7 +94,8 @@ def build(state: tools.State):
             query: Annotated[str, Field(description="One read-only statement (SELECT, WITH, DESCRIBE, SUMMARIZE, "
                                                     "EXPLAIN) over the tables the schema tool lists.")],
             limit: Limit = None, max_bytes: MaxBytes = None) -> Result:
-        """Run SQL (DuckDB) over the tables of logs, a job, a Recorder trace or a fleet store: columns with types,
+        """Run SQL (DuckDB) over the tables of logs, a job, a Recorder or DFTracer trace (its calls and spans too) or
+        a fleet store: columns with types,
         rows, whether it was cut, and the query and tables the numbers come from. Files, network, extensions and
         settings are refused."""
         return tools.sql(state, paths, query, limit, max_bytes)

@@ -17,6 +17,7 @@ import polars as pl
 
 from ..analysis.diagnosis import Thresholds
 from ..analysis.diagnosis.insight import SCHEMA_VERSION
+from ..analysis.files import file_table
 from ..analysis.diagnosis.thresholds import parse_assignment
 from ..collect.run import RunError
 from ..collect.run import run as run_command
@@ -24,7 +25,10 @@ from ..errors import LogError
 from ..fleet.store import data_files
 from ..knobs import FIXED, KnobError, parse_setting
 from ..knobs.registry import ROMIO_DOMAINS
-from ..pipeline.sources import compare_targets, describe_jobs, diagnosis, open_target
+from ..pipeline.judge import diagnose as judge
+from ..pipeline.read import describe_jobs, summary
+from ..pipeline.render import compare as compare_runs
+from ..pipeline.sources import open_target
 from ..tune import Events, Options, TuneError
 from ..tune import tune as run_study
 from ..views import tables as cat
@@ -168,7 +172,7 @@ def _sql_text(value: str) -> str:
 # --- the read-only tools ----------------------------------------------------------------------------------
 def info(state: State, path: str, max_bytes=None) -> dict:
     src = state.source(path)
-    payload = {"log": src.label, "summary": _plain(src.summary()),
+    payload = {"log": src.label, "summary": _plain(summary(src.log())),
                "source": {"command": "iolens info --json", "measures": "docs/measures.md",
                           "tables": ["job", "modules", "ranks", "counters_<MODULE>"]}}
     if size_of(payload) > state.bytes(max_bytes):
@@ -179,7 +183,7 @@ def info(state: State, path: str, max_bytes=None) -> dict:
 
 def files(state: State, path: str, sort: str = "bytes", limit=None, max_bytes=None) -> dict:
     src = state.source(path)
-    table = src.file_rows()
+    table = file_table(src.log())
     if sort == "name":
         table = table.sort("name")
     elif sort != "bytes":
@@ -199,7 +203,7 @@ def files(state: State, path: str, sort: str = "bytes", limit=None, max_bytes=No
 def diagnose(state: State, path: str, severities=None, thresholds=None, limit=None, max_bytes=None) -> dict:
     src = state.source(path)
     if thresholds:
-        found = diagnosis(src.log(), _thresholds(thresholds))
+        found = judge(src.log(), _thresholds(thresholds))
     else:
         found = src.insights()
     wanted = set(severities or ("critical", "warning", "info", "ok"))
@@ -333,7 +337,7 @@ def compare(state: State, paths, labels=None, baseline_runs: int = 1, max_bytes=
     if not isinstance(paths, list) or len(paths) < 2:
         raise ToolFailure("compare needs at least two paths: the baseline first")
     sources = [state.source(p) for p in paths]
-    result = _plain(compare_targets(sources, labels=labels, baseline_runs=baseline_runs))
+    result = _plain(compare_runs(*[s.log() for s in sources], labels=labels or None, baseline_runs=baseline_runs))
     payload = {"comparison": result,
                "source": {"command": "iolens compare --json " + " ".join(s.label for s in sources),
                           "measures": "docs/compare.md, docs/measures.md"}}

@@ -1,11 +1,12 @@
-"""What `iolens sql` and `iolens mcp` are pointed at, opened: a log, a Recorder trace, a job (a folder of one job's
-logs), several of those, or a fleet store; each giving its tables by name, built on first use.
+"""What `iolens sql` and `iolens mcp` are pointed at, opened: a Darshan log, a Recorder trace, a DFTracer trace, a
+job (a folder of one job's logs), several of those, or a fleet store; each giving its tables by name, built on
+first use.
 
-`open_target` is the one place that opens targets with today's API (iolens.read, jobs.load_job, the reader's
-region selection, the diagnosis, the fleet store); SQL (views/sql.py), the CLI and the MCP server only call it and
-the `Source` it returns. When the pipeline API (`iolens.open(target)`, `pipeline.diagnose`, a `tables()` of every
-log kind) lands beside this module, this module is what switches to it. (It sits in the pipeline layer: it judges
-logs, which no view may do.)
+A target is opened as `iolens.open` opens it (read.py) and judged as `iolens.diagnose` judges it (judge.py); its
+tables are the Log contract's (`tables()`: the core ones, `processes` and the source's `extra_tables()`, such as a
+Recorder trace's `calls`, a DFTracer trace's `calls` and `spans`, a job's `steps`) under the names `iolens export`
+writes, plus what SQL adds (views/tables.py: `job`, `modules`, `ranks`, `insights`, ...). Nothing here asks which
+kind of log it holds; the one exception is how a single Darshan log is read:
 
 A single Darshan log is read in two steps so that a query that touches only `files`, `job`, `counters_*`,
 `ranks`, ... never inflates or decodes the DXT trace: first every region but the DXT modules, then, when a
@@ -18,28 +19,27 @@ from functools import cached_property
 
 import polars as pl
 
-from ..analysis.compare import compare
-from ..analysis.diagnosis import Thresholds, diagnose
-from ..analysis.files import file_table
-from ..analysis.summary import job_summary
 from ..errors import LogError
 from ..fleet import store as fleet_store
-from ..jobs import describe, diagnose_job, find_jobs, load_job
-from ..model import Log, read
+from ..model import Log
 from ..reader.counters import LAYOUTS
+from ..reader.dftracer import is_dftracer_trace
 from ..reader.log import read_raw
 from ..reader.recorder import is_recorder_trace
 from ..views import tables as cat
 from ..views.export import conflicts_table
+from .judge import diagnose
+from .read import open as open_log
 
 READ_WHOLE = "whole"  # Source.reads entries: what was read, in order ("light": every region but DXT's)
 READ_LIGHT = "light"
+WHAT = "iolens sql"  # the command a job folder's one-line errors name
 
 
 def open_target(paths, progress=None) -> "Source":
-    """THE adapter: `paths` (one or several logs, Recorder trace folders, job folders, or one fleet store) ->
-    a `Source`. Raises LogError (one line) when a path cannot be opened; nothing is read before a table needs it
-    (a fleet store and a job folder are opened at once: their layout is what they are)."""
+    """THE adapter: `paths` (one or several logs, trace folders, job folders, or one fleet store) -> a `Source`.
+    Raises LogError (one line) when a path cannot be opened; a single Darshan log is not read before a table
+    needs it (the others are read when opened: their layout is what they are)."""
     paths = [str(p) for p in paths]
     if not paths:
         raise LogError("no log given")
@@ -58,11 +58,14 @@ def _open_one(path: str, progress=None) -> "Source":
         return StoreSource(path)
     if os.path.isdir(path) and fleet_store.old_layout(path):
         fleet_store.check_store(path)  # raises its one line
-    if is_recorder_trace(path):
-        return ParsedSource(path, read(path, progress), "recorder")
-    if os.path.isdir(path):
-        return ParsedSource(path, load_job([path], "iolens sql"), "job")
-    return DarshanSource(path, progress)
+    if _darshan_file(path):
+        return DarshanSource(path, progress)
+    return LogSource(path, open_log(path, progress, WHAT))
+
+
+def _darshan_file(path: str) -> bool:
+    """A file `iolens.open` reads as one Darshan log (read.open: neither a folder nor another format's trace)."""
+    return os.path.isfile(path) and not is_recorder_trace(path) and not is_dftracer_trace(path)
 
 
 class Source:
@@ -91,49 +94,26 @@ class Source:
 
     # what the CLI's other subcommands print, for the MCP tools
     def log(self):
-        """The whole log object (a `Log`, a job's `JobLog`, a `RecorderTrace`)."""
+        """The whole log, as `iolens.open` gives it (a log of the Log contract)."""
         raise LogError("a fleet store has no single log: query its tables", self.label)
 
     def insights(self) -> list:
         """The insights as `iolens diagnose --json` lists them (default thresholds)."""
         if self._insights is None:
-            self._insights = diagnosis(self.log())
+            self._insights = diagnose(self.log())
         return self._insights
 
-    def summary(self) -> dict:
-        return job_summary(self.log())
-
-    def file_rows(self) -> pl.DataFrame:
-        return file_table(self.log())
-
     def _build(self, name: str) -> pl.DataFrame:
-        log = self.log() if cat.describe(name) and cat.describe(name).needs != cat.LIGHT else self._counters_log()
+        entry = cat.describe(name)
+        log = self._counters_log() if entry is not None and entry.needs == cat.LIGHT else self.log()
         return _build(name, log, self)
 
     def _counters_log(self):
         return self.log()
 
 
-def diagnosis(log, thresholds=None) -> list:
-    """`iolens diagnose --json`'s insights of a log or a job (a job's: step by step, each naming its step)."""
-    th = thresholds if isinstance(thresholds, Thresholds) else Thresholds(thresholds or {})
-    if hasattr(log, "processes"):
-        return diagnose_job(log, lambda step_log: [i.to_dict() for i in diagnose(step_log, th)])
-    return [i.to_dict() for i in diagnose(log, th)]
-
-
-def compare_targets(sources: list, labels=None, baseline_runs: int = 1) -> dict:
-    """`iolens compare --json` of opened targets, the first the baseline."""
-    return compare(*[s.log() for s in sources], labels=labels or None, baseline_runs=baseline_runs)
-
-
-def describe_jobs(paths: list) -> dict:
-    """`iolens jobs --json` of logs, folders or globs (unreadable logs listed, not raised)."""
-    unreadable: list = []
-    return describe(find_jobs(paths, unreadable=unreadable), unreadable)
-
-
-def _names_of(log, trace: bool, extra=()) -> list:
+def _names_of(log, trace: bool) -> list:
+    """The tables of a log (of the Log contract) by name: export's (views/export.py), then SQL's own."""
     names = ["job", "modules", "files"]
     names += [cat.counters_name(m) for m in log.counters]
     if "MPI-IO" in log.counters:
@@ -144,16 +124,17 @@ def _names_of(log, trace: bool, extra=()) -> list:
         names.append("lustre")
     if not log.heatmap.is_empty():
         names.append("heatmap")
-    if getattr(log, "calls", None) is not None:
-        names.append("calls")
-    return names + ["ranks", "insights", "insight_metrics", *extra]
+    if log.provenance.processes:  # which rank is which process (a job's, a DFTracer trace's main and workers)
+        names.append("processes")
+    names += [n for n in log.extra_tables() if n not in names]
+    return names + ["ranks", "insights", "insight_metrics"]
 
 
 def _build(name: str, log, source: Source) -> pl.DataFrame:
-    simple = {"files": "files", "dxt_records": "dxt_records", "segments": "segments", "lustre": "lustre",
-              "heatmap": "heatmap", "calls": "calls"}
-    if name in simple:
-        return getattr(log, simple[name])
+    core = {"files": "files", "dxt_records": "dxt_records", "segments": "segments", "lustre": "lustre",
+            "heatmap": "heatmap", "processes": "processes"}
+    if name in core:
+        return getattr(log, core[name])
     if name.startswith("counters_"):
         module = next(m for m in log.counters if name in (cat.counters_name(m), f"counters_{m}"))
         return log.counters[module]
@@ -169,10 +150,9 @@ def _build(name: str, log, source: Source) -> pl.DataFrame:
         return cat.insights_table(source.insights())
     if name == "insight_metrics":
         return cat.insight_metrics_table(source.insights())
-    if name == "processes":
-        return cat.processes_table(log)
-    if name == "steps":
-        return cat.steps_table(describe([log.group])["jobs"][0]["steps"])
+    extra = log.extra_tables()
+    if name in extra:
+        return extra[name]
     raise LogError(f"no table {name!r}")
 
 
@@ -197,7 +177,7 @@ class DarshanSource(Source):
     def log(self):
         if self._whole is None:
             self.reads.append(READ_WHOLE)
-            self._whole = read(self.path, self.progress)
+            self._whole = open_log(self.path, self.progress, WHAT)
         return self._whole
 
     def names(self) -> list:
@@ -206,20 +186,22 @@ class DarshanSource(Source):
         return _names_of(light, trace)
 
 
-class ParsedSource(Source):
-    """A log read whole at once: a Recorder trace (kind recorder) or a job folder merged into one (kind job)."""
+class LogSource(Source):
+    """A target read whole when opened: a Recorder or DFTracer trace, or a job's logs merged into one."""
 
-    def __init__(self, path: str, log, kind: str):
+    def __init__(self, path: str, log):
         super().__init__(path)
-        self.kind = kind
         self._log = log
 
     def log(self):
         return self._log
 
+    @cached_property
+    def _names(self) -> list:
+        return _names_of(self._log, self._log.has_dxt)
+
     def names(self) -> list:
-        extra = ("processes", "steps") if self.kind == "job" else ()
-        return _names_of(self._log, self._log.has_dxt, extra)
+        return self._names
 
 
 class ManySources(Source):

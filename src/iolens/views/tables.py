@@ -1,9 +1,11 @@
 """Every table iolens gives SQL and agents: names, columns with types and a one-line meaning, and how each is built.
 
 `CATALOGUE` is the one place `iolens sql --schema`, docs/sql.md (`markdown()`, checked by a test) and the MCP
-`schema` tool read. The tables keep the names and columns `iolens export` writes (views/export.py), plus the
-diagnosis (`insights`, `insight_metrics`), per-rank measures (`ranks`), the log's modules, a job's `processes` and
-`steps`, and a fleet store's own tables. Types are DuckDB's names for them (what `DESCRIBE` shows).
+`schema` tool read. The tables keep the names and columns `iolens export` writes (views/export.py: the Log
+contract's tables, `processes` and the sources' extra tables: a Recorder or DFTracer trace's `calls`, a DFTracer
+trace's `spans`, a job's `steps`), plus the diagnosis (`insights`, `insight_metrics`), per-rank measures
+(`ranks`), the log's `job` and `modules`, and a fleet store's own tables. A table whose columns differ by source
+lists them all, each saying whose it is. Types are DuckDB's names for them (what `DESCRIBE` shows).
 """
 from __future__ import annotations
 
@@ -151,22 +153,46 @@ CATALOGUE: tuple = (
         ("write_bytes", "BIGINT", "bytes written in the bin"),
         ("read_bytes", "BIGINT", "bytes read in the bin"),
     )),
-    Table("calls", "traced call (Recorder trace)", "every call Recorder traced, with its arguments", _cols(
-        ("rank", "BIGINT", "rank"),
-        ("seq", "BIGINT", "order of the call on its rank"),
-        ("func", "VARCHAR", "function called"),
-        ("layer", "VARCHAR", "POSIX, MPI-IO, MPI, HDF5 or user"),
-        ("depth", "BIGINT", "call depth (0: the application's own call)"),
-        ("start", "DOUBLE", "start, s"),
-        ("end", "DOUBLE", "end, s"),
-        ("args", "VARCHAR[]", "arguments as recorded"),
-        ("path", "VARCHAR", "file path, when the call names one"),
-        ("fd", "VARCHAR", "file descriptor or handle"),
-        ("offset", "BIGINT", "offset, bytes"),
-        ("count", "BIGINT", "bytes"),
-        ("whence", "VARCHAR", "lseek whence"),
-        ("comm", "VARCHAR", "MPI communicator"),
-    )),
+    Table("calls", "traced call (Recorder or DFTracer trace)",
+          "every call the trace holds: a Recorder trace's, with its arguments; a DFTracer trace's POSIX and STDIO "
+          "calls, with the file positions they imply (docs/dftracer.md)", _cols(
+              ("rank", "BIGINT", "rank (a DFTracer trace: the process, processes.rank)"),
+              ("seq", "BIGINT", "order of the call on its rank"),
+              ("func", "VARCHAR", "function called"),
+              ("layer", "VARCHAR", "POSIX, MPI-IO, MPI, HDF5 or user (DFTracer: POSIX or STDIO)"),
+              ("depth", "BIGINT", "Recorder: call depth (0: the application's own call)"),
+              ("start", "DOUBLE", "start, s"),
+              ("end", "DOUBLE", "end, s"),
+              ("args", "VARCHAR[]", "Recorder: arguments as recorded"),
+              ("path", "VARCHAR", "file path, when the call names one"),
+              ("fd", "VARCHAR or BIGINT", "file descriptor or handle (Recorder: as text)"),
+              ("offset", "BIGINT", "offset, bytes (DFTracer: given by the call or followed; null: not known)"),
+              ("count", "BIGINT", "Recorder: bytes"),
+              ("whence", "VARCHAR or BIGINT", "lseek/fseek whence (Recorder: as text)"),
+              ("comm", "VARCHAR", "Recorder: MPI communicator"),
+              ("tid", "BIGINT", "DFTracer: thread id"),
+              ("file_id", "UBIGINT", "DFTracer: the file (files.file_id)"),
+              ("ret", "BIGINT", "DFTracer: return value"),
+              ("bytes", "BIGINT", "DFTracer: bytes a read or write moved (null: other calls, failed ones)"),
+              ("offset_source", "VARCHAR", "DFTracer: how the offset is known (call, followed) or why not (not "
+                                           "opened, open twice, append, seek end)"),
+          ), needs=TRACE),
+    Table("spans", "application event (DFTracer trace)",
+          "the application's own events above its I/O: data loader fetches, compute steps, checkpoints, epochs",
+          _cols(
+              ("span_id", "BIGINT", "its row: spans are in (rank, start) order"),
+              ("rank", "BIGINT", "the process (processes.rank)"),
+              ("tid", "BIGINT", "thread id"),
+              ("cat", "VARCHAR", "category the application gave (dataloader, compute, checkpoint, ...)"),
+              ("name", "VARCHAR", "event name (fetch, step, capture, ...)"),
+              ("start", "DOUBLE", "start, s from the job's start"),
+              ("end", "DOUBLE", "end, s"),
+              ("epoch", "BIGINT", "epoch (null where the span has none)"),
+              ("step", "BIGINT", "step (null where the span has none)"),
+              ("parent", "BIGINT", "span_id of the span that encloses it in the same thread (null: none)"),
+              ("depth", "INTEGER", "nesting depth in its thread (0: top)"),
+              ("args", "VARCHAR", "its other arguments, a JSON object (null: none)"),
+          ), needs=TRACE),
     Table("ranks", "(rank, layer)", "per-rank measures from the counters: bytes, operations, time", _cols(
         ("rank", "BIGINT", "rank; -1: shared records Darshan reduced (not one rank's)"),
         ("layer", "VARCHAR", "POSIX, MPI-IO, STDIO, HDF5 or PnetCDF"),
@@ -204,32 +230,33 @@ CATALOGUE: tuple = (
         ("metric", "VARCHAR", "the number's name"),
         ("value", "DOUBLE", "the number"),
     ), needs=DIAGNOSIS),
-    Table("processes", "process of a job", "which rank of a job (a folder of logs) is which process", _cols(
-        ("rank", "BIGINT", "its first rank in the job's numbering"),
-        ("ranks", "BIGINT", "ranks it holds"),
-        ("step", "BIGINT", "step (steps.step)"),
-        ("label", "VARCHAR", "its row in the report: step·rN (MPI rank) or step·pid"),
-        ("exe", "VARCHAR", "program"),
-        ("pid", "BIGINT", "process id"),
-        ("role", "VARCHAR", "rank N, parent, worker or process"),
-        ("log", "VARCHAR", "its log"),
-        ("recovered", "BOOLEAN", "its log was unfinished"),
-        ("offset", "DOUBLE", "its start after the job's, s"),
-        ("step_rank", "BIGINT", "MPI rank inside its step (null outside an MPI launch)"),
-    ), needs=JOB),
+    Table("processes", "rank of a job or of a DFTracer trace",
+          "which rank is which process: a job's (a folder of logs), a DFTracer trace's main process, workers and "
+          "helpers", _cols(
+              ("rank", "BIGINT", "rank (the job's numbering; a DFTracer trace: one per process)"),
+              ("label", "VARCHAR", "how findings name it: rank N (an MPI rank, numbered in its step) or its role "
+                                   "and pid (worker pid 4723)"),
+              ("host", "VARCHAR", "node"),
+              ("pid", "BIGINT", "process id"),
+              ("step", "BIGINT", "step (steps.step; 0 for a trace)"),
+              ("role", "VARCHAR", "rank N, parent, worker, process; DFTracer: main, worker or helper"),
+              ("log", "VARCHAR", "its log (a DFTracer trace: its trace file or files)"),
+              ("ppid", "BIGINT", "DFTracer: parent process id"),
+              ("command", "VARCHAR", "DFTracer: command line (null when the trace lost it)"),
+              ("start", "DOUBLE", "DFTracer: first event, s from the job's start"),
+              ("end", "DOUBLE", "DFTracer: last event, s"),
+              ("events", "BIGINT", "DFTracer: events in the trace"),
+              ("lost_events", "BIGINT", "DFTracer: events DFTracer numbered that the trace lacks"),
+          ), needs=TRACE),
     Table("steps", "step of a job", "a job's steps in start order (iolens jobs)", _cols(
-        ("step", "BIGINT", "index, in start order"),
+        ("step", "BIGINT", "index, in start order (processes.step)"),
         ("exe", "VARCHAR", "program"),
         ("command", "VARCHAR", "command line"),
-        ("start", "DOUBLE", "start, epoch s"),
-        ("end", "DOUBLE", "end, epoch s"),
+        ("start", "DOUBLE", "start, s from the job's start"),
+        ("end", "DOUBLE", "end, s from the job's start"),
         ("processes", "BIGINT", "processes"),
-        ("ranks", "BIGINT", "ranks"),
-        ("launcher", "VARCHAR", "mpiexec line, if any"),
-        ("reads", "BIGINT", "read operations"),
-        ("writes", "BIGINT", "write operations"),
-        ("bytes_read", "BIGINT", "bytes read"),
-        ("bytes_written", "BIGINT", "bytes written"),
+        ("ranks", "BIGINT", "MPI ranks (0 outside an MPI launch)"),
+        ("launcher", "VARCHAR", "the command line that launched it (mpiexec ...), if any"),
     ), needs=JOB),
 )
 # a fleet store's own tables (fleet/store.py), whose columns docs/fleet.md describes
@@ -246,7 +273,7 @@ COUNTERS = BY_NAME["counters_<MODULE>"]
 
 
 # tables built here with the catalogue's own schema: their columns are the catalogue's without building them
-FIXED = ("job", "modules", "ranks", "insights", "insight_metrics", "processes", "steps")
+FIXED = ("job", "modules", "ranks", "insights", "insight_metrics")
 
 
 def counters_name(module: str) -> str:
@@ -403,14 +430,3 @@ def insight_metrics_table(insights: list) -> pl.DataFrame:
             for i, ins in enumerate(insights) for k, v in ins["evidence"]["metrics"].items()]
     return pl.DataFrame(rows, schema=_schema("insight_metrics"))
 
-
-def processes_table(job_log) -> pl.DataFrame:
-    rows = [{**{k: p[k] for k in ("rank", "ranks", "step", "exe", "pid", "role", "log", "recovered", "offset",
-                                  "step_rank")}, "label": job_log.row_label(p["rank"])} for p in job_log.processes]
-    return pl.DataFrame(rows, schema=_schema("processes"))
-
-
-def steps_table(described_steps: list) -> pl.DataFrame:
-    """From `iolens jobs --json`'s steps of the job (jobs.describe)."""
-    rows = [{"step": i, **{k: s[k] for k in _schema("steps") if k != "step"}} for i, s in enumerate(described_steps)]
-    return pl.DataFrame(rows, schema=_schema("steps"))

@@ -131,6 +131,26 @@ def test_an_agent_lists_the_tools_and_gets_the_cli_numbers(logs_dir, tmp_path):
     run(session())
 
 
+def test_an_agent_reads_a_dftracer_traces_spans(logs_dir):
+    """The trace's own tables through the tools: `schema` describes `spans`, `sql` counts them as the CLI does."""
+    query = "SELECT cat, name, count(*) AS n FROM spans GROUP BY ALL ORDER BY ALL"
+
+    async def session():
+        async with Client(server("--root", LOGS / "dftracer")) as client:
+            error, schema = await call(client, "schema", paths=["loader_gz"], table="spans")
+            assert not error, schema
+            assert [c["name"] for c in schema["tables"][0]["columns"]][:5] == ["span_id", "rank", "tid", "cat", "name"]
+            error, got = await call(client, "sql", paths=["loader_gz"], query=query)
+            assert not error, got
+            want = cli_json("sql", LOGS / "dftracer/loader_gz", query, "--format", "json")
+            assert [dict(zip([c["name"] for c in got["columns"]], r)) for r in got["rows"]] == want
+            assert got["source"]["tables"] == ["spans"]
+            error, everything = await call(client, "schema")
+            assert "spans" in {e["table"] for e in everything["tables"]}
+
+    run(session())
+
+
 def test_allow_run_adds_the_tools_that_execute_commands(logs_dir, tmp_path):
     async def session():
         async with Client(server("--root", tmp_path, "--allow-run")) as client:

@@ -115,7 +115,7 @@ def test_a_query_on_files_never_decodes_the_trace(generated):
 def test_the_catalogue_says_the_types_duckdb_sees(logs_dir, tmp_path):
     """Every table of every kind of target: its columns and types as DuckDB describes the built table."""
     targets = [[LOGS / SMALL], [LOGS / "public/darshan-logs/e3sm_io_heatmaps_and_dxt/e3sm_io_heatmap_only.darshan"],
-               [LOGS / "recorder/shared_header"], [LOGS / "workflows/pipeline"],
+               [LOGS / "recorder/shared_header"], [LOGS / "workflows/pipeline"], [LOGS / "dftracer/loader_gz"],
                [LOGS / SMALL, LOGS / "generated/file_per_process.darshan"]]
     seen = set()
     for paths in targets:
@@ -136,7 +136,7 @@ def test_the_catalogue_says_the_types_duckdb_sees(logs_dir, tmp_path):
             seen.add(entry.name)
         engine.close()
     assert seen >= {"job", "modules", "files", "counters_<MODULE>", "dxt_records", "segments", "conflicts", "lustre",
-                    "heatmap", "calls", "ranks", "insights", "insight_metrics", "processes", "steps"}
+                    "heatmap", "calls", "spans", "ranks", "insights", "insight_metrics", "processes", "steps"}
 
 
 # --- output, several logs, kinds of target -------------------------------------------------------------
@@ -164,14 +164,17 @@ def test_several_logs_carry_the_log_and_a_job_its_processes(logs_dir):
                                  "--format", "json").stdout)
     assert rows == [{"log": str(logs[1]), "n": 512}, {"log": str(logs[0]), "n": 1024}]
     job = LOGS / "workflows/pipeline"
-    steps = json.loads(run_iolens("sql", job, "SELECT step, exe, processes, bytes_written FROM steps ORDER BY step",
+    steps = json.loads(run_iolens("sql", job, "SELECT step, exe, processes, ranks FROM steps ORDER BY step",
                                   "--format", "json").stdout)
     assert [(s["step"], s["exe"], s["processes"]) for s in steps] == [(0, "seqwrite", 4), (1, "seq_reader", 1),
                                                                       (2, "python3", 1)]
-    assert steps[0]["bytes_written"] == 4 * 8 << 20  # 4 ranks x 8 MiB (workflows/README.md)
+    written = json.loads(run_iolens("sql", job, "SELECT p.step, sum(r.bytes_written) AS bytes FROM ranks r JOIN "
+                                    "processes p USING (rank) WHERE r.layer = 'POSIX' GROUP BY ALL ORDER BY ALL",
+                                    "--format", "json").stdout)
+    assert written[0] == {"step": 0, "bytes": 4 * 8 << 20}  # 4 ranks x 8 MiB (workflows/README.md)
     labels = json.loads(run_iolens("sql", job, "SELECT label, role FROM processes WHERE step = 0 ORDER BY rank",
                                    "--format", "json").stdout)
-    assert [p["label"] for p in labels] == ["0·r0", "0·r1", "0·r2", "0·r3"]
+    assert [p["label"] for p in labels] == ["rank 0", "rank 1", "rank 2", "rank 3"]  # as the findings name them
 
 
 def test_a_recorder_trace_has_its_calls(logs_dir):

@@ -115,6 +115,7 @@ INSIGHT_TARGETS = [
     "public/drishti-samples/jlbez_8a_benchmark_write_parallel_id1322696_8-21-14519-8141979180909667175_12.darshan",
     "workflows/pipeline",  # a job: insights per step
     "recorder/shared_header",  # a Recorder trace
+    "dftracer/loader_gz",  # a DFTracer trace: its processes named as a job's are
 ]
 
 
