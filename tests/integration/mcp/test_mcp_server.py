@@ -4,10 +4,11 @@ keeps serving, paths confined to --root."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import sys
 import json
 import os
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from mcp import Client  # the SDK's own client (the mcp extra, in the test extra: a missing install fails, never skips)
@@ -27,7 +28,10 @@ def server(*args) -> StdioServerParameters:
 
 
 def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, timeout=300))
+    """The client's session, in a thread of its own: a browser test's Playwright (sync API) may hold this thread's
+    event loop for the rest of the session."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, asyncio.wait_for(coro, timeout=300)).result()
 
 
 async def call(client, tool, **arguments):
@@ -131,6 +135,7 @@ def test_an_agent_lists_the_tools_and_gets_the_cli_numbers(logs_dir, tmp_path):
     run(session())
 
 
+@pytest.mark.smoke
 def test_an_agent_reads_a_dftracer_traces_spans(logs_dir):
     """The trace's own tables through the tools: `schema` describes `spans`, `sql` counts them as the CLI does."""
     query = "SELECT cat, name, count(*) AS n FROM spans GROUP BY ALL ORDER BY ALL"

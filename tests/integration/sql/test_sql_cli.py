@@ -140,6 +140,7 @@ def test_the_catalogue_says_the_types_duckdb_sees(logs_dir, tmp_path):
 
 
 # --- output, several logs, kinds of target -------------------------------------------------------------
+@pytest.mark.smoke
 def test_formats_and_files(logs_dir, tmp_path):
     query = "SELECT rank, op, count(*) AS ops, sum(length) AS bytes FROM segments GROUP BY ALL ORDER BY ALL"
     rows = json.loads(run_iolens("sql", LOGS / SMALL, query, "--format", "json").stdout)
