@@ -24,8 +24,8 @@ ROOT = "iolens"
 #   views draw what they are given (fleet's columns, tune's records) without importing them;
 #   analysis/{compare,fleet,runs,run_config}.py build on the diagnosis, which builds on the other analyses.
 ORDER: list[tuple[str, ...]] = [
-    ("cli",),
-    ("pipeline",),
+    ("cli", "mcp"),  # the two faces: the command line and the MCP server for agents (iolens mcp)
+    ("pipeline",),  # what the faces open and judge (pipeline/sources.py: the targets of iolens sql and mcp)
     ("fleet", "tune"),
     ("views",),
     ("jobs",),

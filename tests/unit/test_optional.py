@@ -39,7 +39,7 @@ def test_a_present_package_is_imported(fake_extra):
     assert optional.missing("fake") == ["no-such-dist", "nor-this-dist"]
 
 
-@pytest.mark.parametrize("extra", ["fleet", "tune", "sql"])
+@pytest.mark.parametrize("extra", ["fleet", "tune", "sql", "mcp"])
 def test_an_installed_extra_says_nothing(extra):
     """`.[test]` pulls every extra: here each is there, and the check before a command passes."""
     assert optional.missing(extra) == []

@@ -21,6 +21,9 @@ SUBCOMMANDS = {
     "fleet": ("iolens.cli.fleet", "Many logs: a Parquet store of every job, and one page over them."),
     "tune": ("iolens.cli.tune", "Search a command's runtime knobs (ROMIO hints, variables), model-guided."),
     "anonymize": ("iolens.cli.anonymize", "Write logs again with nothing that identifies the user, to share."),
+    "sql": ("iolens.cli.sql", "SQL over every table of a log, a job, several logs or a fleet store."),
+    # the MCP server sits beside the CLI (a layer of its own): its command lives in its package
+    "mcp": ("iolens.mcp.command", "Serve iolens to AI agents over the Model Context Protocol (read-only)."),
 }
 
 
