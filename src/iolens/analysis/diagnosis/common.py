@@ -39,6 +39,13 @@ JUDGING = (
               "demoted to info: fixing them cannot speed the job up noticeably."),
 )
 COMMON_THRESHOLDS = tuple(t.name for t in JUDGING)
+# a traced training loop (DFTracer's spans): the engine's post-pass for I/O hidden behind compute
+LOOP = (
+    Threshold("loop_io_wait_share", 0.05, "share",
+              "When a traced training loop (DFTracer spans) waits for I/O less than this share of its time after "
+              "its first batch (its waits for data, its checkpoints, its own calls), warnings are demoted to "
+              "info: the rest of the I/O overlaps its compute."),
+)
 # read by several findings
 REQUESTS = (
     Threshold("large_request_bytes", 1 * MiB, "bytes",
@@ -65,7 +72,7 @@ COST_MODEL = (
               "Cost model: the rank count the projection is made for (weak scaling: every rank does what "
               "the average rank of this run did)."),
 )
-SHARED_THRESHOLDS = JUDGING + REQUESTS + REDUNDANCY + COST_MODEL
+SHARED_THRESHOLDS = JUDGING + LOOP + REQUESTS + REDUNDANCY + COST_MODEL
 
 
 def edge_index(limit: int) -> int:
