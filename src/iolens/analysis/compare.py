@@ -177,6 +177,11 @@ KEY_METRICS = {
     "stdio_bytes_share": ("of the bytes through stdio", "share", "stdio_bytes_share"),
     "stdio_time_share": ("of the I/O time in stdio", "share", None),
     "pairs": ("conflicting operation pairs", "count", None),
+    # a traced training loop (DFTracer's spans): seconds of the loop
+    "stall_s": ("of the training loop waiting for data", "seconds", None),
+    "startup_wait_s": ("of the training loop waiting for its first batch", "seconds", None),
+    "checkpoint_time_s": ("of the training loop in checkpoints", "seconds", None),
+    "reread_bytes": ("read again by the later epochs", "bytes", None),
 }
 # where two codes share a metric name, what it counts for each
 CODE_LABELS = {
