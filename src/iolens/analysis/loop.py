@@ -245,16 +245,21 @@ class Loop:
     def data_reads(self) -> pl.DataFrame:
         """The reads of the job's data: a worker's reads inside its production spans (all its reads of files that
         are no code, when it has none), and the loop's own reads inside its waits (data loaded in the loop);
-        `span`: which production span or wait holds the read (null for a worker without spans)."""
+        `span`: which production span or wait holds the read (null for a worker without spans), `span_epoch`:
+        that span's epoch."""
         reads = self._reads
-        producing = merged(self.spans.filter((pl.col("kind") == "produce") & ~pl.col("rank").is_in(self.ranks)))
-        loop_waits = merged(self._of("wait"))
+        producing = merged(self.spans.filter((pl.col("kind") == "produce") & ~pl.col("rank").is_in(self.ranks)),
+                           keep=("epoch",))
+        loop_waits = merged(self._of("wait"), keep=("epoch",))
         with_spans = set(producing["rank"].unique().to_list())
-        held = inside(reads, pl.concat([producing, loop_waits]) if loop_waits.height else producing)
+        holders = pl.concat([producing, loop_waits]) if loop_waits.height else producing
+        held = inside(reads, holders)
         workers = self.processes.filter(pl.col("role").cast(pl.String) == "worker")["rank"].to_list()
         plain = (pl.col("rank").is_in([r for r in workers if r not in with_spans])
                  & ~pl.col("path").fill_null("").str.contains(CODE_FILE))
-        return held.filter(pl.col("_in").is_not_null() | plain).rename({"_in": "span"})
+        epochs = holders.with_row_index("_in").select("_in", pl.col("epoch").cast(pl.Int64).alias("span_epoch"))
+        return (held.filter(pl.col("_in").is_not_null() | plain).join(epochs, on="_in", how="left")
+                .rename({"_in": "span"}))
 
     @cached_property
     def workers(self) -> pl.DataFrame:
@@ -300,14 +305,9 @@ class Loop:
         """The data reads with their epoch: the enclosing span's (a worker's fetch says which epoch it serves),
         else the epoch window they fall in; null outside every epoch."""
         reads = self.data_reads
-        spans = self.spans.filter(pl.col("epoch").is_not_null()).select("rank", "start", "end", "epoch")
-        if spans.height:
-            runs = merged(spans, keep=("epoch",))
-            ep = runs.with_row_index("_in").select("_in", pl.col("epoch").alias("_se"))
-            reads = inside(reads, runs).join(ep, on="_in", how="left").drop("_in")
-        else:
-            reads = reads.with_columns(_se=pl.lit(None, pl.Int64))
-        return self._epoch_at(reads).with_columns(epoch=pl.coalesce("_se", "_ep")).drop("_se", "_ep")
+        known = reads.filter(pl.col("span_epoch").is_not_null()).with_columns(epoch=pl.col("span_epoch"))
+        rest = self._epoch_at(reads.filter(pl.col("span_epoch").is_null())).rename({"_ep": "epoch"})
+        return pl.concat([known, rest.cast({"epoch": pl.Int64})]).drop("span_epoch")
 
     # --- the loop's summary ---------------------------------------------------------------------
     @cached_property
