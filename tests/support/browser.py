@@ -54,6 +54,18 @@ class LoadedPage:
         self.page.close()
 
 
+def coloured_pixels(png: bytes, box: dict) -> int:
+    """Pixels of a screenshot inside `box` drawn in a saturated colour (the operations' orange and blue, the spans'
+    colours; the panels' background, grid and phase bands are white, grey or pale)."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    im = Image.open(BytesIO(png)).convert("RGB").crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]),
+                                                       int(box["y"] + box["height"])))
+    return sum(1 for r, g, b in im.get_flattened_data() if max(r, g, b) - min(r, g, b) > 80)
+
+
 # --- hostile logs --------------------------------------------------------------------------------
 
 def _inflate_all(buf: bytes) -> bytes:

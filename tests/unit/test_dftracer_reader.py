@@ -174,7 +174,7 @@ def test_processes_roles_and_ranks(tmp_path):
     main, worker, tracker = Trace(pid=10, ppid=1), Trace(pid=11, ppid=10), Trace(pid=12, ppid=10)
     tracker.meta("SH", "python;-c;from multiprocessing.resource_tracker import main;main 7", "c0ffee")
     tracker.lines[2] = tracker.lines[2].replace('"ppid": 10', '"ppid": 10, "cmd_hash": "c0ffee"')
-    worker.ts = tracker.ts = 5_000_000  # they start after the main process
+    worker.ts, tracker.ts = 5_000_000, 4_000_000  # they start after the main process, the helper first
     for i, t in enumerate((main, worker, tracker)):
         t.write(tmp_path / f"trace-{i}-app.pfw")
     procs = iolens.read(str(tmp_path)).processes

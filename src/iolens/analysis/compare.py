@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import statistics
 
+import polars as pl
+
 from ..model import Log, read
 from .diagnosis import diagnose
 from .diagnosis.insight import HEALTHY, SEVERITY_RANK
@@ -58,6 +60,7 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
                           verdict(rule, run["io_time"]))
     configs = [r.pop("config") for r in runs]
     files = match_files([r.pop("file_names") for r in runs])
+    files["bytes"] = file_bytes_lineup(files["matched"], [r.pop("file_bytes") for r in runs])
     keys = file_keys(files)
     keys += [{} for _ in range(len(runs) - len(keys))]
     diagnoses = [r.pop("insights") for r in runs]
@@ -76,9 +79,37 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
 
 def _run(log: Log, label: str) -> dict:
     inputs = run_inputs(log)  # the hints file of one run is not a file the other runs lack
-    return {"label": label, "path": log.path, "exe": log.job["exe"], **run_metrics(log, inputs),
-            "counts": key_measures(log), "config": run_config(log),
-            "file_names": [n for n in log.files["name"].to_list() if n not in inputs], "insights": diagnose(log)}
+    return {"label": label, "path": log.path, "exe": log.job["exe"], "tracer": log.job.get("format", "darshan"),
+            **run_metrics(log, inputs), "counts": key_measures(log), "config": run_config(log),
+            "file_names": [n for n in log.files["name"].to_list() if n not in inputs], "file_bytes": file_bytes(log),
+            "insights": diagnose(log)}
+
+
+def file_bytes(log: Log) -> dict:
+    """file name -> [bytes read, bytes written] at POSIX (its counters, every rank)."""
+    table = log.counters.get("POSIX")
+    if table is None or table.is_empty():
+        return {}
+    names = log.file_names()
+    per = (table.group_by("file_id").agg(pl.col("POSIX_BYTES_READ").clip(lower_bound=0).sum(),
+                                         pl.col("POSIX_BYTES_WRITTEN").clip(lower_bound=0).sum()))
+    return {names[f]: [int(r), int(w)] for f, r, w in per.iter_rows() if f in names and (r or w)}
+
+
+def file_bytes_lineup(matched: list, per_run: list) -> list:
+    """For every file matched across the runs that moved data in one of them: its bytes read and written in each
+    run (null where the run lacks it) and whether every run moved the same (`same`): two tracers of one job, or
+    two runs of one program, line up file by file."""
+    out = []
+    for m in matched:
+        values = [run.get(name) if name else None for run, name in zip(per_run, m["names"])]
+        if not any(values):
+            continue
+        got = [v or [0, 0] for v in values]
+        out.append({"key": m["key"], "bytes_read": [v[0] if v else None for v in values],
+                    "bytes_written": [v[1] if v else None for v in values],
+                    "same": all(v == got[0] for v in got)})
+    return out
 
 
 def _default_label(path: str) -> str:
@@ -177,6 +208,11 @@ KEY_METRICS = {
     "stdio_bytes_share": ("of the bytes through stdio", "share", "stdio_bytes_share"),
     "stdio_time_share": ("of the I/O time in stdio", "share", None),
     "pairs": ("conflicting operation pairs", "count", None),
+    # a traced training loop (DFTracer's spans): seconds of the loop
+    "stall_s": ("of the training loop waiting for data", "seconds", None),
+    "startup_wait_s": ("of the training loop waiting for its first batch", "seconds", None),
+    "checkpoint_time_s": ("of the training loop in checkpoints", "seconds", None),
+    "reread_bytes": ("read again by the later epochs", "bytes", None),
 }
 # where two codes share a metric name, what it counts for each
 CODE_LABELS = {

@@ -139,13 +139,16 @@ def run_config(log: Log) -> dict:
     share = collective_share(log)
     patterns = patterns_by_layer(log)
     return {
+        "tracer": job.get("format", "darshan"),
         "nprocs": int(job["nprocs"]),
         "exe": job["exe"],
         "mpiio_hints": job["metadata"].get("h", ""),
         "romio_hints_file": side.get("hints", ""),
         "env": side.get("env", {}),
         "knobs": run_knobs(side),
-        "darshan": job["lib_version"] or f"log format {job['log_version']}",
+        # the tracer: Darshan's version, or another tracer's name and version (dftracer 2.0.3)
+        "darshan": (job["lib_version"] or f"log format {job['log_version']}") if job.get("format", "darshan") == "darshan"
+        else f"{job['format']} {job['lib_version'] or ''}".strip(),
         "dxt": _dxt_state(log),
         "collective_share": None if share is None else round(share, 4),
         "files": data_files(log, run_inputs(log)),
@@ -167,7 +170,12 @@ def config_diff(configs: list, files: dict) -> list:
     """One row per setting: its value in each run and whether it differs from the baseline's."""
     rows = []
     for key, label in CONFIG_LABELS.items():
-        rows.append(_row(key, label, [c[key] for c in configs]))
+        values = [c[key] for c in configs]
+        if key == "darshan" and any(c.get("tracer", "darshan") != "darshan" for c in configs):
+            # runs traced by different tools (a Darshan log and a DFTracer trace of one job): each named
+            label = "tracer"
+            values = [v if c.get("tracer", "darshan") != "darshan" else f"darshan {v}" for v, c in zip(values, configs)]
+        rows.append(_row(key, label, values))
     for match in files["matched"]:
         names = match["names"]
         for what, field in (("access pattern", "patterns"), ("MPI-IO access pattern", "mpiio_patterns"),

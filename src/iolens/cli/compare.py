@@ -12,6 +12,7 @@ from ..pipeline import render
 from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS
 from ..views.terminal import make_console
 from ..views.terminal_compare import render_compare
+from ..pipeline import read as reading
 from .common import emit_json, json_option, load_one_or_job
 
 
@@ -31,22 +32,31 @@ from .common import emit_json, json_option, load_one_or_job
               help="…and past this many seconds [default: 0.01].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def command(logs, as_json, output, labels, baseline_runs, noise_ratio, noise_seconds, quiet):
-    """Compare runs: BASE first, then one or more runs after a change.
+    """Compare runs: BASE first, then one or more runs after a change. One folder holding a job's Darshan logs
+    and its DFTracer trace compares the two tracers' views of that job.
 
     Shows per-run time, I/O time of the slowest rank per layer, bytes, requests, request sizes, bandwidth, a
     verdict per run (faster / slower / no real change, beyond a noise band), what changed in the configuration
     and which insights of the diagnosis were resolved, are new or are still there.
     """
-    if len(logs) < 2:
-        raise click.UsageError("compare needs at least two logs: BASE OTHER [OTHER ...]")
-    if len(labels) > len(logs):
-        raise click.BadParameter(f"{len(labels)} labels for {len(logs)} logs", param_hint="--label")
-    if baseline_runs >= len(logs):
-        raise click.BadParameter(f"must leave at least one log to compare (got {len(logs)} logs)",
+    both = len(logs) == 1 and reading.holds_two_tracers(logs[0])  # one job's Darshan logs and DFTracer trace
+    if len(logs) < 2 and not both:
+        raise click.UsageError("compare needs at least two logs: BASE OTHER [OTHER ...] (or one folder holding a "
+                               "job's Darshan logs and its DFTracer trace)")
+    runs = 2 if both else len(logs)
+    if len(labels) > runs:
+        raise click.BadParameter(f"{len(labels)} labels for {runs} logs", param_hint="--label")
+    if baseline_runs >= runs:
+        raise click.BadParameter(f"must leave at least one log to compare (got {runs} logs)",
                                  param_hint="--baseline-runs")
     quiet = quiet or as_json
     # each argument is a run: one log, or a folder of one job's logs (workflows, one log per process)
-    parsed = [load_one_or_job((path,), quiet, "compare")[0] for path in logs]
+    if both:  # the two tracers side by side: Darshan's view first, then DFTracer's
+        pairs = reading.open_tracers(logs[0], "compare")
+        parsed = [log for _, log in pairs]
+        labels = tuple(labels) + tuple(name for name, _ in pairs)[len(labels):]
+    else:
+        parsed = [load_one_or_job((path,), quiet, "compare")[0] for path in logs]
     with _status("diagnosing and comparing the runs", quiet):
         result = render.compare(*parsed, labels=labels, baseline_runs=baseline_runs,
                          noise_ratio=noise_ratio or NOISE_RATIO,

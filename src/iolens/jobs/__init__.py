@@ -5,21 +5,31 @@
 """
 from __future__ import annotations
 
+import os
+
 from ..errors import LogError
+from ..reader.dftracer import TRACE_SUFFIXES
 from .group import Job, Step, group
 from .merged import JobLog, merge
-from .processes import Process, expand, process_of, read_process
+from .processes import Process, agreement, expand, line_up, process_of, read_process, trace_processes
 
 
-def find_jobs(paths, counters: bool = True, progress=None, unreadable=None) -> list:
+def find_jobs(paths, counters: bool = True, progress=None, unreadable=None, traces: bool = False) -> list:
     """The jobs the logs under `paths` (files, folders, globs) belong to. counters=False reads only each log's
-    header and job region (grouping alone: no totals, no helpers told apart, no flows).
+    header and job region (grouping alone: no totals, no helpers told apart, no flows). `traces`: DFTracer
+    traces too (a folder's `.pfw`/`.pfw.gz` files: one trace), their processes lined up with the Darshan logs
+    of the same processes (`line_up`).
 
     unreadable: a list to collect (path, one-line reason) of logs that cannot be read; without it, the first
     such log raises its LogError."""
-    files = expand(paths)
+    files = expand(paths, traces)
+    logs = [f for f in files if not f.endswith(TRACE_SUFFIXES)]
+    folders: dict = {}
+    for f in files:
+        if f.endswith(TRACE_SUFFIXES):
+            folders.setdefault(os.path.dirname(f), []).append(f)
     processes = []
-    for i, path in enumerate(files):
+    for i, path in enumerate(logs):
         try:
             processes.append(read_process(path, counters))
         except LogError as exc:
@@ -27,8 +37,17 @@ def find_jobs(paths, counters: bool = True, progress=None, unreadable=None) -> l
                 raise
             unreadable.append((path, exc.message))
         if progress:
-            progress((i + 1) / len(files))
-    return group(processes)
+            progress((i + 1) / (len(logs) + len(folders)))
+    for i, (folder, trace) in enumerate(sorted(folders.items())):
+        try:
+            processes += trace_processes(folder, trace)
+        except LogError as exc:
+            if unreadable is None:
+                raise
+            unreadable.append((folder, exc.message))
+        if progress:
+            progress((len(logs) + i + 1) / (len(logs) + len(folders)))
+    return group(line_up(processes))
 
 
 def flows(job: Job) -> list:
@@ -63,6 +82,8 @@ def _job(job: Job) -> dict:
 
 def _step(step: Step) -> dict:
     head = step.head
+    twins = [p for p in step.processes if p.twin is not None]
+    traced = [p.path for p in step.processes if p.tracer == "dftracer"] + [p.twin.path for p in twins]
     return {
         "exe": head.program,
         "command": head.command,
@@ -77,15 +98,21 @@ def _step(step: Step) -> dict:
         "pids": [p.pid for p in step.processes],
         "launcher": step.launcher.command if step.launcher else None,
         **{k: step.total(k) for k in ("reads", "writes", "bytes_read", "bytes_written")},
+        # DFTracer: the tracers of the step's processes, its trace files, and the processes both tracers saw
+        "tracers": sorted({p.tracer for p in step.processes} | ({"dftracer"} if twins else set())),
+        "traces": traced,
+        "lined_up": [{"pid": p.pid, "log": p.path, "trace": p.twin.path, **agreement(p)} for p in twins],
     }
 
 
-__all__ = ["Job", "JobLog", "Process", "Step", "describe", "diagnose_job", "load_job", "expand", "find_jobs", "flows", "group", "process_of", "read_process"]
+__all__ = ["Job", "JobLog", "Process", "Step", "agreement", "describe", "diagnose_job", "load_job", "expand", "find_jobs",
+           "flows", "group", "line_up", "process_of", "read_process", "trace_processes"]
 
 
 def load_job(paths, what: str = "this"):
-    """The one job the logs under `paths` hold, merged into one log-like object (jobs/merged.py).
-    LogError when they hold none or several (`iolens jobs` lists them)."""
+    """The one job the Darshan logs under `paths` hold, merged into one log-like object (jobs/merged.py).
+    LogError when they hold none or several (`iolens jobs` lists them). A DFTracer trace beside them is not
+    merged in (`iolens compare FOLDER` puts the two side by side)."""
     jobs = [j for j in find_jobs(paths) if j.steps]
     label = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
     if not jobs:

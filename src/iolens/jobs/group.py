@@ -3,7 +3,8 @@
 A job: the logs carrying one job id (Darshan's, from the batch system). Logs whose job id is only their own pid
 (Darshan's default outside a batch job) are grouped by overlapping run times of one user instead.
 A step: the processes that ran one command together, connected by either link:
-- Darshan's `fork_parent` metadata (a parent and the workers it forked, which log it);
+- Darshan's `fork_parent` metadata (a parent and the workers it forked, which log it), or a DFTracer trace's
+  parent pid (a parent and the workers it spawned or forked);
 - the same command line over overlapping run times (the ranks of one MPI launch writing a log each, or
   workers without that metadata).
 An empty unfinished log (only its file name speaks) joins the step of its job running the same program whose
@@ -122,8 +123,9 @@ def _steps(members: list) -> list:
 
     by_pid = {p.pid: i for i, p in enumerate(members) if p.pid is not None}
     for i, p in enumerate(members):
-        if p.fork_parent in by_pid:
-            parent[find(i)] = find(by_pid[p.fork_parent])
+        up = p.fork_parent if p.fork_parent is not None else p.parent_pid  # (a DFTracer trace's parent pid)
+        if up in by_pid:
+            parent[find(i)] = find(by_pid[up])
     by_command: dict = {}
     for i, p in enumerate(members):
         if p.command:
@@ -145,7 +147,8 @@ def _steps(members: list) -> list:
 
 
 def _process_order(p: Process):
-    return (p.fork_parent is not None, p.pid if p.pid is not None else 1 << 62, p.start)
+    child = p.fork_parent is not None or p.parent_pid is not None
+    return (child, p.pid if p.pid is not None else 1 << 62, p.start)
 
 
 def _launches(helper: Process, head: Process) -> bool:

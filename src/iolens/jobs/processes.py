@@ -1,7 +1,11 @@
 """One log as a process of a job: who it was (job id, pid, command, times) and its POSIX totals.
 
 Grouping needs only the header and the job region; the totals and the files read and written (for the flows
-between steps) need the POSIX name records and counters, read only when asked for."""
+between steps) need the POSIX name records and counters, read only when asked for.
+
+A DFTracer trace (a folder's `.pfw`/`.pfw.gz` files) is one process per traced process (`tracer` "dftracer",
+its path its trace file; its parent pid links a worker to the main process). A process both tracers saw (the
+same pid over the same time) is one process: the Darshan log's, the trace's process its `twin`."""
 from __future__ import annotations
 
 import glob
@@ -12,11 +16,14 @@ from typing import Optional
 
 from ..errors import LogError
 from ..reader.counter_names import COUNTER_NAMES
+from ..model.dftracer import DFTracerTrace
+from ..reader.dftracer import TRACE_SUFFIXES, read_trace
 from ..reader.log import read_job_only, read_raw
 from ..reader.recover import PARTIAL_SUFFIX, parse_log_name
 
 COUNTED_MODULES = ("POSIX", "STDIO", "MPI-IO")
 LOG_SUFFIXES = (".darshan", PARTIAL_SUFFIX)
+TWIN_SLACK = 1.0  # seconds: the two tracers' clocks for one process (Darshan's start at the library's load)
 
 
 @dataclass
@@ -42,20 +49,26 @@ class Process:
     data_ops: int = 0  # reads and writes of every counted module (0: a helper, whose only I/O is loading programs)
     files_read: set = field(default_factory=set)
     files_written: set = field(default_factory=set)
+    tracer: str = "darshan"  # "dftracer": a process of a DFTracer trace (`path`: its trace file)
+    file_bytes: dict = field(default_factory=dict)  # file name -> [POSIX bytes read, bytes written]
+    twin: Optional["Process"] = None  # the same process as DFTracer saw it (lined up by pid and time)
+    parent_pid: Optional[int] = None  # its parent as a DFTracer trace says (any child: spawned or forked)
 
     @property
     def name(self) -> str:
         return Path(self.path).name
 
 
-def expand(paths) -> list:
-    """Logs from paths, folders (searched recursively) and globs, each once, in sorted order."""
+def expand(paths, traces: bool = False) -> list:
+    """Logs from paths, folders (searched recursively) and globs, each once, in sorted order; `traces`: a
+    folder's DFTracer trace files too."""
+    suffixes = LOG_SUFFIXES + (TRACE_SUFFIXES if traces else ())
     found = []
     for p in paths:
         p = str(p)
         if os.path.isdir(p):
             for root, _, files in os.walk(p):
-                found += [os.path.join(root, f) for f in files if f.endswith(LOG_SUFFIXES)]
+                found += [os.path.join(root, f) for f in files if f.endswith(suffixes)]
         elif any(ch in p for ch in "*?[") and not os.path.exists(p):
             matches = sorted(glob.glob(p, recursive=True))
             if not matches:
@@ -125,6 +138,10 @@ def _count(proc: Process, raw) -> None:
                 proc.files_read.add(file)
             if file and w > 0:
                 proc.files_written.add(file)
+            if file and (r > 0 or w > 0):
+                both = proc.file_bytes.setdefault(file, [0, 0])
+                both[0] += max(int(r), 0)
+                both[1] += max(int(w), 0)
 
 
 _INDEX: dict = {}
@@ -134,3 +151,83 @@ def _column_index(module: str, names) -> dict:
     if module not in _INDEX:
         _INDEX[module] = {n: i for i, n in enumerate(names)}
     return _INDEX[module]
+
+
+# --- DFTracer traces ------------------------------------------------------------------------------------
+def trace_processes(label: str, files: list) -> list:
+    """The processes of the DFTracer trace made of `files` (one folder's): one per traced process, its times
+    in epoch seconds, its POSIX totals and files from the trace's calls, its parent pid (`parent_pid`) when
+    the parent is traced too (a spawned worker's main process). LogError when nothing is readable."""
+    trace = DFTracerTrace(read_trace(label, files=files))
+    t0 = trace.layout.t0 / trace.layout.ticks
+    procs = trace.processes.sort("rank")
+    pids = set(procs["pid"].to_list())
+    names = trace.file_names()
+    posix, stdio = trace.counters.get("POSIX"), trace.counters.get("STDIO")
+    known = [c.split()[0] for c in procs["command"].to_list() if c and c.split()]
+    out = []
+    for p in procs.iter_rows(named=True):
+        command = p["command"] or ""
+        # a command DFTracer lost (with its preload log) is said by another process's program, when one has it
+        program = os.path.basename(command.split()[0] if command.split() else known[0] if known else "?")
+        proc = Process(p["log"].split(", ")[0], None, p["pid"], command, t0 + p["start"], t0 + p["end"],
+                       program=program, tracer="dftracer", counted=True,
+                       parent_pid=p["ppid"] if p["ppid"] in pids and p["ppid"] != p["pid"] else None)
+        _count_trace(proc, posix, stdio, p["rank"], names)
+        out.append(proc)
+    return out
+
+
+def _count_trace(proc: Process, posix, stdio, rank: int, names: dict) -> None:
+    for table, module in ((posix, "POSIX"), (stdio, "STDIO")):
+        if table is None:
+            continue
+        mine = table.filter(table["rank"] == rank)
+        reads, writes = (int(mine[f"{module}_{k}"].clip(0).sum()) for k in ("READS", "WRITES"))
+        proc.data_ops += reads + writes
+        if module != "POSIX":
+            continue
+        proc.reads, proc.writes = reads, writes
+        for fid, r, w in mine.select("file_id", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN").iter_rows():
+            r, w, file = max(int(r), 0), max(int(w), 0), names.get(fid)
+            proc.bytes_read += r
+            proc.bytes_written += w
+            if file and r > 0:
+                proc.files_read.add(file)
+            if file and w > 0:
+                proc.files_written.add(file)
+            if file and (r or w):
+                both = proc.file_bytes.setdefault(file, [0, 0])
+                both[0] += r
+                both[1] += w
+
+
+def line_up(processes: list) -> list:
+    """The processes with each one both tracers saw once: a DFTracer process with the pid of a Darshan log's
+    process over the same time (`TWIN_SLACK`) becomes that process's `twin` (and gives it its parent, which
+    Darshan records only for a fork: `parent_pid`); the others stay as they are."""
+    logs: dict = {}
+    for p in processes:
+        if p.tracer == "darshan" and p.pid is not None and p.start is not None:
+            logs.setdefault(p.pid, []).append(p)
+    out = [p for p in processes if p.tracer != "dftracer"]
+    pids = set(logs)
+    for t in (p for p in processes if p.tracer == "dftracer"):
+        twin = next((d for d in logs.get(t.pid, ()) if d.twin is None and d.start - TWIN_SLACK <= t.end
+                     and t.start <= d.end + TWIN_SLACK), None)
+        if twin is None:
+            out.append(t)
+            continue
+        twin.twin = t
+        if twin.fork_parent is None and t.parent_pid in pids:
+            twin.parent_pid = t.parent_pid
+    return out
+
+
+def agreement(proc: Process) -> dict:
+    """How a process's Darshan log and its DFTracer twin agree, file by file (the files both saw): {files,
+    agree, differ: [{file, darshan: [read, written], dftracer: [read, written]}]}."""
+    both = sorted(set(proc.file_bytes) & set(proc.twin.file_bytes))
+    differ = [{"file": f, "darshan": proc.file_bytes[f], "dftracer": proc.twin.file_bytes[f]} for f in both
+              if proc.file_bytes[f] != proc.twin.file_bytes[f]]
+    return {"files": len(both), "agree": len(both) - len(differ), "differ": differ}

@@ -7,10 +7,11 @@ from ..analysis.summary import job_summary
 from ..errors import LogError
 from ..jobs import describe, expand, find_jobs, load_job
 from ..model import TraceLog, read
-from ..reader.dftracer import is_dftracer_trace
+from ..model.dftracer import read_dftracer
+from ..reader.dftracer import TRACE_SUFFIXES, is_dftracer_trace
 from ..reader.recorder import is_recorder_trace
 
-__all__ = ["describe_jobs", "open", "summary"]
+__all__ = ["describe_jobs", "holds_two_tracers", "open", "open_tracers", "summary"]
 
 
 def open(target, progress=None, what: str = "this") -> TraceLog:  # noqa: A001 - iolens.open, as a file is opened
@@ -40,7 +41,25 @@ def describe_jobs(paths, progress=None) -> dict:
     between steps: what `iolens jobs --json` prints. Unreadable logs are listed; LogError when the only log
     given cannot be read."""
     unreadable: list = []
-    found = find_jobs(paths, progress=progress, unreadable=unreadable)
+    found = find_jobs(paths, progress=progress, unreadable=unreadable, traces=True)
     if not found and len(unreadable) == 1:
         raise LogError(unreadable[0][1], unreadable[0][0])
     return describe(found, unreadable)
+
+
+def holds_two_tracers(path) -> bool:
+    """A folder holding one job's Darshan logs and its DFTracer trace (`iolens compare FOLDER` lines them up)."""
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        return False
+    found = expand([path], traces=True)
+    return any(f.endswith(TRACE_SUFFIXES) for f in found) and any(not f.endswith(TRACE_SUFFIXES) for f in found)
+
+
+def open_tracers(path, what: str = "this") -> list:
+    """[(tracer, log)] of a folder holding both: the Darshan logs (one, or one job's merged) and the DFTracer
+    trace (its `.pfw`/`.pfw.gz` files), in that order."""
+    path = os.fspath(path)
+    logs = [f for f in expand([path]) if not f.endswith(TRACE_SUFFIXES)]
+    darshan = read(logs[0]) if len(logs) == 1 else load_job([path], what)
+    return [("darshan", darshan), ("dftracer", read_dftracer(path))]

@@ -124,11 +124,12 @@ def _looks_like_json_lines(path: str) -> bool:
     return text[:1] == b"{" or (text[:1] == b"[" and text[1:].lstrip()[:1] in (b"{", b""))
 
 
-def read_trace(path: str, progress=None, threads: int | None = None) -> DFTracerRaw:
-    """Every event of the trace at `path` (a file or a folder of one job's files). LogError with one line
-    when nothing in it is a DFTracer trace; files with a few bad lines, cut off or with events of unknown
-    kinds are read as far as they go and say so (`TraceFile.problems`)."""
-    paths = trace_files(str(path))
+def read_trace(path: str, progress=None, threads: int | None = None, files=None) -> DFTracerRaw:
+    """Every event of the trace at `path` (a file or a folder of one job's files; `files`: these trace files,
+    `path` naming them). LogError with one line when nothing in it is a DFTracer trace; files with a few bad
+    lines, cut off or with events of unknown kinds are read as far as they go and say so
+    (`TraceFile.problems`)."""
+    paths = sorted(files) if files is not None else trace_files(str(path))
     if not paths:
         raise LogError("no DFTracer trace file (.pfw, .pfw.gz) in this folder", str(path))
     if not os.path.exists(paths[0]):

@@ -32,6 +32,7 @@ def render_compare(result: dict, console: Console) -> None:
     console.print(Text(f"rule: {result['rule']['text']}", style="dim"))
     _render_config(result, console)
     _render_insights(result, console)
+    _render_file_bytes(result, console)
     unmatched = result["files"]["unmatched"]
     if unmatched:
         console.print(Text(f"Files in one run only ({len(unmatched):,})", style="bold"))
@@ -152,3 +153,37 @@ def _render_insights(result: dict, console: Console) -> None:
                 tag = item.get("label") or ("one run" if status == "file_in_one_run" else status)
                 style = TONE_STYLE[item.get("tone") or "neutral"]
                 console.print(_hanging("    ", line, Text(f"{tag:<8}", style=style)))
+
+
+FILE_BYTES_SHOWN = 10
+
+
+def _render_file_bytes(result: dict, console: Console) -> None:
+    """Runs of different tracers (a job's Darshan logs and its DFTracer trace): the files both saw, byte for
+    byte (`files.bytes` in --json, for any runs)."""
+    runs = result["runs"]
+    lineup = result["files"].get("bytes") or []
+    if len({r.get("tracer", "darshan") for r in runs}) < 2 or not lineup:
+        return
+    same = [f for f in lineup if f["same"]]
+    console.print(Text(f"Bytes per file ({' vs '.join(r['label'] for r in runs)}): {len(same):,} of {len(lineup):,} "
+                       "files matched across the runs moved the same bytes", style="bold"))
+
+    def moved(f, i):
+        r, w = f["bytes_read"][i], f["bytes_written"][i]
+        if r is None:
+            return "–"
+        return " + ".join(p for p in ((f"{human_bytes(r)} read" if r else ""), (f"{human_bytes(w)} written" if w else ""))
+                          if p) or "0 B"
+
+    def biggest(f):
+        return max((r or 0) + (w or 0) for r, w in zip(f["bytes_read"], f["bytes_written"]))
+
+    for f in sorted(same, key=biggest, reverse=True)[:5]:
+        console.print(_hanging("  ", Text(f"same: {f['key']}: {moved(f, 0)}")))
+    differ = sorted((f for f in lineup if not f["same"]), key=biggest, reverse=True)
+    for f in differ[:FILE_BYTES_SHOWN]:
+        console.print(_hanging("  ", Text(f"differ: {f['key']}: " + "; ".join(
+            f"{r['label']} {moved(f, i)}" for i, r in enumerate(runs)), style="yellow")))
+    if len(differ) > FILE_BYTES_SHOWN:
+        console.print(Text(f"  … and {len(differ) - FILE_BYTES_SHOWN:,} more that differ (--json lists all)", style="dim"))

@@ -13,7 +13,7 @@ from ..analysis.summary import unseen_sentence
 from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "cyan", "ok": "green"}
-SYNTAX = {"c": "c", "shell": "bash", "ini": "ini", "fortran": "fortran", "text": "text"}
+SYNTAX = {"c": "c", "shell": "bash", "ini": "ini", "fortran": "fortran", "text": "text", "python": "python"}
 
 
 # seconds summed over ranks' operations (rank-seconds), not a time the run or one rank took: said so, so that
@@ -57,9 +57,11 @@ def format_metric(name: str, value) -> str:
     return human_count(value)
 
 
-def saving_line(r: dict) -> str:
-    """The expected saving in one short line (the JSON's saving_basis says how it was derived)."""
-    return f"expected saving here: ≈ {human_seconds(r['expected_saving'])} of the slowest rank's I/O time"
+def saving_line(r: dict, source: str = "") -> str:
+    """The expected saving in one short line (the JSON's saving_basis says how it was derived); a finding on a
+    trace's spans saves the training loop's time."""
+    of = "the training loop's time" if source == "spans" else "the slowest rank's I/O time"
+    return f"expected saving here: ≈ {human_seconds(r['expected_saving'])} of {of}"
 
 
 def _ranks(ranks, limit=12) -> str:
@@ -147,7 +149,7 @@ def _panel(i: dict, seen: set) -> Panel:
     for n, r in enumerate(i["recommendations"], 1):
         parts.append(Text(f"\n{n}. {r['title']}", style="bold"))
         if r.get("expected_saving"):
-            parts.append(Text(saving_line(r), style="dim"))
+            parts.append(Text(saving_line(r, i["source"]), style="dim"))
         key = (r["title"], r["snippet"])
         if key in seen:
             parts.append(Text("(as above)", style="dim"))
@@ -205,7 +207,7 @@ def _render_plain(path: str, shown: list, hidden: int, job: dict | None, unseen:
         for n, r in enumerate(i["recommendations"], 1):
             out(f"  {n}. {r['title']}\n")
             if r.get("expected_saving"):
-                out(f"     {saving_line(r)}\n")
+                out(f"     {saving_line(r, i['source'])}\n")
             if (r["title"], r["snippet"]) in seen:
                 out("     (as above)\n")
                 continue

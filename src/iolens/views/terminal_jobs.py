@@ -30,6 +30,8 @@ def render_jobs(result: dict, console: Console) -> None:
             notes = _log_notes(s)
             if notes:
                 console.print(Text(f"step {i}: " + notes, style="yellow"))
+            for line in _tracer_notes(s):
+                console.print(Text(f"step {i}: " + line))
         if job["helpers"]:
             console.print(Text(f"helpers: {job['helpers']} processes that moved no data ("
                                + ", ".join(c.split(" ")[0] for c in job["helper_commands"]) + ")", style="dim"))
@@ -52,3 +54,22 @@ def _log_notes(step: dict) -> str:
     if step["missing_pids"]:
         parts.append("no log from pid " + ", ".join(map(str, step["missing_pids"])) + " (a worker that left none?)")
     return "; ".join(parts)
+
+
+def _tracer_notes(step: dict) -> list:
+    """A DFTracer trace's processes in the step, and those both tracers saw, lined up file by file."""
+    out = []
+    if step.get("tracers") == ["dftracer"]:
+        out.append(f"a DFTracer trace ({len(step['traces'])} trace files)")
+    lined = step.get("lined_up") or []
+    if lined:
+        files, agree = sum(p["files"] for p in lined), sum(p["agree"] for p in lined)
+        out.append(f"traced by Darshan and DFTracer: {len(lined)} process(es) lined up by pid ("
+                   + ", ".join(str(p["pid"]) for p in lined) + f"); bytes per file agree on {agree} of {files} "
+                   "files both saw")
+        for p in lined:
+            for d in p["differ"][:5]:
+                out.append(f"  pid {p['pid']}: {d['file']}: Darshan {human_bytes(d['darshan'][0])} read, "
+                           f"{human_bytes(d['darshan'][1])} written; DFTracer {human_bytes(d['dftracer'][0])} read, "
+                           f"{human_bytes(d['dftracer'][1])} written")
+    return out

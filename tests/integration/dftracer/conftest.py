@@ -72,3 +72,37 @@ def workload(traced, tmp_path):
         return traced(DFTRACER_WORKLOAD, tmp_path / "data", tmp_path / "ckpt", *options, gzip=gzip)
 
     return run
+
+
+@pytest.fixture
+def both_tracers(tmp_path):
+    """both_tracers(shards, shard_kib, *options) -> (folder, truth): bench/dftracer_workload.py run once under
+    Darshan's runtime (non-MPI mode, DXT on) and DFTracer together, both writing into one folder: one job, two
+    tracers. DFTracer comes through its Python API (`DFTRACER_INIT=FUNCTION`: preloading its library beside
+    Darshan's crashes the interpreter); the shards are made beforehand, so that both tracers see the same I/O
+    (the program's own counts are the truth)."""
+    from iolens.collect.run import RunError, find_darshan
+
+    _preload()  # the dftracer package, or a skip
+    try:
+        lib = find_darshan()
+    except RunError as exc:
+        pytest.skip(f"no real Darshan runtime on this machine (IOLENS_DARSHAN_LIB): {exc}")
+
+    def run(shards, shard_kib, *options):
+        data, folder = tmp_path / "data", tmp_path / "both"
+        data.mkdir(exist_ok=True)
+        folder.mkdir(exist_ok=True)
+        for i in range(shards):
+            (data / f"shard_{i:04d}.rec").write_bytes(os.urandom(1024) * shard_kib)
+        env = {**os.environ, "DFTRACER_ENABLE": "1", "DFTRACER_INC_METADATA": "1", "DFTRACER_INIT": "FUNCTION",
+               "DFTRACER_DATA_DIR": "all", "DFTRACER_LOG_FILE": str(folder / "trace"),
+               "DFTRACER_TRACE_COMPRESSION": "1", "LD_PRELOAD": str(lib), "DARSHAN_ENABLE_NONMPI": "1",
+               "DXT_ENABLE_IO_TRACE": "1", "DARSHAN_LOG_DIR_PATH": str(folder), "DARSHAN_LOGPATH": str(folder)}
+        args = [data, tmp_path / "ckpt", "--shards", shards, "--shard-kib", shard_kib, *options]
+        done = subprocess.run([sys.executable, str(DFTRACER_WORKLOAD), *map(str, args)], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return folder, json.loads(done.stdout.strip().splitlines()[-1])
+
+    return run

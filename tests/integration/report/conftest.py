@@ -1,8 +1,11 @@
 """Fixtures of the report tests: pages written once and shared by the tests that open them."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
+import iolens
 from iolens import read
 from iolens import report as write_report  # the pipeline's: diagnoses unless given insights
 
@@ -33,3 +36,12 @@ def static_pages(tmp_path_factory, logs_dir):
     run_iolens("report", BIG, "-o", d / "dynamic.html", "-q")
     run_iolens("report", "--static", BIG, "-o", d / "static.html", "-q")
     return d
+
+
+@pytest.fixture(scope="session")
+def loader_gz(logs_dir, tmp_path_factory):
+    """(the trace, its truth, its page written by `iolens report`)."""
+    path = logs_dir / "dftracer" / "loader_gz"
+    html = tmp_path_factory.mktemp("dft") / "loader_gz.html"
+    run_iolens("report", path, "-o", html, "-q")
+    return iolens.open(path), json.loads((path / "truth.json").read_text()), html

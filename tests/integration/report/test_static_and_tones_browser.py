@@ -8,6 +8,7 @@ import zlib
 
 import pytest
 
+from support.browser import coloured_pixels
 from support.cli import run_iolens
 from support.corpus import LOGS
 
@@ -34,18 +35,6 @@ def loaded(browser, html, at_load: bool = True):
         page.add_init_script(AT_LOAD)
     page.goto(html.resolve().as_uri(), wait_until="load")
     return page, errors
-
-
-def coloured_pixels(png: bytes, box: dict) -> int:
-    """Pixels of a screenshot inside `box` drawn in a saturated colour (the operations' orange and blue; the
-    panels' background, grid and phase bands are white, grey or pale)."""
-    from io import BytesIO
-
-    from PIL import Image
-
-    im = Image.open(BytesIO(png)).convert("RGB").crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]),
-                                                       int(box["y"] + box["height"])))
-    return sum(1 for r, g, b in im.get_flattened_data() if max(r, g, b) - min(r, g, b) > 80)
 
 
 def pdf_images(pdf: bytes) -> list:

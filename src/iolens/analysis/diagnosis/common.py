@@ -45,6 +45,13 @@ JUDGING = (
     Threshold("saving_noise_seconds", 0.01, "seconds", "... or within this many seconds (compare's floor)."),
 )
 COMMON_THRESHOLDS = tuple(t.name for t in JUDGING)
+# a traced training loop (DFTracer's spans): the engine's post-pass for I/O hidden behind compute
+LOOP = (
+    Threshold("loop_io_wait_share", 0.05, "share",
+              "When a traced training loop (DFTracer spans) waits for I/O less than this share of its time after "
+              "its first batch (its waits for data, its checkpoints, its own calls), warnings are demoted to "
+              "info: the rest of the I/O overlaps its compute."),
+)
 # read by several findings
 REQUESTS = (
     Threshold("large_request_bytes", 1 * MiB, "bytes",
@@ -71,7 +78,7 @@ COST_MODEL = (
               "Cost model: the rank count the projection is made for (weak scaling: every rank does what "
               "the average rank of this run did)."),
 )
-SHARED_THRESHOLDS = JUDGING + REQUESTS + REDUNDANCY + COST_MODEL
+SHARED_THRESHOLDS = JUDGING + LOOP + REQUESTS + REDUNDANCY + COST_MODEL
 
 
 def edge_index(limit: int) -> int:

@@ -14,6 +14,7 @@ from ...reader.lustre import COMPONENT_FIELDS
 from ..segments import MODULE_CODES, Segments, log_segments
 from ..segments import distinct, group_sums, groups, in_sorted, is_in
 from ..summary import dxt_summary
+from ..loop import loop_of
 from ..units import fmt_ranks
 from .common import RUN_TIME, matters
 from .insight import NEEDS
@@ -182,6 +183,11 @@ class Context(RankWords):
         if key not in cache:
             cache[key] = compute()
         return cache[key]
+
+    @cached_property
+    def loop(self):
+        """The traced training loop (`analysis.loop.Loop`: a DFTracer trace's spans), or None."""
+        return loop_of(self.log)
 
     # --- counters ------------------------------------------------------------------------------
     def counters(self, module: str):

@@ -42,6 +42,7 @@ def diagnose_context(ctx, skip=(), strict: bool = False) -> list:
         if f.annotate is not None and mine:
             f.annotate(mine, found)
     _demote_if_io_is_negligible(ctx, found)
+    _demote_if_io_is_hidden(ctx, found)
     fit_advice(ctx, found)
     savings.attach(ctx, found, lambda code: finding(code).saving)
     _quiet_what_saves_under_noise(ctx, found)
@@ -141,3 +142,35 @@ def _demote_if_io_is_negligible(ctx, found: list) -> None:
             i.severity = severity
             i.summary += (f" (Shown as info: the slowest rank spends only {fmt_pct(share)} of the run time in I/O, "
                           "so fixing this cannot speed the job up noticeably.)")
+
+
+def _demote_if_io_is_hidden(ctx, found: list) -> None:
+    """A traced training loop (a DFTracer trace's spans) that waits for I/O less than `loop_io_wait_share` of
+    its time after its first batch hides the rest of its I/O behind compute: every warning about the I/O's speed
+    becomes info, however much I/O the job does and however structural the pattern (a log without spans:
+    nothing changes). The loop's own findings (source `spans`) judge the loop already; findings not about speed
+    (correctness, completeness) stay."""
+    speed = [i for i in found if i.severity in ("critical", "warning") and i.source != "spans"
+             and _about_speed(i.code)]
+    if not speed:
+        return
+    loop = ctx.loop
+    if loop is None:
+        return
+    s = loop.summary
+    if s["loop_time"] <= 0 or s["compute_time"] <= 0:
+        return  # no compute in the loop: nothing the I/O could hide behind
+    share = s["io_wait"] / s["loop_time"]
+    if share >= ctx.th.loop_io_wait_share:
+        return
+    who = ctx.rank_labels(loop.ranks)
+    for i in speed:
+        i.severity = "info"
+        i.summary += (f" (Shown as info: the training loop ({who}) waits for I/O only {fmt_pct(share)} of its "
+                      f"time after its first batch; the rest of the I/O overlaps its compute, so fixing this "
+                      "cannot speed the job up noticeably.)")
+
+
+def _about_speed(code: str) -> bool:
+    saving = finding(code).saving
+    return saving is None or saving.speed

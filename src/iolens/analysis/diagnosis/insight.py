@@ -16,8 +16,8 @@ SCHEMA_VERSION = 3  # 2: + key_metric (the insight's headline number, for compar
 
 SEVERITIES = ("critical", "warning", "info", "ok")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
-LANGUAGES = ("c", "shell", "text", "fortran", "ini")
-SOURCES = ("dxt", "counters")
+LANGUAGES = ("c", "shell", "text", "fortran", "ini", "python")
+SOURCES = ("dxt", "counters", "spans")  # spans: a trace's application spans with its I/O (DFTracer)
 # what a recommendation may need from the log (`Recommendation.needs`; how the diagnosis judges each: fit.py)
 NEEDS = ("mpi", "mpiio", "hdf5", "netcdf", "lustre")
 

@@ -39,6 +39,7 @@ class Saving:
     None when this insight has no time for it; `doc`: what it is, for docs/diagnosis.md's table."""
     estimate: Callable
     doc: str
+    speed: bool = True  # False: its fixes are not about speed (correctness, completeness)
 
     def __call__(self, ctx, insight):
         return self.estimate(ctx, insight)
@@ -98,7 +99,7 @@ def upper_bound(metric: str):
 
 def not_speed(reason: str):
     """The fix is not about speed: no seconds, and why."""
-    return Saving(lambda ctx, insight: (None, reason), "`null`: not a speed fix")
+    return Saving(lambda ctx, insight: (None, reason), "`null`: not a speed fix", speed=False)
 
 
 def its_own(doc: str):

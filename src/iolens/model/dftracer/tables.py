@@ -3,7 +3,7 @@ file positions the trace implies), DXT-shaped segments (the POSIX reads and writ
 events: data loader, compute, checkpoint, ...).
 
 Times are seconds from the job's start (the earliest event of any process). A process is a rank: processes are
-numbered roots first (the main process), then their children, each in start order.
+numbered roots first (the main process), then their children (workers before helpers), each in start order.
 """
 from __future__ import annotations
 
@@ -125,7 +125,8 @@ def _command(text: str | None) -> str | None:
 
 
 def _number(procs: pl.DataFrame) -> pl.DataFrame:
-    """Ranks: roots (a parent not traced) first, then their children, each in start order; role and label."""
+    """Ranks: roots (a parent not traced) first, then their children (workers before helpers), each in start
+    order; role and label."""
     keys = list(zip(procs["pid"].to_list(), procs["host"].to_list()))
     parent = dict(zip(keys, procs["ppid"].to_list()))
     depth = []
@@ -135,10 +136,13 @@ def _number(procs: pl.DataFrame) -> pl.DataFrame:
             seen.add(pid)
             pid, d = parent[(pid, host)], d + 1
         depth.append(d)
-    procs = procs.with_columns(_depth=pl.Series(depth, dtype=pl.Int64)).sort("_depth", "start", "pid")
     helper = pl.lit(False)
     for marker in HELPER_COMMANDS:
         helper = helper | pl.col("command").fill_null("").str.contains(marker, literal=True)
+    # grouped as the page shows them: the main processes, their workers, then the helpers
+    procs = (procs.with_columns(_depth=pl.Series(depth, dtype=pl.Int64))
+             .with_columns(_helper=(pl.col("_depth") > 0) & helper)
+             .sort("_depth", "_helper", "start", "pid").drop("_helper"))
     role = (pl.when(pl.col("_depth") == 0).then(pl.lit("main")).when(helper).then(pl.lit("helper"))
             .otherwise(pl.lit("worker")))
     label = pl.format("{} pid {}", role, pl.col("pid"))

@@ -17,7 +17,8 @@ from .filters import Filters
 from .jinja import render
 from .page import DEFAULT_MAX_OPS, page_payload
 
-SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "rows.js", "timeline.js", "app.js", "compare.js")
+SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "rows.js", "spans.js", "timeline.js", "app.js",
+           "compare.js")
 STYLES = ("report.css", "compare.css")
 RUN_COLOURS = ("#3b5bdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#1098ad", "#c92a2a", "#5c940d", "#495057")
 

@@ -15,12 +15,14 @@ from .calls import call_marks
 from .encode import Blob, script_json
 from .filters import Filters, apply_filters
 from .jinja import render
+from .spans import span_columns
 from .overview import heatmap_columns, overview_columns
 from .summary import summary_payload
 from .trace import cap_segments, rank_hosts, trace_columns
 
 DEFAULT_MAX_OPS = 5_000_000  # 4.8 M ops: load 1.5 s, zoom < 250 ms (bench); beyond, the overview only
-SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "rows.js", "timeline.js", "hover.js", "scatter.js",
+SCRIPTS = ("util.js", "decode.js", "axis.js", "evidence.js", "keys.js", "rows.js", "spans.js", "timeline.js", "hover.js",
+           "scatter.js",
            "summary.js", "insights.js", "testapi.js", "app.js")
 STYLES = ("report.css",)
 # the tables the page reads, built before two threads share the log (the pipeline diagnoses it meanwhile)
@@ -71,6 +73,9 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
                  layer_ranks=layer_ranks(log, all_segments, trace["layers"]))
     t_max = float(all_segments["end"].max()) if all_segments.height else 0.0
     trace["t_max"] = max(trace["t_max"], t_max, float(log.job["run_time"] or 0))
+    spans = span_columns(log, nranks, filters, blob)  # a DFTracer trace's application spans, above its I/O
+    if spans is not None:
+        trace["t_max"] = max(trace["t_max"], spans["t_max"])
     hosts = rank_hosts(all_segments, nranks, blob)
     overview = overview_columns(segments, nranks, trace["t_max"], blob) if segments.height else None
     heatmaps = heatmap_columns(log.heatmap, nranks, float(log.job["run_time"] or 0), blob)
@@ -93,6 +98,7 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
         "analysis": timeline_analysis(segments),
         "summary": summary_payload(log, all_segments, file_index, nranks, blob),
         "call_marks": call_marks(log, nranks),  # Recorder traces only
+        "spans": spans,  # DFTracer traces only: the application's spans (spans.py)
         "processes": _processes(log),  # a job of many logs: which row is which process (jobs/merged.py)
         "unseen": unseen_lines(log),  # modules iolens skips, an empty log: said in the insights panel
     }

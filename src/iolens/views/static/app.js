@@ -5,6 +5,7 @@ class App {
   constructor(meta) {
     this.meta = meta;
     this.trace = null;
+    this.spans = null;  // a DFTracer trace's application spans (spans.js)
     this.columns = null;
     this.file = -1;
     const T = meta.trace;
@@ -86,6 +87,7 @@ class App {
       `${fmtSeconds(Math.max(0, v.t0))} – ${fmtSeconds(v.t1)} (${fmtSeconds(v.t1 - v.t0)}) · ranks ` +
       `${Math.max(0, Math.floor(v.r0))}–${Math.min(this.meta.nranks - 1, Math.ceil(v.r1) - 1)}`;
     const parts = Object.entries(st).map(([layer, s]) => `${layer}: ${s.mode === "bars" ? fmtInt(s.drawn) + " operations" :
+      s.mode === "spans" ? fmtInt(s.drawn) + " spans" :
       s.mode.startsWith("density") ? "busy fraction of " + fmtInt(s.drawn) + " operations" : "overview"}`);
     document.getElementById("mode-text").textContent = parts.join(" · ");
   }
@@ -159,6 +161,7 @@ function setupLegend(app) {
     sw("phase", null, "I/O phase"), sw("strag", null, "heavy rank (busy ≥ 1.5× the median) / its phase"),
     sw("busy", null, "busiest rank"),
     el("span", {class: "leg muted"}, "Dense views: colour opacity = share of time the rank was busy."));
+  for (const item of spanLegend(app, sw)) box.append(item);  // DFTracer traces: the application's spans
   if (app.meta.call_marks)  // Recorder traces: the non-I/O calls between the reads and writes
     for (const k of app.meta.call_marks.kinds) box.append(sw("", CALL_MARK_COLORS[k], k));
 }
@@ -211,6 +214,7 @@ async function main() {
       if (hasTrace) {
         Object.assign(app.columns, decodeColumnsNow(meta, "trace"));
         app.trace = buildTrace(meta, app.columns);
+        app.spans = buildSpans(meta, app.columns);
         app.transfer = new TransferView(document.getElementById("transfer"), app, document.getElementById("transfer-layer"));
         app.spatial = new SpatialView(document.getElementById("spatial"), app, document.getElementById("spatial-layer"),
           document.getElementById("spatial-colour"), document.getElementById("spatial-hint"));
@@ -232,6 +236,7 @@ async function main() {
       await new Promise((res) => requestAnimationFrame(() => setTimeout(res, 0)));
       Object.assign(app.columns, await decodeColumns(meta, "trace"));
       app.trace = buildTrace(meta, app.columns);
+      app.spans = buildSpans(meta, app.columns);
       app.transfer = new TransferView(document.getElementById("transfer"), app, document.getElementById("transfer-layer"));
       app.spatial = new SpatialView(document.getElementById("spatial"), app, document.getElementById("spatial-layer"),
         document.getElementById("spatial-colour"), document.getElementById("spatial-hint"));

@@ -38,3 +38,61 @@ function rankAtRow(tl, f, y) {
   const i = clamp(Math.floor(c), 0, f.ranks.length - 1);
   return f.ranks[i] + clamp(c - i, 0, 1);
 }
+
+/* The timeline's facets, top to bottom, with their heights and tops: a trace's application spans (DFTracer),
+   then one per layer (MPI-IO above POSIX). */
+function timelineFacets(tl) {
+  const meta = tl.app.meta, facets = [];
+  if (meta.spans && meta.spans.ranks.length)
+    facets.push({layer: "spans", k: -1, spans: true, height: spansFacetHeight(meta), ranks: Int32Array.from(meta.spans.ranks)});
+  tl.layers.forEach((layer, k) => facets.push({layer, k, height: tl.facetHeight, ranks: facetRanks(meta, layer)}));
+  let top = TL.title;
+  for (const f of facets) { f.top = top; top += f.height + TL.title + TL.gap; }
+  return facets;
+}
+
+/* Along the rank gutter: the processes' groups by role on a traced job's page, else the word "rank". */
+function drawRowGroups(tl, ctx, f, g) {
+  const groups = roleGroups(tl.app.meta, g);
+  if (groups) { drawRoleGroups(tl, ctx, f, g, groups); return; }
+  ctx.save();
+  ctx.translate(12, f.top + f.height / 2); ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = "center"; ctx.fillStyle = COLORS.axis; ctx.font = "11px system-ui, sans-serif";
+  ctx.fillText("rank", 0, 0);
+  ctx.restore();
+}
+
+/* Runs of consecutive visible rows of one role (main, workers, helpers) when the page's processes have roles of
+   a traced job's kind, else null: [{name, first, last}] in row positions. */
+function roleGroups(meta, g) {
+  const procs = meta.processes;
+  if (!procs || !procs.some((p) => p.role === "main") || !procs.some((p) => p.role !== "main")) return null;
+  const plural = {main: "main", worker: "workers", helper: "helpers"};
+  const out = [];
+  for (let i = g.first; i <= g.last; i++) {
+    const p = processOf(meta, g.rank(i)), role = p ? p.role : "?";
+    const last = out[out.length - 1];
+    if (last && last.role === role) last.last = i;
+    else out.push({role, name: plural[role] || role, first: i, last: i});
+  }
+  return out;
+}
+
+/* Processes grouped by role (a traced job's main process, its workers, its helpers): a bracket and the
+   group's name along the rank gutter. */
+function drawRoleGroups(tl, ctx, f, g, groups) {
+  ctx.save();
+  ctx.beginPath(); ctx.rect(0, f.top, TL.left, f.height); ctx.clip();
+  ctx.strokeStyle = COLORS.axis; ctx.fillStyle = COLORS.axis; ctx.lineWidth = 1;
+  for (const grp of groups) {
+    const y0 = Math.max(tl.rowTop(f, g, grp.first), f.top), y1 = Math.min(tl.rowTop(f, g, grp.last + 1), f.top + f.height);
+    if (y1 - y0 < 2) continue;
+    ctx.beginPath(); ctx.moveTo(16.5, y0 + 1); ctx.lineTo(13.5, y0 + 1); ctx.lineTo(13.5, y1 - 1); ctx.lineTo(16.5, y1 - 1); ctx.stroke();
+    ctx.save();
+    ctx.translate(6, (y0 + y1) / 2); ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "center"; ctx.textBaseline = "middle"; ctx.font = "10px system-ui, sans-serif";
+    ctx.fillText(fitText(ctx, grp.name, y1 - y0 + 4) || "", 0, 0);
+    ctx.restore();
+  }
+  ctx.restore();
+}

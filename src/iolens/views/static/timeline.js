@@ -26,10 +26,7 @@ class Timeline {
   layout() {
     this.width = Math.max(400, this.el.clientWidth || 900);
     this.plotW = this.width - TL.left - TL.right;
-    this.facets = this.layers.map((layer, k) => ({
-      layer, k, top: TL.title + k * (this.facetHeight + TL.title + TL.gap), height: this.facetHeight,
-      ranks: facetRanks(this.app.meta, layer),
-    }));
+    this.facets = timelineFacets(this);
     const last = this.facets[this.facets.length - 1];
     this.axisY = last ? last.top + last.height : TL.title;
     this.height = this.axisY + TL.axis;
@@ -59,14 +56,16 @@ class Timeline {
     const v = this.app.view, tr = this.app.trace;
     ctx.save();
     ctx.font = "600 12px system-ui, sans-serif"; ctx.fillStyle = COLORS.text; ctx.textBaseline = "bottom";
-    ctx.fillText(f.layer === "MPI-IO" ? "MPI-IO calls" : "POSIX calls", TL.left, f.top - 5);
+    ctx.fillText(f.spans ? "Application spans (rows: the processes with spans; lanes: nesting)" :
+                 f.layer === "MPI-IO" ? "MPI-IO calls" : "POSIX calls", TL.left, f.top - 5);
     ctx.fillStyle = "#fbfcfd"; ctx.fillRect(TL.left, f.top, this.plotW, f.height);
     drawGridX(ctx, TL.left, this.plotW, f.top, f.height, v.t0, v.t1);
     ctx.beginPath(); ctx.rect(TL.left, f.top, this.plotW, f.height); ctx.clip();
     this.drawPhases(ctx, f);
     drawEvidenceBand(this, ctx, f);
     let stat;
-    if (!tr) stat = this.drawOverview(ctx, f, v.t0);
+    if (f.spans) stat = drawSpans(this, ctx, f);
+    else if (!tr) stat = this.drawOverview(ctx, f, v.t0);
     else {
       stat = this.candidates(f) <= BAR_LIMIT ? this.drawBars(ctx, f) : this.drawDensity(ctx, f);
       if (tr.cutAt !== null && tr.cutAt !== undefined && v.t1 > tr.cutAt) {
@@ -74,7 +73,7 @@ class Timeline {
         stat.mode += "+overview";
       }
     }
-    stat.marks = this.drawCallMarks(ctx, f);
+    stat.marks = f.spans ? 0 : this.drawCallMarks(ctx, f);
     this.drawHeavyPhases(ctx, f);
     this.drawPhaseLabels(ctx, f);
     ctx.restore();
@@ -314,11 +313,7 @@ class Timeline {
     };
     if (busiest >= 0) mark(busiest, COLORS.busiest, "dot");
     for (const r of strag) mark(r, COLORS.heavy, "tri");
-    ctx.save();
-    ctx.translate(12, f.top + f.height / 2); ctx.rotate(-Math.PI / 2);
-    ctx.textAlign = "center"; ctx.fillStyle = COLORS.axis; ctx.font = "11px system-ui, sans-serif";
-    ctx.fillText("rank", 0, 0);
-    ctx.restore();
+    drawRowGroups(this, ctx, f, g);
     ctx.restore();
   }
 
@@ -354,6 +349,7 @@ class Timeline {
   opAt(x, y) {
     const tr = this.app.trace, f = this.facetAt(y);
     if (!tr || !f || x < TL.left || x > TL.left + this.plotW) return null;
+    if (f.spans) return spanAt(this, f, x, y);
     const rank = Math.floor(this.rankAtY(f, y));
     if (rank < 0 || rank >= this.nranks || (f.ranks && this.geom(f).row(rank) < 0)) return null;
     const v = this.app.view, t = this.T(x), tol = 3 * (v.t1 - v.t0) / this.plotW, file = this.app.file;
@@ -391,7 +387,8 @@ class Timeline {
       if (this.drag) { this.onDrag(x, y); return; }
       if (e.target !== this.canvas) return;
       const hit = this.opAt(x, y);
-      if (hit) this.app.showTooltip(e.clientX, e.clientY, this.app.describeOp(hit.k, hit.i, hit.rank));
+      if (hit) this.app.showTooltip(e.clientX, e.clientY, hit.span ? describeSpan(this.app, hit.i, hit.rank)
+                                                                    : this.app.describeOp(hit.k, hit.i, hit.rank));
       else this.app.hideTooltip();
     });
     window.addEventListener("mouseup", () => {
@@ -432,7 +429,7 @@ class Timeline {
 
   /* Where a user would point to hover operation i of layer k (client coordinates), for tests. */
   clientPoint(k, i, rank) {
-    const f = this.facets[k], v = this.app.view, tr = this.app.trace, g = this.geom(f);
+    const f = this.facets.find((x) => x.k === k), v = this.app.view, tr = this.app.trace, g = this.geom(f);
     const t = (Math.max(tr.start[i], v.t0) + Math.min(tr.end[i], v.t1)) / 2;
     const rect = this.canvas.getBoundingClientRect();
     return {x: rect.left + this.X(t), y: rect.top + this.rowTop(f, g, g.row(rank) + 0.45)};
