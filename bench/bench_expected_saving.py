@@ -7,7 +7,7 @@ the recommendations of the pair's codes, those making the pair's kind of change 
 would cost time). "any rec" shows the largest over every recommendation of those codes, whatever its kind. Measured: the table's saving, the slowest rank's I/O time before minus after as `iolens compare --json`
 measures it (`runs[].io_time`). A promise holds when it is within 1.5x of the measurement, or when both are
 within the noise of two identical runs (the table's noise band); it is a false promise when it promises a
-saving where the change measured a slowdown beyond noise. Issue 32's table (BENCHMARKS.md).
+saving, however small, where the change measured a slowdown beyond noise. Issue 32's table (BENCHMARKS.md).
 
     python bench/bench_expected_saving.py [--logs DIR] [--sensitive] [--json]
 """
@@ -59,13 +59,14 @@ def promised(log, codes: list, thresholds=None, fix: str | None = None) -> tuple
 
 def judge(promise: float, measured: float, noise: float, codes=("?",)) -> str:
     """holds (within 1.5x, or both within noise, or no saving promised where the change was slower) / false
-    promise (a saving promised, a slowdown measured beyond noise) / off (anything else). A pair with no codes changes nothing: it only measures the noise."""
+    promise (a saving promised, of any size, where the change measured a slowdown beyond noise) / off (anything
+    else). A pair with no codes changes nothing: it only measures the noise."""
     if not codes:
         return "noise pair"
+    if measured < -noise:  # slower: right only if no saving is promised (none, or a cost), however small
+        return "FALSE PROMISE (slower)" if promise > 0 else "holds (no saving promised, slower)"
     if abs(promise) <= noise and abs(measured) <= noise:
         return "holds (both within noise)"
-    if measured < -noise:  # slower: right only if no saving is promised (none, or a cost)
-        return "FALSE PROMISE (slower)" if promise > noise else "holds (no saving promised, slower)"
     if measured > 0 and promise > 0 and 1 / FACTOR <= promise / measured <= FACTOR:
         return "holds (within 1.5x)"
     return "off"

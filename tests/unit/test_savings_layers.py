@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from iolens.analysis.diagnosis import Thresholds
-from iolens.analysis.diagnosis.fixes import _covered_later
+from iolens.analysis.diagnosis.fixes import FRAGMENT, _covered_later, exchange_handoffs, pair_handoff
 from iolens.analysis.diagnosis.insight import Recommendation
 from iolens.analysis.diagnosis.layers import Budget, Change, LayerTime, after, saving
 from iolens.analysis.diagnosis.savings import SLOWER, say_if_slower
@@ -72,3 +72,30 @@ def test_a_cost_is_said_first(saving, title, detail):
     h = Recommendation("HDF5: collective metadata reads and writes", expected_saving=-1.0)
     say_if_slower(h, _Ctx())
     assert h.title == SLOWER + "HDF5: collective metadata reads and writes"  # an acronym keeps its case
+
+
+MiB = 1 << 20
+
+
+@pytest.mark.parametrize("nbytes, ranks, aggregators, rounds, handoffs", [
+    (48.7 * MiB, 2, 1, 4, 45),    # 2 ranks, one aggregator: each sends 24.35 MiB = 49 fragments, 4 counted in rounds
+    (146 * MiB, 2, 1, 10, 136),   # 73 MiB each: 146 fragments
+    (58.5 * MiB, 4, 1, 4, 26),    # an aggregator waits for one sender's share (14.6 MiB), not all three
+    (58.5 * MiB, 4, 2, 2, 13),    # two aggregators: half the domain each
+    (2 * MiB, 2, 1, 1, 1),        # 1 MiB each: 2 fragments, one in the round's steps
+    (FRAGMENT * 2, 2, 1, 1, 0),   # one fragment each: the round's own step
+    (64 * MiB, 1, 1, 1, 0),       # one rank: nothing exchanged
+    (0, 4, 1, 1, 0),
+])
+def test_the_exchange_hands_off_each_fragment_past_one_a_round(nbytes, ranks, aggregators, rounds, handoffs):
+    assert exchange_handoffs(nbytes, ranks, aggregators, rounds) == handoffs
+
+
+@pytest.mark.parametrize("step, ranks, seconds", [
+    (0.006, 2, 0.006),  # two ranks: a collective step is one pairwise handoff
+    (0.036, 4, 0.018),  # log2(4) = 2 pairwise rounds in a collective step
+    (0.090, 8, 0.030),
+    (None, 4, 0.0),     # no step measured: nothing charged
+])
+def test_a_handoff_costs_a_collective_step_over_log2_of_the_ranks(step, ranks, seconds):
+    assert pair_handoff(step, ranks) == pytest.approx(seconds)

@@ -11,8 +11,9 @@ The kinds (`FIXES`):
 * `collective`: independent MPI-IO requests on shared files become collective (two-phase I/O). Removes the
   ranks' time in those requests (MPI-IO, and the POSIX requests inside); adds the exchange: every round of it
   (one per `cb_buffer_size` an aggregator gathers, 16 MiB) synchronises all ranks, at the cost this run's own
-  collective MPI-IO calls show (`collective_step`), the bytes the aggregators receive and write, at the
-  bandwidth of this run's POSIX requests (fitted) or the cost model's.
+  collective MPI-IO calls show (`collective_step`), its messages' fragments are handoffs between two ranks
+  (`exchange_handoffs`, `pair_handoff`), the bytes the aggregators receive and write, at the bandwidth of this
+  run's POSIX requests (fitted) or the cost model's.
 * `cb_off`: collective buffering off for collective calls. Removes the collective calls' time (MPI-IO above
   POSIX: exchange, waits; the aggregators' POSIX requests); adds each rank's own requests (cost model). Inside
   HDF5's collective transfers the HDF5 layer keeps its own collective steps: the ranks wait there instead.
@@ -49,6 +50,13 @@ CB_BUFFER = 16 * MiB  # ROMIO's default cb_buffer_size
 STEPS_OPEN_CLOSE = 6
 STEPS_CALL = 6
 STEPS_ROUND = 2
+# a round's data exchange is one large (rendezvous) message from each rank to each aggregator, and the MPI
+# library moves it in pipelined fragments: every fragment past the first is one more handoff between the sender
+# and the aggregator, which on a loaded or oversubscribed node waits for the other process to be scheduled, as
+# a collective step does. The fragment size is the one constant of the exchange chosen on the real pairs
+# (BENCHMARKS.md, issue 32; MPI libraries pipeline rendezvous messages in fragments of 128 KiB-1 MiB): the 2-rank
+# pairs' collective calls cost 19-30 collective steps each, not 8, the rest growing with the bytes exchanged
+FRAGMENT = 512 << 10
 
 
 # kind -> (the recommendations making it, what it removes, what it adds): docs/diagnosis.md's table
@@ -59,7 +67,9 @@ FIX_DOCS = {
                    "time × the independent share of the calls), and the POSIX requests inside them",
                    "for every rank, the exchange's rounds (one per `cb_buffer_size` of 16 MiB an aggregator "
                    "gathers; one collective call per round: 8 collective steps) × this run's collective step "
-                   "(the ranks' MPI-IO open/close/set_view time above POSIX over their ~6 steps each); for the "
+                   "(the ranks' MPI-IO open/close/set_view time above POSIX over their ~6 steps each), and the "
+                   "handoffs of the exchange's messages past one a round (each rank's share of an aggregator's "
+                   "domain in 512 KiB fragments) × a collective step over log2 of the ranks; for the "
                    "aggregators (one per node, every rank when the nodes are unknown), the bytes received from "
                    "the others and written, at this run's POSIX bandwidth (fitted, else assumed)"),
     "cb_off": ("`romio_cb_write`/`romio_cb_read` = disable (MPIIO_OVERHEAD)",
@@ -185,6 +195,24 @@ def collective(ctx, op: str, aggregators: int | None = None) -> Price:
     return ctx.memo(("fixes.collective", op, aggregators), lambda: _collective(ctx, op, aggregators))
 
 
+def exchange_handoffs(nbytes: float, n: int, aggregators: int, rounds: int) -> int:
+    """Handoffs of the two-phase exchange past one per round: each rank sends its share of every aggregator's
+    domain (`nbytes` / aggregators / ranks) in `FRAGMENT`s; ROMIO posts every rank's message of a round at
+    once, so the senders' fragments overlap and an aggregator waits for one sender's count."""
+    if n < 2 or nbytes <= 0:
+        return 0
+    per_sender = nbytes / max(aggregators, 1) / n
+    return max(math.ceil(per_sender / FRAGMENT) - rounds, 0)
+
+
+def pair_handoff(step: float | None, n: int) -> float:
+    """Seconds one handoff between two ranks costs: a collective step of `n` ranks is about log2(n) rounds of
+    pairwise messages (recursive doubling)."""
+    if step is None:
+        return 0.0
+    return step / max(1.0, math.log2(max(n, 2)))
+
+
 def _collective(ctx, op: str, aggregators) -> Price:
     table = mpi_table(ctx)
     if table is None:
@@ -211,6 +239,8 @@ def _collective(ctx, op: str, aggregators) -> Price:
     moved = received / bw
     io = nbytes / a / bw + math.ceil(nbytes / a / CB_BUFFER) * lat
     syncs = rounds * (STEPS_CALL + STEPS_ROUND) * step if step is not None else 0.0
+    handoffs, pair_step = exchange_handoffs(nbytes, n, a, rounds), pair_handoff(step, n)
+    syncs += handoffs * pair_step
     change = Change()
     change.remove("MPI-IO", mpiio, f"removes the independent {op}s' MPI-IO time (slowest rank {fmt_time(mpiio.max())}, "
                                    f"POSIX inside {fmt_time(posix.max())})")
@@ -219,9 +249,13 @@ def _collective(ctx, op: str, aggregators) -> Price:
     agg[:a] = moved + io
     change.add("MPI-IO", per_rank(syncs, n) + agg)
     change.add("POSIX", np.where(np.arange(n) < a, io, 0.0))
+    handoff_text = (f" + {fmt_count(handoffs)} more handoff(s) of the exchange's messages (each rank's "
+                    f"{fmt_bytes(nbytes / a / n)} to an aggregator in {fmt_bytes(FRAGMENT)} fragments, the "
+                    f"first of each round counted in its steps) × {fmt_time(pair_step)} (a collective step over "
+                    f"log2 of {fmt_count(n)} ranks)" if step is not None and handoffs else "")
     sync_text = (f"{rounds} round(s) of the two-phase exchange (at most {fmt_bytes(CB_BUFFER)} per aggregator "
-                 f"each, one collective call per round: {STEPS_CALL + STEPS_ROUND} steps) × {step_text} = "
-                 f"{fmt_time(syncs)} for every rank" if step is not None else
+                 f"each, one collective call per round: {STEPS_CALL + STEPS_ROUND} steps) × {step_text}"
+                 f"{handoff_text} = {fmt_time(syncs)} for every rank" if step is not None else
                  f"the exchange's synchronisation not charged ({step_text})")
     change.parts.append(f"adds {sync_text}; {a} aggregator(s) ({ranks_per_node(ctx)}) each receive "
                         f"{fmt_bytes(received)} from the others and write {fmt_bytes(nbytes / a)} "
