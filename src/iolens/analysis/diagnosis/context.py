@@ -164,7 +164,8 @@ class Context(RankWords):
         The ranks of one MPI launch are peers; any other process is a peer of the processes of its step with
         its role (a loader's workers among themselves; a DFTracer trace's main, worker and helper processes
         are three groups): a training loop's main process is not a worker that reads slowly, and workers are
-        not synchronised with main at the end of their I/O. `Peers` in rank order of their first rank."""
+        not synchronised with main at the end of their I/O. A process whose log is unfinished (its trace lost)
+        is left out of its role's peers. `Peers` in rank order of their first rank."""
         procs = self.log.provenance.processes
         if not procs:
             return None
@@ -172,6 +173,9 @@ class Context(RankWords):
         for p in procs:
             mpi = p["step_rank"] is not None
             key = (p["step"], None if mpi else (p["role"] or "process"))
+            if p.get("recovered") and not mpi:
+                by_key.setdefault(key, [])  # its trace lost with its unfinished log (TRUNCATED_TRACE): not
+                continue  # compared as if it had done no I/O
             ranks = [r for r in range(p["rank"], p["rank"] + p["ranks"]) if r < self.nprocs]
             by_key.setdefault(key, []).extend(ranks)
         groups = [Peers(role, np.array(sorted(ranks), dtype=np.int64), role is None, step)
