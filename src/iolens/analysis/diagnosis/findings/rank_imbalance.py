@@ -522,7 +522,7 @@ def _spread_insight(ctx, judged: dict, loads: dict, source: str, partial: bool) 
                "ranks_with_io": int((arr > 0).sum()), "job_ranks": ctx.nprocs,
                "excess_time_s": excess_t}
     if peers is not None:
-        metrics.update(peers=len(peers), peers_role=peers.role or "rank")
+        metrics["peers"] = len(peers)  # the processes compared (its role: the title's noun)
     for angle in ANGLES:
         m = float(loads[angle].mean())
         if m > 0:  # the heaviest rank against the mean from every angle (no "bytes" in a ratio's name)

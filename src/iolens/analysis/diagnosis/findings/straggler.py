@@ -108,7 +108,7 @@ def _judge(ctx, seg: Segments, rank_groups: tuple, peers) -> list:
     if waits:
         metrics["idle_rank_time_s"] = worst * waiting
     if peers is not None:
-        metrics.update(peers=len(peers), peers_role=peers.role or "rank")
+        metrics["peers"] = len(peers)  # the processes compared (its role: the title's noun)
     noun = "ranks" if peers is None else ctx.peers_noun(ranks[0])
     title = (f"{ctx.rank_labels(ranks)} finish{'es' if len(ranks) == 1 else ''} I/O up to {fmt_time(worst)} "
              + ("after the others" if peers is None else f"after the other {noun}"))
@@ -122,16 +122,17 @@ def _judge(ctx, seg: Segments, rank_groups: tuple, peers) -> list:
         one = n_stragglers == 1
         summary += (f" {'Its' if one else 'Their'} own I/O is short ({fmt_time(most_busy)} after the "
                     f"others finished): {'it starts' if one else 'they start'} it "
-                    f"{fmt_time(max(first_late - median_first, 0.0))} after the median rank — late, not slow "
-                    "(compute, a sleep or a wait before the I/O).")
+                    f"{fmt_time(max(first_late - median_first, 0.0))} after the median "
+                    f"{'rank' if peers is None else 'one'} — late, not slow (compute, a sleep or a wait before the "
+                    "I/O).")
     if waits:
         summary += (f" The other {waiting} {noun} wait about {fmt_time(worst)} each ({fmt_time(worst * waiting)} of "
                     "rank time).")
         summary += meanwhile(ctx, metrics)
     else:  # not MPI ranks of one program: nothing says the others wait for it
-        summary += (f" The other {waiting} {noun} are done up to {fmt_time(worst)} earlier; they are not "
-                    "synchronised with it, so whether the job waits for it shows in the time the program "
-                    "spends waiting for its data (DATALOADER_STALL), not here.")
+        summary += (f" The other {waiting} {noun} are done up to {fmt_time(worst)} earlier. They are not "
+                    "synchronised with it: whether it delays the job shows in the program's time without data "
+                    "(DATALOADER_STALL), not here.")
     if partial:
         summary += " The trace is truncated: ranks whose trace stopped early are not judged."
     recs = [_advice(ctx, all_slow)] if waits else [_unsynchronised_advice(noun, all_slow)]
