@@ -670,7 +670,9 @@ FINDING = Finding(
             "Bytes/operations/fsyncs are structural (a warning on any run) when the rank's I/O time is also at "
             "least 1.25× the mean, else info (\"rank 0 writes the small metadata\"); or (b) a collectively "
             "accessed file's file-system I/O goes through fewer aggregators than nodes (DXT) or through one rank "
-            "(counters, at least `single_aggregator_min_ranks` ranks). Names the heaviest ranks.",
+            "(counters, at least `single_aggregator_min_ranks` ranks). Names the heaviest ranks. Only peers are "
+            "compared: one program's ranks, else the processes of one role of a step (a loader's workers; "
+            "at least 2), never a main process against its workers.",
     source="dxt / counters",
     report=report,
     saving=Saving(_saving, "the busiest rank's I/O time above the mean rank's (`excess_time_s`)"),

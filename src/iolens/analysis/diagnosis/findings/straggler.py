@@ -184,7 +184,9 @@ FINDING = Finding(
             "straggler_min_delay_share × I/O window, min_runtime_share × run)` after the median rank, and either "
             "are busy with I/O for most of that delay (*slow*) or do at least half of their own bytes after the "
             "median rank finished (*late*: they start late; a rank writing one record at the end is neither). "
-            "Names them, the delay, whether late or slow, and the rank time the others wait.",
+            "Names them, the delay, whether late or slow, and the rank time the others wait. Only peers are "
+            "compared: one program's ranks, else the processes of one role of a step (a loader's workers; "
+            "at least 4 with I/O), of which the others are not said to wait.",
     source="dxt",
     report=report,
     saving=upper_bound("max_delay_s"),
