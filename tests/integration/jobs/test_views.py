@@ -36,10 +36,10 @@ def test_diagnose_folder_judges_the_job(loader):
     assert len(workers) == 2 and all(p["step"] == 1 for p in small["processes"])
     recovered = next(p["pid"] for p in out["job"]["processes"] if p["recovered"])
     assert recovered in workers
-    # the parent's checkpoint: the job's writes come from the parent, named as such
-    heavy = [i for i in out["insights"] if any(p["role"] == "parent" for p in i["processes"])
-             and i["code"] != "SMALL_IO"]
-    assert heavy, [i["code"] for i in out["insights"]]
+    # the parent reads too (SMALL_IO's processes name it as such); its checkpoint writes are not compared with
+    # its workers' reads as if they were ranks of one program (docs/diagnosis.md, "Only peers are compared")
+    assert "parent" in {p["role"] for p in small["processes"]}
+    assert not [i for i in out["insights"] if i["code"] in ("RANK_IMBALANCE", "STRAGGLER")]
     text = run_iolens("diagnose", loader).stdout
     assert "No problems found" not in text and "worker pid" in text and "step 1 (python3)" in text
 
