@@ -4,7 +4,10 @@ it under the preload library; tests run small ones).
 The main process runs epochs; each step it waits for a batch from a spawned loader worker (`dataloader`/`fetch`
 span), computes (`compute`/`step`, a busy loop) and, every `--ckpt-every` steps, writes a checkpoint
 (`checkpoint`/`capture`: 4 MiB `write` calls, then `fsync`). Each worker reads whole shard files with `read`
-calls of `--read-bytes` (one system call per request) inside its own `dataloader`/`fetch` spans.
+calls of `--read-bytes` (one system call per request) inside its own `dataloader`/`fetch` spans. With
+`--slow-worker-read-bytes N`, the first worker reads with `N`-byte calls (a slow worker), and the batches are
+dealt to the workers in turn (as PyTorch's DataLoader does) rather than taken from one queue, so that it keeps its
+share of the shards and ends its I/O late.
 
     python bench/dftracer_workload.py DATA_DIR CKPT_DIR --shards 24 --shard-kib 512 --workers 3 --read-bytes 16384
 
@@ -116,13 +119,18 @@ def main() -> None:
     ap.add_argument("--compute-ms", type=float, default=5.0)
     ap.add_argument("--ckpt-every", type=int, default=0, help="steps between checkpoints (0: none)")
     ap.add_argument("--ckpt-mib", type=int, default=16)
+    ap.add_argument("--slow-worker-read-bytes", type=int, default=0,
+                    help="the first worker's read size (0: --read-bytes); batches then dealt to workers in turn")
     a = ap.parse_args()
     paths = make_shards(a.data_dir, a.shards, a.shard_kib)
     os.makedirs(a.ckpt_dir, exist_ok=True)
     log = _init_log()
     ctx = mp.get_context("spawn")
-    tasks, results = ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(tasks, results, a.read_bytes)) for _ in range(a.workers)]
+    results = ctx.Queue()
+    dealt = bool(a.slow_worker_read_bytes)  # one queue per worker, dealt in turn; else one queue they share
+    queues = [ctx.Queue() for _ in range(a.workers)] if dealt else [ctx.Queue()] * a.workers
+    sizes = [a.slow_worker_read_bytes or a.read_bytes] + [a.read_bytes] * (a.workers - 1)
+    procs = [ctx.Process(target=worker, args=(q, results, size)) for q, size in zip(queues, sizes)]
     for p in procs:
         p.start()
     counts = {"ckpt_bytes": 0, "ckpt_writes": 0, "ckpt_fsyncs": 0}
@@ -131,8 +139,8 @@ def main() -> None:
     batches = [paths[i:i + per] for i in range(0, len(paths), per)]
     for epoch in range(a.epochs):
         with dft_fn("pipeline", "epoch", epoch=epoch):
-            for batch in batches:
-                tasks.put((epoch, step, batch))
+            for i, batch in enumerate(batches):
+                queues[i % len(queues)].put((epoch, step, batch))
             for _ in batches:
                 with dft_fn("dataloader", "fetch", epoch=epoch, step=step):
                     results.get()
@@ -142,8 +150,8 @@ def main() -> None:
                 if a.ckpt_every and step % a.ckpt_every == 0:
                     with dft_fn("checkpoint", "capture", epoch=epoch, step=step):
                         _checkpoint(a.ckpt_dir, step, a.ckpt_mib, counts)
-    for _ in procs:
-        tasks.put(None)
+    for q in queues:
+        q.put(None)
     per_process = {}
     for _ in procs:
         kind, value = results.get()

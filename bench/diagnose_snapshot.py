@@ -16,8 +16,9 @@ runs (polars' hash seeds vary): the order of tied ranks or files, which tied ran
 evidence list, and OST_IMBALANCE's `lustre_bytes` (a float sum over OSTs met in group-by order, printed as an
 integer or rounded depending on its last bits). Those are counted apart.
 
-Logs: every `*.darshan` under --logs (public/, generated/, generated2/, pairs/) and every Recorder trace folder
-under recorder/. Prints the per-log diagnosis time (best of --repeat, read excluded) over the small logs
+Logs: every `*.darshan` under --logs (public/, generated/, generated2/, pairs/), every Recorder trace folder
+under recorder/, and every folder of dftracer/ and workflows/ as `iolens.open` reads it (a DFTracer trace, or one
+job's Darshan logs merged: where processes of several roles are compared, or not). Prints the per-log diagnosis time (best of --repeat, read excluded) over the small logs
 (< 2 MiB, as in the fleet corpus) and the slowest logs.
 """
 from __future__ import annotations
@@ -64,6 +65,9 @@ def shared_logs(root: Path) -> list:
     rec = root / "recorder"
     if rec.is_dir():
         logs += sorted(p for p in rec.iterdir() if (p / "recorder.mt").is_file())
+    for jobs in ("dftracer", "workflows"):  # DFTracer traces and job folders (iolens.open)
+        if (root / jobs).is_dir():
+            logs += sorted(p for p in (root / jobs).iterdir() if p.is_dir())
     return logs
 
 
@@ -138,14 +142,14 @@ def main(argv=None) -> int:
             continue
         name = snapshot_name(args.logs, path)
         try:
-            log = iolens.read(str(path))
+            log = iolens.open(str(path)) if path.is_dir() else iolens.read(str(path))
         except LogError as exc:  # logs the reader refuses (documented in the folders' READMEs)
             text = json.dumps({"log": str(path.relative_to(args.logs)), "error": str(exc)})
         else:
             thresholds = sensitive() if args.sensitive else None
             text = diagnose_json(log, str(path.relative_to(args.logs)), thresholds)
             if args.fresh:
-                ms = 1000 * best_time(lambda: diagnose(iolens.read(str(path)), thresholds), args.repeat)
+                ms = 1000 * best_time(lambda: diagnose(iolens.open(str(path)), thresholds), args.repeat)
             else:
                 ms = 1000 * best_time(lambda: diagnose(log, thresholds), args.repeat)
             all_ms.append((ms, name))

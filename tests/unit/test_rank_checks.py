@@ -56,6 +56,7 @@ class _FakeCtx:
         return False
 
     nprocs = 8
+    peers = None  # `Context.peers`: one program's ranks, all compared
 
 
 def _ops(rank, start, end, step=1.0, fid=1):
@@ -110,6 +111,8 @@ def test_straggler_that_starts_late_is_named_with_its_start_delay():
 
 # --- balance from every angle (hand-made per-rank loads) ---------------------------------------------------
 class _Ctx:
+    peers = None  # `Context.peers`: one program's ranks, all compared
+
     def __init__(self, run_time=100.0):
         self.th = Thresholds()
         self.run_time = run_time

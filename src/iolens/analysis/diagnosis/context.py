@@ -43,6 +43,11 @@ class RankWords:
         """'rank 3', or the log's own label ('worker pid 3688'); `capital` it at the start of a sentence."""
         return self.label_of(int(rank))
 
+    def peers_noun(self, rank) -> str:
+        """What `rank` is compared with: `ranks_noun` when every rank is a peer of every other (one program's
+        ranks), else its peers' kind ('worker processes', 'ranks of step 1': a `Context` with `peers`)."""
+        return self.ranks_noun
+
     def rank_labels(self, ranks) -> str:
         """'rank 0', 'ranks 0, 1', 'ranks 0–7', 'ranks 0, 3, 9, … (20 ranks)' (`units.fmt_ranks`); ranks the log
         labels otherwise: 'worker pid 3688', 'processes worker pid 3688, worker pid 3689'."""
@@ -109,6 +114,24 @@ def without_heatmaps(names: dict) -> dict:
     return out
 
 
+class Peers:
+    """Processes compared with each other: `role` (None: ranks of one MPI launch), their `ranks` (ascending),
+    whether they are `synchronised` (MPI ranks: the others wait for a late one), their `step`."""
+
+    __slots__ = ("role", "ranks", "synchronised", "step")
+
+    def __init__(self, role, ranks: np.ndarray, synchronised: bool, step: int = 0):
+        self.role, self.ranks, self.synchronised, self.step = role, ranks, synchronised, step
+
+    def noun(self, steps: bool = False) -> str:
+        """'worker processes', 'ranks' ('ranks of step 1' when the job has several `steps`)."""
+        base = "ranks" if self.role is None else f"{self.role} processes"
+        return f"{base} of step {self.step}" if steps and self.role is None else base
+
+    def __len__(self) -> int:
+        return len(self.ranks)
+
+
 class Context(RankWords):
     """What every finding reads of one log, computed once: its counters as numpy columns, its trace, job facts,
     the thresholds (`th`) and how the text names its processes (`RankWords`)."""
@@ -131,6 +154,45 @@ class Context(RankWords):
     @property
     def ranks_noun(self) -> str:
         return self.log.ranks_noun
+
+    # --- which ranks are peers: compared with each other (RANK_IMBALANCE, STRAGGLER) ----------------------
+    @cached_property
+    def peers(self) -> list | None:
+        """The log's processes grouped into peers, or None when all its ranks are peers (a Darshan log, a
+        Recorder trace, a job of one MPI launch: one program's ranks, which wait for each other).
+
+        The ranks of one MPI launch are peers; any other process is a peer of the processes of its step with
+        its role (a loader's workers among themselves; a DFTracer trace's main, worker and helper processes
+        are three groups): a training loop's main process is not a worker that reads slowly, and workers are
+        not synchronised with main at the end of their I/O. A process whose log is unfinished (its trace lost)
+        is left out of its role's peers. `Peers` in rank order of their first rank."""
+        procs = self.log.provenance.processes
+        if not procs:
+            return None
+        by_key = {}
+        for p in procs:
+            mpi = p["step_rank"] is not None
+            key = (p["step"], None if mpi else (p["role"] or "process"))
+            if p.get("recovered") and not mpi:
+                by_key.setdefault(key, [])  # its trace lost with its unfinished log (TRUNCATED_TRACE): not
+                continue  # compared as if it had done no I/O
+            ranks = [r for r in range(p["rank"], p["rank"] + p["ranks"]) if r < self.nprocs]
+            by_key.setdefault(key, []).extend(ranks)
+        groups = [Peers(role, np.array(sorted(ranks), dtype=np.int64), role is None, step)
+                  for (step, role), ranks in by_key.items() if ranks]
+        if len(groups) == 1 and groups[0].synchronised:
+            return None
+        return sorted(groups, key=lambda g: int(g.ranks[0]))
+
+    def peers_of(self, rank):
+        """The `Peers` holding `rank`, or None when all ranks are peers."""
+        if self.peers is None:
+            return None
+        return next((g for g in self.peers if int(rank) in set(g.ranks.tolist())), None)
+
+    def peers_noun(self, rank) -> str:
+        g = self.peers_of(rank)
+        return self.ranks_noun if g is None else g.noun(len({p.step for p in self.peers}) > 1)
 
     # --- names and kinds ---------------------------------------------------------------------
     def name(self, file_id) -> str:

@@ -324,8 +324,32 @@ def features(ctx) -> dict:
     row[P + "aggregators"] = [{k: c[k] for k in AGGREGATOR_FIELDS} for c in aggregator_candidates(ctx)]
     got = rank_loads(ctx)
     if got is not None:
-        row.update(angle_features(got[0]))
+        row.update(peer_features(ctx, got[0]))
     return row
+
+
+MIN_PEERS = 2  # processes of one kind to compare (a role with one process has no imbalance)
+
+
+def peer_features(ctx, loads) -> dict:
+    """`angle_features` over the ranks that are peers (`Context.peers`): all ranks of one program; else per
+    angle, those of the group of peers (of `MIN_PEERS` or more) whose heaviest is the most over its mean, its
+    ranks numbered as in the log: a loader's workers against each other, never the main process against them."""
+    peers = ctx.peers
+    if peers is None:
+        return angle_features(loads)
+    out = {P + f"{angle}_{k}": None for angle in ANGLES for k in ANGLE_FEATURES}
+    for g in peers:
+        if len(g) < MIN_PEERS:
+            continue
+        mine = angle_features({a: loads[a][g.ranks] for a in ANGLES})
+        for angle in ANGLES:
+            ratio, best = mine[P + f"{angle}_ratio"], out[P + f"{angle}_ratio"]
+            if ratio is None or (best is not None and ratio <= best):
+                continue
+            out.update({P + f"{angle}_{k}": mine[P + f"{angle}_{k}"] for k in ANGLE_FEATURES})
+            out[P + f"{angle}_top_ranks"] = g.ranks[mine[P + f"{angle}_top_ranks"]].tolist()
+    return out
 
 
 def measure(ctx) -> dict | None:
@@ -445,7 +469,7 @@ def title(v: dict, th, words=RANK_WORDS) -> str:
         return bottleneck_title(words, a["rank"], a["share"], a["ranks_on_file"])
     ranks = heavy_ranks(v, th)
     noun = v["kind"]
-    return (f"I/O {noun} uneven across {words.ranks_noun}: {words.rank_labels(ranks[:TOP])} "
+    return (f"I/O {noun} uneven across {words.peers_noun(v['top_ranks'][0])}: {words.rank_labels(ranks[:TOP])} "
             f"{'carries' if len(ranks) == 1 else 'carry'} up to {v['ratio']:.1f}× the mean")
 
 
@@ -457,7 +481,7 @@ def bottleneck_title(words, rank: int, share: float, ranks_on_file: int) -> str:
 # --- the insight ---------------------------------------------------------------------------------------
 def imbalanced_angles(ctx, loads) -> dict:
     """angle -> (max over mean, heaviest rank) for the angles the rule finds imbalanced (`imbalanced`)."""
-    values = {RUN_TIME: ctx.run_time, **angle_features(loads)}
+    values = {RUN_TIME: ctx.run_time, **peer_features(ctx, loads)}
     least = least_mattering(ctx.th)
     judged = evaluate(values, imbalanced(ctx.th, least), {RUN_TIME: pl.Float64, **dtypes()})
     return {a: (values[P + f"{a}_ratio"], values[P + f"{a}_top_ranks"][0]) for a in ANGLES if judged[a]}
@@ -478,51 +502,66 @@ def _spread_insight(ctx, judged: dict, loads: dict, source: str, partial: bool) 
     th = ctx.th
     kind, ratio = judged["kind"], judged["ratio"]
     angles = {a for a in ANGLES if judged[f"found_{a}"]}
+    peers = ctx.peers_of(judged["top_ranks"][0])  # None: every rank a peer
+    if peers is not None:  # the heaviest rank's peers only, numbered 0.. here and as in the log in the text
+        loads = {k: (v[peers.ranks] if v is not None else None) for k, v in loads.items()}
+    rank_of = peers.ranks if peers is not None else np.arange(ctx.nprocs)
     t, b, ops, arr = loads["time"], loads["bytes"], loads["operations"], loads[kind]
-    heavy = int(arr.argmax())
+    at = int(arr.argmax())
+    heavy = int(rank_of[at])
     mean, top = float(arr.mean()), float(arr.max())
     order = np.argsort(-arr, kind="stable")
-    heavy_ranks = [int(r) for r in order[:MAX_RANKS] if arr[r] >= th.imbalance_ratio * mean]
-    excess_t = float(t[heavy] - t.mean())
+    heavy_ranks = [int(rank_of[r]) for r in order[:MAX_RANKS] if arr[r] >= th.imbalance_ratio * mean]
+    excess_t = float(t[at] - t.mean())
     share = top / arr.sum()
     metrics = {"max_over_mean": ratio, f"max_rank_{kind}": top, f"mean_rank_{kind}": mean,
                "heaviest_rank": heavy, "heaviest_rank_share": share,
-               "heaviest_rank_time_s": float(t[heavy]), "heaviest_rank_bytes": float(b[heavy]),
-               "heaviest_rank_operations": float(ops[heavy]),
+               "heaviest_rank_time_s": float(t[at]), "heaviest_rank_bytes": float(b[at]),
+               "heaviest_rank_operations": float(ops[at]),
                "mean_rank_time_s": float(t.mean()), "mean_rank_bytes": float(b.mean()),
                "ranks_with_io": int((arr > 0).sum()), "job_ranks": ctx.nprocs,
                "excess_time_s": excess_t}
+    if peers is not None:
+        metrics["peers"] = len(peers)  # the processes compared (its role: the title's noun)
     for angle in ANGLES:
         m = float(loads[angle].mean())
         if m > 0:  # the heaviest rank against the mean from every angle (no "bytes" in a ratio's name)
-            metrics[f"{ANGLE_METRIC[angle]}_max_over_mean"] = float(loads[angle][heavy]) / m
+            metrics[f"{ANGLE_METRIC[angle]}_max_over_mean"] = float(loads[angle][at]) / m
     title_ = title(judged, th, ctx)
-    parts = [f"moves {fmt_bytes(b[heavy])} ({float(b[heavy]) / max(float(b.mean()), 1e-300):.1f}× the mean of "
+    parts = [f"moves {fmt_bytes(b[at])} ({float(b[at]) / max(float(b.mean()), 1e-300):.1f}× the mean of "
              f"{fmt_bytes(b.mean())})" if b.mean() > 0 else None,
-             f"issues {fmt_count(ops[heavy])} I/O operations ({float(ops[heavy]) / float(ops.mean()):.1f}× the mean)"
+             f"issues {fmt_count(ops[at])} I/O operations ({float(ops[at]) / float(ops.mean()):.1f}× the mean)"
              if ops.mean() > 0 else None,
-             f"spends {fmt_time(t[heavy])} in I/O (mean {fmt_time(t.mean())})",
-             f"calls fsync {fmt_count(loads['fsyncs'][heavy])} times (mean {loads['fsyncs'].mean():.1f})"
+             f"spends {fmt_time(t[at])} in I/O (mean {fmt_time(t.mean())})",
+             f"calls fsync {fmt_count(loads['fsyncs'][at])} times (mean {loads['fsyncs'].mean():.1f})"
              if loads["fsyncs"].sum() > 0 else None]
-    summary = (capital(ctx.rank_label(heavy)) + " " + ", ".join(x for x in parts if x) + f" over {ctx.nprocs} ranks"
+    over = f"{ctx.nprocs} ranks" if peers is None else f"the {len(peers)} {ctx.peers_noun(heavy)}"
+    summary = (capital(ctx.rank_label(heavy)) + " " + ", ".join(x for x in parts if x) + f" over {over}"
                + (f"; it carries {fmt_pct(share)} of all I/O {kind}." if kind != "time" else "."))
     end = loads["end"]
-    if end is not None and np.isfinite(end[heavy]):
-        late = float(end[heavy] - np.nanmedian(end))
+    if end is not None and np.isfinite(end[at]):
+        late = float(end[at] - np.nanmedian(end))
         metrics["heaviest_rank_end_delay_s"] = late
         if late > 0:
-            summary += f" It finishes its I/O {fmt_time(late)} after the median rank."
-    summary += meanwhile(ctx, metrics)
+            summary += f" It finishes its I/O {fmt_time(late)} after the median " + (
+                "rank." if peers is None else f"one of the {ctx.peers_noun(heavy)}.")
+    waits = peers is None or peers.synchronised  # MPI ranks of one program wait for each other; others need not
+    if waits:
+        summary += meanwhile(ctx, metrics)
     if source == "counters" and any(ctx.has(m) and (ctx.column(m, "rank") < 0).any() for m, _ in LAYERS):
         summary += (" Files shared by all ranks only record their slowest and fastest rank: the other "
                     "ranks' shares are estimated as even.")
     if judged["spread"] == "info":
         # more bytes or operations, but no more time: rank 0 writing small metadata, or cached I/O
         summary += (f" Its I/O time is within {fmt_pct(SLOWER_RATIO - 1)} of the mean, so the others do not wait "
-                    "for it on this run.")
+                    "for it on this run." if waits else
+                    f" Its I/O time is within {fmt_pct(SLOWER_RATIO - 1)} of the mean: it takes no longer than "
+                    "the others on this run.")
     elif kind != "time" and not ctx.matters(excess_t):
-        summary += (f" On this run the others wait at most {fmt_time(max(excess_t, 0.0))} for it, but the "
-                    f"imbalance is structural: at scale {ctx.rank_label(heavy)}'s share of the work stays "
+        summary += ((f" On this run the others wait at most {fmt_time(max(excess_t, 0.0))} for it, but the "
+                     if waits else f" On this run its I/O takes at most {fmt_time(max(excess_t, 0.0))} longer "
+                     "than the mean, but the ")
+                    + f"imbalance is structural: at scale {ctx.rank_label(heavy)}'s share of the work stays "
                     f"{ratio:.1f}× the mean.")
     window = None
     files = []
@@ -548,10 +587,10 @@ def spread(ctx, heavy: int, ratio: float) -> Recommendation:
             "requests over its aggregators.",
             "/* each rank writes its own part, all at once */\n"
             "MPI_File_write_at_all(fh, my_offset, my_buf, my_count, MPI_BYTE, MPI_STATUS_IGNORE);", "c")
-    noun = ctx.ranks_noun
+    noun = ctx.peers_noun(heavy)
     return Recommendation(
         f"Spread the I/O over all {noun}",
-        f"Give every {'process' if noun == 'processes' else 'rank'} a similar share of the data to write/read "
+        f"Give every {'process' if noun.endswith('processes') else 'rank'} a similar share of the data to write/read "
         f"({ctx.rank_label(heavy)} does {ratio:.1f}× the average), so that no one of them sets the pace.", "",
         "text")
 
@@ -631,7 +670,9 @@ FINDING = Finding(
             "Bytes/operations/fsyncs are structural (a warning on any run) when the rank's I/O time is also at "
             "least 1.25× the mean, else info (\"rank 0 writes the small metadata\"); or (b) a collectively "
             "accessed file's file-system I/O goes through fewer aggregators than nodes (DXT) or through one rank "
-            "(counters, at least `single_aggregator_min_ranks` ranks). Names the heaviest ranks.",
+            "(counters, at least `single_aggregator_min_ranks` ranks). Names the heaviest ranks. Only peers are "
+            "compared: one program's ranks, else the processes of one role of a step (a loader's workers; "
+            "at least 2), never a main process against its workers.",
     source="dxt / counters",
     report=report,
     saving=Saving(_saving, "the busiest rank's I/O time above the mean rank's (`excess_time_s`)"),

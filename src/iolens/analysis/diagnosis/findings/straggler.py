@@ -27,19 +27,39 @@ THRESHOLDS = (
 
 
 def report(ctx, _=None) -> list:
-    """Ranks whose I/O ends long after the median rank's: the rank(s) everyone waits for.
+    """Ranks whose I/O ends long after the median rank's: the rank(s) everyone waits for. Only peers are
+    compared (`Context.peers`): one program's ranks, else the processes of one role (a loader's workers), of
+    which the others are not said to wait.
 
     Late by `max(straggler_min_delay, straggler_min_delay_share × I/O window)` (and a `min_runtime_share` of
     the run), at most a quarter of the ranks, and either still busy with I/O for most of the delay (slow) or
     doing most of their own bytes after the median rank finished (late: started late). A rank that only
     writes one record at the end is neither.
     """
-    th = ctx.th
     seg = ctx.trace_app
     if seg.empty:
         return []
-    rank_ids, first, last, nbytes = _rank_spans(seg, ctx.rank_groups(seg))
-    if len(rank_ids) < 4:
+    if ctx.peers is None:  # one program's ranks: all compared
+        return _judge(ctx, seg, ctx.rank_groups(seg), None)
+    out = []
+    for peers in ctx.peers:  # a loader's workers against each other, never main against them
+        if len(peers) < MIN_RANKS:
+            continue
+        mine = seg.take(is_in(seg.rank, peers.ranks))
+        if not mine.empty:
+            out += _judge(ctx, mine, groups(mine.rank), peers)
+    return out
+
+
+MIN_RANKS = 4  # ranks (or processes of one role) with I/O to compare
+
+
+def _judge(ctx, seg: Segments, rank_groups: tuple, peers) -> list:
+    """The insight of the ranks of `seg` (all of one log's, or those of one `Peers`) ending long after the
+    median one, or none."""
+    th = ctx.th
+    rank_ids, first, last, nbytes = _rank_spans(seg, rank_groups)
+    if len(rank_ids) < MIN_RANKS:
         return []
     t0, t1 = float(first.min()), float(last.max())
     window = t1 - t0
@@ -80,13 +100,19 @@ def report(ctx, _=None) -> list:
     last_late = float(last[keep].max())
     most_busy = float(busy[keep].max())
     all_slow = bool(slow[keep].all())
+    waits = peers is None or peers.synchronised  # MPI ranks wait for a late one; a loader's workers need not
     metrics = {"stragglers": n_stragglers, "ranks_with_io": n_ranks, "max_delay_s": worst,
                "median_end_s": median_end, "io_window_s": window, "max_delay_share": worst / window if window else 0,
                "straggler_start_delay_s": first_late - median_first,
-               "straggler_busy_s": most_busy, "idle_rank_time_s": worst * waiting}
+               "straggler_busy_s": most_busy}
+    if waits:
+        metrics["idle_rank_time_s"] = worst * waiting
+    if peers is not None:
+        metrics["peers"] = len(peers)  # the processes compared (its role: the title's noun)
+    noun = "ranks" if peers is None else ctx.peers_noun(ranks[0])
     title = (f"{ctx.rank_labels(ranks)} finish{'es' if len(ranks) == 1 else ''} I/O up to {fmt_time(worst)} "
-             "after the others")
-    summary = (f"Half of the {n_ranks} ranks with I/O are done by {median_end:.2f} s, but {ctx.rank_labels(ranks)} "
+             + ("after the others" if peers is None else f"after the other {noun}"))
+    summary = (f"Half of the {n_ranks} {noun} with I/O are done by {median_end:.2f} s, but {ctx.rank_labels(ranks)} "
                f"keep{'s' if len(ranks) == 1 else ''} doing I/O until {last_late:.2f} s "
                f"({fmt_pct(worst / window)} of the I/O window later).")
     if all_slow:
@@ -96,25 +122,44 @@ def report(ctx, _=None) -> list:
         one = n_stragglers == 1
         summary += (f" {'Its' if one else 'Their'} own I/O is short ({fmt_time(most_busy)} after the "
                     f"others finished): {'it starts' if one else 'they start'} it "
-                    f"{fmt_time(max(first_late - median_first, 0.0))} after the median rank — late, not slow "
-                    "(compute, a sleep or a wait before the I/O).")
-    summary += (f" The other {waiting} ranks wait about {fmt_time(worst)} each ({fmt_time(worst * waiting)} of "
-                "rank time).")
-    summary += meanwhile(ctx, metrics)
+                    f"{fmt_time(max(first_late - median_first, 0.0))} after the median "
+                    f"{'rank' if peers is None else 'one'} — late, not slow (compute, a sleep or a wait before the "
+                    "I/O).")
+    if waits:
+        summary += (f" The other {waiting} {noun} wait about {fmt_time(worst)} each ({fmt_time(worst * waiting)} of "
+                    "rank time).")
+        summary += meanwhile(ctx, metrics)
+    else:  # not MPI ranks of one program: nothing says the others wait for it
+        summary += (f" The other {waiting} {noun} are done up to {fmt_time(worst)} earlier. They are not "
+                    "synchronised with it: whether it delays the job shows in the program's time without data "
+                    "(DATALOADER_STALL), not here.")
     if partial:
         summary += " The trace is truncated: ranks whose trace stopped early are not judged."
-    recs = [Recommendation(
+    recs = [_advice(ctx, all_slow)] if waits else [_unsynchronised_advice(noun, all_slow)]
+    return [Insight(CODE, "warning", title, summary,
+                    Evidence(ranks=ranks, files=ctx.names_of(files), time_window=(median_end, last_late),
+                             metrics=metrics),
+                    recs, source="dxt", partial=partial, score=worst / window if window else 0)]
+
+
+def _unsynchronised_advice(noun: str, all_slow: bool) -> Recommendation:
+    """Processes of one role that do not wait for each other (a loader's workers): even out their work."""
+    return Recommendation(
+        f"Find out why these {noun} are slow" if all_slow else f"Find out why these {noun} start late",
+        "Check whether they read more or larger files than the others (see RANK_IMBALANCE), issue smaller "
+        "requests, or do more work between their reads; dealing the files out by size (or letting idle "
+        "processes take the next file) evens out the processes' I/O.", "", "text")
+
+
+def _advice(ctx, all_slow: bool) -> Recommendation:
+    return Recommendation(
         "Find out why these ranks are slow" if all_slow else "Find out why these ranks start late",
         "Check whether the late ranks have more data (see RANK_IMBALANCE), share a node or OST with other "
         "heavy I/O (node placement, OST_IMBALANCE), issue smaller requests than the rest, or do more work "
         "before their I/O. " + ("Collective I/O evens out the file-system load across ranks; overlapping the "
                                 "late rank's work with the others' I/O hides the wait." if ctx.has_layer("mpiio")
                                 else "Overlapping the late rank's work with the others' I/O hides the wait."),
-        "", "text")]
-    return [Insight(CODE, "warning", title, summary,
-                    Evidence(ranks=ranks, files=ctx.names_of(files), time_window=(median_end, last_late),
-                             metrics=metrics),
-                    recs, source="dxt", partial=partial, score=worst / window if window else 0)]
+        "", "text")
 
 
 def _rank_spans(seg: Segments, rank_groups: tuple) -> tuple:
@@ -139,7 +184,9 @@ FINDING = Finding(
             "straggler_min_delay_share × I/O window, min_runtime_share × run)` after the median rank, and either "
             "are busy with I/O for most of that delay (*slow*) or do at least half of their own bytes after the "
             "median rank finished (*late*: they start late; a rank writing one record at the end is neither). "
-            "Names them, the delay, whether late or slow, and the rank time the others wait.",
+            "Names them, the delay, whether late or slow, and the rank time the others wait. Only peers are "
+            "compared: one program's ranks, else the processes of one role of a step (a loader's workers; "
+            "at least 4 with I/O), of which the others are not said to wait.",
     source="dxt",
     report=report,
     saving=upper_bound("max_delay_s"),
