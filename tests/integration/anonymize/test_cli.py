@@ -218,7 +218,9 @@ def parsed(tool: Path, path: Path) -> tuple:
     return head, rows
 
 
-@pytest.mark.parametrize("src", [p for p in all_logs() if p.stat().st_size < 4 << 20], ids=log_id)
+# darshan-parser's text of a log over 1 MiB takes tens of seconds to compare: those run with the slow tests
+@pytest.mark.parametrize("src", [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 1 << 20 else p
+                                 for p in all_logs() if p.stat().st_size < 4 << 20], ids=log_id)
 def test_darshan_parser_prints_the_same_counters(tmp_path, src):
     """darshan-parser's every counter row: the same module, rank, counter and value; the record id, file name
     and mount point one-to-one tokens; the file-system type the same."""

@@ -83,7 +83,8 @@ def test_a_dftracer_traces_processes_are_named_by_role_and_pid(logs_dir, tmp_pat
     assert [log.label(p["rank"]) for p in procs] == [f"{p['role']} pid {p['pid']}" for p in procs]
     insights = iolens.diagnose(log)
     main_pid = json.loads((logs_dir / "dftracer/loader_gz/truth.json").read_text())["main_pid"]
-    assert f"main pid {main_pid}" in " ".join(i["title"] for i in insights)  # it alone writes the checkpoints
+    # it alone writes the checkpoints: CHECKPOINT_STALL names it as the findings name processes
+    assert f"main pid {main_pid}" in " ".join(i["title"] + " " + i["summary"] for i in insights)
     for i in insights:
         assert i["step"] == 0 and i["rows"] == [log.row_label(r) for r in i["evidence"]["ranks"]]
         assert not re.search(r"\brank \d", i["title"])  # a worker, not "rank 2"
