@@ -43,7 +43,8 @@ def report_json(store, tmp_path, setting) -> dict:
 
 
 # at the default thresholds test_rules.py compares every rule code already: that one with the slow tests
-@pytest.mark.parametrize("name", [pytest.param("default", marks=pytest.mark.slow), "loose"])
+@pytest.mark.slow  # the loose store is a rebuild at other thresholds; the default one test_rules.py compares
+@pytest.mark.parametrize("name", ["default", "loose"])
 def test_fleet_columns_are_the_per_log_diagnosis(stores, name):
     """Every shared log, every code of this batch: the column is the severity `diagnose` gives (null when
     absent) at the store's thresholds, and the headline is diagnose's first critical/warning insight."""
@@ -68,6 +69,7 @@ def test_fleet_columns_are_the_per_log_diagnosis(stores, name):
         assert all(found.values()), found  # the comparison covers every code found, not only absent
 
 
+@pytest.mark.slow  # the loose store: a rebuild at other thresholds
 def test_report_thresholds_give_the_rebuilds_columns(stores, tmp_path):
     """`fleet report -t LOOSE` over the default store == the store built with LOOSE, per code: the jobs it
     keeps as built (features computed at another tiny_file_bytes, hdf5_meta_request_bytes or redundant_ratio)

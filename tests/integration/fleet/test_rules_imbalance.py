@@ -54,6 +54,7 @@ def test_rebuild_at_a_ratio_is_the_per_log_diagnosis(stores):
     assert more > 0
 
 
+@pytest.mark.slow  # a store rebuilt at another threshold: with the slow tests
 def test_report_ratio_gives_the_rebuilds_columns(stores, tmp_path):
     """`fleet report -t imbalance_ratio=1.5` over the default store == the store built with it: every rule
     column, the headline, the count; in-process and through the command."""
