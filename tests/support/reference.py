@@ -69,7 +69,11 @@ DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
 # --------------------------------------------------------------------------------------------------
 # The reference: records as libdarshan-util returns them
 # --------------------------------------------------------------------------------------------------
-def read_reference(path) -> dict:
+def read_reference(path, generic=None) -> dict:
+    """What libdarshan-util returns of the log at `path`: job, exe, mounts, modules, names, and the records of
+    the DXT, LUSTRE and HEATMAP modules and of the others `generic(module)` accepts (default: the modules whose
+    counters iolens names)."""
+    generic = generic or (lambda mod: mod in COUNTER_MODULES)
     log = cb.log_open(str(path))
     assert log["handle"] != ffi.NULL, f"libdarshan-util cannot open {path}"
     try:
@@ -82,7 +86,7 @@ def read_reference(path) -> dict:
                 ref["records"][mod] = _all(lambda: cb._log_get_lustre_record(log))
             elif mod == "HEATMAP":
                 ref["records"][mod] = _all(lambda: cb._log_get_heatmap_record(log))
-            elif mod in COUNTER_MODULES:
+            elif generic(mod):
                 ref["records"][mod] = _all(lambda: cb.log_get_generic_record(log, mod))
         return ref
     finally:

@@ -28,15 +28,12 @@ from iolens.reader.counter_names import COUNTER_NAMES
 from iolens.reader.jenkins import record_id
 
 from support.corpus import LOGS, REPO, all_logs, log_id
+from support.reference import DXT_MODULES, read_reference
 
 sys.path.insert(0, str(REPO / "bench"))
 from diagnose_snapshot import SENSITIVE, canonical, diagnose_json  # noqa: E402 - the repository's comparison
-from darshan.backend import cffi_backend as cb  # noqa: E402 - a test dependency: missing fails, never skips
 
-ffi, lib = cb.ffi, cb.libdutil
 KEY = Key(b"iolens anonymize oracle test key")  # the key of conftest.py's `anonymized` too (ORACLE_KEY)
-SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
-DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
 POSIX_NAMES = COUNTER_NAMES["POSIX"][0]
 FINISHED = all_logs()
 UNFINISHED = sorted(LOGS.glob("**/*.darshan_partial")) if LOGS.is_dir() else []
@@ -49,48 +46,8 @@ def slow_if_big(paths):
 
 # --- the reference: what libdarshan-util returns ----------------------------------------------------------------
 def reference(path) -> dict:
-    log = cb.log_open(str(path))
-    assert log["handle"] != ffi.NULL, f"libdarshan-util cannot open {path}"
-    try:
-        ref = {"job": cb.log_get_job(log), "exe": cb.log_get_exe(log), "mounts": cb.log_get_mounts(log),
-               "modules": cb.log_get_modules(log), "names": cb.log_get_name_records(log), "records": {}}
-        for mod in ref["modules"]:
-            if mod in DXT_MODULES:
-                ref["records"][mod] = _dxt_records(log, mod)
-            elif mod == "LUSTRE":
-                ref["records"][mod] = _all(lambda: cb._log_get_lustre_record(log))
-            elif mod == "HEATMAP":
-                ref["records"][mod] = _all(lambda: cb._log_get_heatmap_record(log))
-            elif mod not in NOT_MODELLED:
-                ref["records"][mod] = _all(lambda: cb.log_get_generic_record(log, mod))
-        return ref
-    finally:
-        cb.log_close(log)
-
-
-def _all(get) -> list:
-    out = []
-    while (rec := get()) is not None:
-        out.append(rec)
-    return out
-
-
-def _dxt_records(log, mod) -> list:
-    idx = cb.log_get_modules(log)[mod]["idx"]
-    head = ffi.sizeof("struct dxt_file_record")
-    out = []
-    while True:
-        buf = ffi.new("void **")
-        if lib.darshan_log_get_record(log["handle"], idx, buf) < 1:
-            return out
-        rec = ffi.cast("struct dxt_file_record **", buf)[0]
-        n = rec.write_count + rec.read_count
-        segs = np.frombuffer(ffi.buffer(ffi.cast("char *", buf[0]) + head, SEGMENT.itemsize * n),
-                             dtype=SEGMENT).copy()
-        out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank,
-                    "hostname": ffi.string(rec.hostname).decode("utf-8", "replace"),
-                    "write_count": rec.write_count, "read_count": rec.read_count, "segments": segs})
-        lib.darshan_free(buf[0])
+    """support.reference's reading, with every module anonymize models read as generic records."""
+    return read_reference(path, lambda mod: mod not in NOT_MODELLED)
 
 
 # --- the token map the two logs give -------------------------------------------------------------------------
