@@ -12,8 +12,8 @@ import polars as pl
 
 from ...reader.dftracer import DFTracerRaw, read_trace
 from ...reader.log import ModuleInfo
-from ..contract import LogBase, Provenance
-from ..log import MODULE
+from ..call_trace import CallTraceLog
+from ..contract import Provenance
 from .counters import counters_table
 from .tables import Layout, calls_table, io_frame, process_table, segments_table, spans_table
 
@@ -26,7 +26,7 @@ def read_dftracer(path: str, progress=None) -> "DFTracerTrace":
     return DFTracerTrace(read_trace(str(path), progress))
 
 
-class DFTracerTrace(LogBase):
+class DFTracerTrace(CallTraceLog):
     """A DFTracer trace under the Log contract. Its processes are not MPI ranks (a main process and its data
     loader's workers, or processes DFTracer saw apart): `provenance.processes` says which rank is which, so
     that the findings name them (`worker pid 4723`). `calls` and `spans` are its own (extra tables)."""
@@ -197,33 +197,6 @@ class DFTracerTrace(LogBase):
     @cached_property
     def segments(self) -> pl.DataFrame:
         return segments_table(self._columns, self.layout)
-
-    @property
-    def has_dxt(self) -> bool:
-        return self.segments.height > 0
-
-    @cached_property
-    def dxt_records(self) -> pl.DataFrame:
-        """One row per (file, rank) with reads or writes, as Darshan's DXT records."""
-        seg = self.segments
-        return (seg.group_by("module", "file_id", "rank", maintain_order=True)
-                .agg(pl.col("hostname").first().cast(pl.String),
-                     (pl.col("op") == "write").sum().cast(pl.Int64).alias("write_count"),
-                     (pl.col("op") == "read").sum().cast(pl.Int64).alias("read_count"))
-                .sort("module", "rank", "file_id")
-                .cast({"module": MODULE}))
-
-    # --- what DFTracer does not have ------------------------------------------------------------
-    @cached_property
-    def lustre(self) -> pl.DataFrame:
-        return pl.DataFrame(schema={"file_id": pl.UInt64, "rank": pl.Int64, "component": pl.Int64,
-                                    "stripe_size": pl.Int64, "osts": pl.List(pl.Int64)})
-
-    @cached_property
-    def heatmap(self) -> pl.DataFrame:
-        return pl.DataFrame(schema={"module": pl.String, "rank": pl.Int64, "bin": pl.Int64,
-                                    "bin_width": pl.Float64, "start": pl.Float64,
-                                    "write_bytes": pl.Int64, "read_bytes": pl.Int64})
 
 
 def _version(v) -> str:

@@ -8,9 +8,8 @@ import polars as pl
 
 from ...reader.log import ModuleInfo
 from ...reader.recorder import RecorderRaw, read_trace
-from ..contract import LogBase
+from ..call_trace import CallTraceLog
 from ..darshan import DXT_MODULES
-from ..log import MODULE
 from .calls import calls_table
 from .counters import counters_table
 from .segments import file_id, mpiio_paths, segments_table
@@ -22,7 +21,7 @@ def read_recorder(path: str, progress=None) -> "RecorderTrace":
     return RecorderTrace(read_trace(str(path), progress))
 
 
-class RecorderTrace(LogBase):
+class RecorderTrace(CallTraceLog):
     """A Recorder trace folder under the Log contract; `calls` is Recorder's own (an extra table)."""
 
     kind = "recorder"
@@ -118,31 +117,4 @@ class RecorderTrace(LogBase):
     @cached_property
     def segments(self) -> pl.DataFrame:
         return segments_table(self.calls)
-
-    @property
-    def has_dxt(self) -> bool:
-        return self.segments.height > 0
-
-    @cached_property
-    def dxt_records(self) -> pl.DataFrame:
-        """One row per (layer, file, rank) with reads or writes, as Darshan's DXT records."""
-        seg = self.segments
-        return (seg.group_by("module", "file_id", "rank", maintain_order=True)
-                .agg(pl.col("hostname").first().cast(pl.String),
-                     (pl.col("op") == "write").sum().cast(pl.Int64).alias("write_count"),
-                     (pl.col("op") == "read").sum().cast(pl.Int64).alias("read_count"))
-                .sort("module", "rank", "file_id")
-                .cast({"module": MODULE}))
-
-    # --- what Recorder does not have ------------------------------------------------------------
-    @cached_property
-    def lustre(self) -> pl.DataFrame:
-        return pl.DataFrame(schema={"file_id": pl.UInt64, "rank": pl.Int64, "component": pl.Int64,
-                                    "stripe_size": pl.Int64, "osts": pl.List(pl.Int64)})
-
-    @cached_property
-    def heatmap(self) -> pl.DataFrame:
-        return pl.DataFrame(schema={"module": pl.String, "rank": pl.Int64, "bin": pl.Int64,
-                                    "bin_width": pl.Float64, "start": pl.Float64,
-                                    "write_bytes": pl.Int64, "read_bytes": pl.Int64})
 
