@@ -11,6 +11,8 @@ ratio below it needs the log again (`stale`).
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import polars as pl
 
@@ -20,7 +22,9 @@ from ..common import counter_stake, judge
 from ..context import MAX_RANKS
 from ..stages import stage
 from ..costmodel import project
+from ..finding import Finding
 from ..insight import Evidence, Insight
+from ..savings import traffic
 from ..units import fmt_bytes, fmt_pct, fmt_time
 from ._ranks import heaviest_ranks
 from ._requests import rank_stake
@@ -268,3 +272,24 @@ def saving_rule(op, th) -> dict:
     """The expected saving: writing each region once, priced from the trace, else the time in the excess."""
     P = OPS[op][2]
     return {None: pl.coalesce(pl.col(P + "overwrite"), stage(OPS[op][0], "stake"))}
+
+
+def finding(code: str, op: str, meaning: str, report) -> Finding:
+    """REDUNDANT_READS or REDUNDANT_WRITES (`op`): one rule over their shared features, told apart by `op`."""
+    moved = "read" if op == "read" else "written"
+    return Finding(
+        code=code,
+        meaning=meaning,
+        key_metrics=("excess_bytes",),
+        reads=("redundant_ratio", "redundant_min_bytes"),
+        trigger=f"per file, bytes {moved} at the POSIX layer are at least `redundant_ratio` × the extent — the "
+                "union of the byte ranges touched (DXT, exact) or the highest offset + 1 (counters, a lower "
+                "bound) — and the excess is at least `redundant_min_bytes`.",
+        source="dxt / counters",
+        report=report,
+        saving=traffic("busiest_rank_redundant_time_s"),
+        saving_rule=partial(saving_rule, op),
+        features=partial(features, op=op), dtypes=partial(dtypes, op),
+        rule=partial(rule, op), measure=partial(measure, op=op),
+        title=lambda v, th: title(op, v), stale=partial(stale, op),
+    )

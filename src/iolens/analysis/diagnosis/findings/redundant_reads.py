@@ -5,11 +5,7 @@ it when it names all of its files: the re-reads are the read half of read-modify
 """
 from __future__ import annotations
 
-from functools import partial
-
-from ..finding import Finding
 from ..insight import Recommendation
-from ..savings import traffic
 from . import _redundancy
 
 CODE, OP = "REDUNDANT_READS", "read"
@@ -39,19 +35,4 @@ def read_once_broadcast(mpiio: bool = True) -> Recommendation:
         "c", needs=("mpi",))
 
 
-FINDING = Finding(
-    code=CODE,
-    meaning="Bytes read far exceed the extent of the files read.",
-    key_metrics=("excess_bytes",),
-    reads=("redundant_ratio", "redundant_min_bytes"),
-    trigger="per file, bytes read at the POSIX layer are at least `redundant_ratio` × the extent — the union of "
-            "the byte ranges touched (DXT, exact) or the highest offset + 1 (counters, a lower bound) — and the "
-            "excess is at least `redundant_min_bytes`.",
-    source="dxt / counters",
-    report=report,
-    saving=traffic("busiest_rank_redundant_time_s"),
-    saving_rule=partial(_redundancy.saving_rule, OP),
-    features=partial(_redundancy.features, op=OP), dtypes=partial(_redundancy.dtypes, OP),
-    rule=partial(_redundancy.rule, OP), measure=partial(_redundancy.measure, op=OP),
-    title=lambda v, th: _redundancy.title(OP, v), stale=partial(_redundancy.stale, OP),
-)
+FINDING = _redundancy.finding(CODE, OP, "Bytes read far exceed the extent of the files read.", report)

@@ -4,11 +4,7 @@ The rule and its features are REDUNDANT_READS' in the other direction (`_redunda
 """
 from __future__ import annotations
 
-from functools import partial
-
-from ..finding import Finding
 from ..insight import Recommendation
-from ..savings import traffic
 from . import _advice as advice, _redundancy
 
 CODE, OP = "REDUNDANT_WRITES", "write"
@@ -36,19 +32,4 @@ def report(ctx, v) -> list:
     return _redundancy.report(ctx, v, OP, recommendations)
 
 
-FINDING = Finding(
-    code=CODE,
-    meaning="Bytes written far exceed the extent of the files written.",
-    key_metrics=("excess_bytes",),
-    reads=("redundant_ratio", "redundant_min_bytes"),
-    trigger="per file, bytes written at the POSIX layer are at least `redundant_ratio` × the extent — the union "
-            "of the byte ranges touched (DXT, exact) or the highest offset + 1 (counters, a lower bound) — and "
-            "the excess is at least `redundant_min_bytes`.",
-    source="dxt / counters",
-    report=report,
-    saving=traffic("busiest_rank_redundant_time_s"),
-    saving_rule=partial(_redundancy.saving_rule, OP),
-    features=partial(_redundancy.features, op=OP), dtypes=partial(_redundancy.dtypes, OP),
-    rule=partial(_redundancy.rule, OP), measure=partial(_redundancy.measure, op=OP),
-    title=lambda v, th: _redundancy.title(OP, v), stale=partial(_redundancy.stale, OP),
-)
+FINDING = _redundancy.finding(CODE, OP, "Bytes written far exceed the extent of the files written.", report)
