@@ -28,13 +28,7 @@ def read_raw(path: str, progress=None, regions=None) -> RawLog:
     by their Darshan name: "POSIX", "DXT_POSIX", "LUSTRE", ...); None reads every region iolens models.
     A module left out is still listed in `modules` (with its partial flag) but has no records: a caller
     that needs a few modules of many logs skips inflating the rest."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except IsADirectoryError:
-        raise LogError("is a directory, neither a Darshan log nor a Recorder trace (no recorder.mt)", path) from None
-    except OSError as exc:
-        raise LogError(exc.strerror or str(exc), path) from None
+    data = log_bytes(path, "is a directory, neither a Darshan log nor a Recorder trace (no recorder.mt)")
     try:
         return _parse(path, data, progress, regions)
     except LogError as exc:
@@ -42,6 +36,17 @@ def read_raw(path: str, progress=None, regions=None) -> RawLog:
         raise
     except (ValueError, OverflowError, MemoryError, IndexError, UnicodeError) as exc:
         raise LogError(f"corrupt log ({type(exc).__name__}: {exc})", path) from None
+
+
+def log_bytes(path: str, is_dir: str) -> bytes:
+    """The whole file at `path`; LogError (one line: `is_dir` for a folder, else the OS's reason) otherwise."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except IsADirectoryError:
+        raise LogError(is_dir, path) from None
+    except OSError as exc:
+        raise LogError(exc.strerror or str(exc), path) from None
 
 
 def read_job_only(path: str) -> RawLog:

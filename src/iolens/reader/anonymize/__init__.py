@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from ...errors import LogError
-from ..log import _parse, read_job_only
+from ..log import _parse, log_bytes, read_job_only
 from ..recover import PARTIAL_SUFFIX
 from ..writer import assemble, write_atomically
 from .log import Anonymized, anonymize_data, output_name
@@ -34,13 +34,7 @@ def anonymize_file(path, tokens: Tokens, compression: Optional[str] = None) -> A
     they are consumed (the report is whole once they are); LogError (one line, naming `path`) when it is
     not a Darshan log iolens can read."""
     path = str(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except IsADirectoryError:
-        raise LogError("is a directory, not a Darshan log", path) from None
-    except OSError as exc:
-        raise LogError(exc.strerror or str(exc), path) from None
+    data = log_bytes(path, "is a directory, not a Darshan log")
     try:
         return anonymize_data(path, data, tokens, compression)
     except LogError as exc:
