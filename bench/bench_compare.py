@@ -43,6 +43,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f} (1 min) before the run")
     logs = [str(LOGS / p) for p in PAIR]
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "compare.html"

@@ -119,6 +119,7 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", type=Path, help="also write the table as Markdown to this file")
     ap.add_argument("--only", default="", help="only logs whose path contains this text")
     args = ap.parse_args(argv)
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f} (1 min) before the run")
 
     logs = sorted(p for p in args.logs.rglob("*.darshan") if args.only in str(p))
     have_drishti = Path(args.drishti).exists() or shutil.which(args.drishti)

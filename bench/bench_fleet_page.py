@@ -31,6 +31,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=100_000)
     args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f} (1 min) before the run")
     base = Path("/tmp/iolens-fleet-page")
     shutil.rmtree(base, ignore_errors=True)
     build([LOGS], base / "seed", scheduler="sync")

@@ -71,6 +71,7 @@ def main() -> None:
     logs = os.environ.get("IOLENS_LOGS", Path(__file__).resolve().parents[1].parent / "shared" / "logs")
     ap.add_argument("--src", default=str(Path(logs) / "workflows"))
     args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f} (1 min) before the run")
     with tempfile.TemporaryDirectory() as tmp:
         make_copies(Path(args.src), args.logs, Path(tmp))
         t0 = time.perf_counter()

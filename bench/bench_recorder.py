@@ -109,6 +109,7 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--recorder-src", type=Path, help="Recorder v2.4.0 source, to time its C reader too")
     args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f} (1 min) before the run")
     sys.path.insert(0, str(REPO / "src"))
     import iolens
 

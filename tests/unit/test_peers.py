@@ -175,7 +175,7 @@ def test_a_late_worker_is_found_without_saying_the_others_wait():
     got = straggler(_Ctx(dftracer(), seg=seg))
     assert [i.evidence.ranks for i in got] == [[3]]
     s = got[0]
-    assert s.title.startswith("worker pid 103 finishes I/O up to") and "after the other worker processes" in s.title
+    assert s.title.startswith("Worker pid 103 finishes I/O up to") and "after the other worker processes" in s.title
     assert s.evidence.metrics["peers"] == 4
     assert "idle_rank_time_s" not in s.evidence.metrics
     assert "wait" not in s.summary and "wait" not in s.recommendations[0].detail

@@ -25,7 +25,7 @@ from iolens.reader.anonymize.log import NOT_MODELLED
 from iolens.reader.anonymize.tokens import is_darshan_name
 
 from support.cli import IOLENS, run_iolens
-from support.corpus import LOGS, all_logs, log_id
+from support.corpus import LOGS, all_logs, each_kind, log_id
 
 PAIRS = ("aligned.darshan", "shifted.darshan")
 BIG = "generated/scale_1p6M.darshan"
@@ -218,9 +218,10 @@ def parsed(tool: Path, path: Path) -> tuple:
     return head, rows
 
 
-# darshan-parser's text of a log over 1 MiB takes tens of seconds to compare: those run with the slow tests
-@pytest.mark.parametrize("src", [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 1 << 20 else p
-                                 for p in all_logs() if p.stat().st_size < 4 << 20], ids=log_id)
+# darshan-parser's text of a log over 1 MiB takes tens of seconds to compare: those, and all but one log of each
+# kind, run with the slow tests
+@pytest.mark.parametrize("src", each_kind([p for p in all_logs() if p.stat().st_size < 4 << 20], big=1 << 20),
+                         ids=log_id)
 def test_darshan_parser_prints_the_same_counters(tmp_path, src):
     """darshan-parser's every counter row: the same module, rank, counter and value; the record id, file name
     and mount point one-to-one tokens; the file-system type the same."""

@@ -21,7 +21,7 @@ from iolens.reader.anonymize import Key, Tokens, write_anonymized
 from iolens.reader.anonymize.tokens import is_darshan_name
 
 from support.cli import run_iolens
-from support.corpus import LOGS, all_logs, log_id
+from support.corpus import LOGS, all_logs, each_kind, log_id
 from support.dxt_writer import dxt_records, set_dxt_records
 from support.logtools import read_parts, write_parts
 
@@ -133,8 +133,7 @@ def anonymize(path: Path, tmp_path: Path, cli: bool = False) -> tuple:
     return Path(report.output), json.dumps({"logs": [report.to_dict()]})
 
 
-@pytest.mark.parametrize("src", [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 4 << 20 else p
-                                 for p in all_logs()], ids=log_id)
+@pytest.mark.parametrize("src", each_kind(all_logs(), big=4 << 20), ids=log_id)
 def test_nothing_identifying_survives(tmp_path, src):
     dist = make_distinctive(src, tmp_path)
     parts = read_parts(dist)

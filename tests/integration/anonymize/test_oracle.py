@@ -27,7 +27,7 @@ from iolens.reader.anonymize.tokens import KEPT_SUFFIXES, is_darshan_name
 from iolens.reader.counter_names import COUNTER_NAMES
 from iolens.reader.jenkins import record_id
 
-from support.corpus import LOGS, REPO, all_logs, log_id
+from support.corpus import LOGS, REPO, all_logs, each_kind, log_id
 from support.reference import DXT_MODULES, read_reference
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -38,10 +38,7 @@ POSIX_NAMES = COUNTER_NAMES["POSIX"][0]
 FINISHED = all_logs()
 UNFINISHED = sorted(LOGS.glob("**/*.darshan_partial")) if LOGS.is_dir() else []
 BIG = 4 << 20  # logs above this are slow to diagnose twice: marked slow
-
-
-def slow_if_big(paths):
-    return [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > BIG else p for p in paths]
+SAMPLED = each_kind(FINISHED, big=BIG)  # one log of each kind by default; every log with the slow tests
 
 
 # --- the reference: what libdarshan-util returns ----------------------------------------------------------------
@@ -227,7 +224,7 @@ def oracle_diffs(path: Path, anon: Path, report) -> tuple:
 
 
 # --- the tests ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path", slow_if_big(FINISHED), ids=log_id)
+@pytest.mark.parametrize("path", SAMPLED, ids=log_id)
 def test_libdarshan_util_reads_the_same_log(anonymized, path):
     """Record for record, every value the original holds, through the token map; nothing identifying kept."""
     anon, report = anonymized(path)
@@ -238,7 +235,7 @@ def test_libdarshan_util_reads_the_same_log(anonymized, path):
     assert anon.stat().st_size > 0
 
 
-@pytest.mark.parametrize("path", slow_if_big(FINISHED), ids=log_id)
+@pytest.mark.parametrize("path", SAMPLED, ids=log_id)
 def test_pydarshan_report_opens_it(anonymized, path):
     """PyDarshan's public API reads the anonymised log whole, with the original's record counts."""
     from darshan.report import DarshanReport
@@ -286,7 +283,7 @@ def iolens_diffs(a: iolens.Log, b: iolens.Log) -> list:
     return diffs
 
 
-@pytest.mark.parametrize("path", slow_if_big(FINISHED) + UNFINISHED, ids=log_id)
+@pytest.mark.parametrize("path", SAMPLED + UNFINISHED, ids=log_id)
 def test_iolens_reads_the_same_log(anonymized, path):
     """iolens's own reading: the same tables; an unfinished log recovered with the same streams and gaps."""
     anon, report = anonymized(path)
@@ -318,7 +315,7 @@ def name_replacements(a: iolens.Log, b: iolens.Log) -> dict:
     return dict(sorted(out.items(), key=lambda kv: -len(kv[0])))
 
 
-@pytest.mark.parametrize("path", slow_if_big(FINISHED) + [p for p in UNFINISHED if p.stat().st_size], ids=log_id)
+@pytest.mark.parametrize("path", SAMPLED + [p for p in UNFINISHED if p.stat().st_size], ids=log_id)
 @pytest.mark.parametrize("thresholds", [None, SENSITIVE], ids=["default", "sensitive"])
 def test_diagnosis_gives_the_same_codes_and_numbers(anonymized, path, thresholds):
     """`diagnose --json` (default thresholds, and near-zero ones so that every check speaks): the original's

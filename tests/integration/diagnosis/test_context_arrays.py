@@ -17,7 +17,7 @@ from iolens.analysis.segments import SEQUENTIAL_SUM, float_sum
 from iolens.analysis.summary import dxt_summary
 from iolens.model import Log, read
 
-from support.corpus import all_logs, log_id
+from support.corpus import all_logs, each_kind, log_id
 
 SMALL = [p for p in all_logs() if p.stat().st_size < (2 << 20)]
 
@@ -52,7 +52,7 @@ def test_float_sum_has_the_bits_of_a_polars_sum():
     assert float_sum(np.arange(SEQUENTIAL_SUM - 1)) == pl.Series(np.arange(SEQUENTIAL_SUM - 1), dtype=pl.Float64).sum()
 
 
-@pytest.mark.parametrize("path", SMALL, ids=log_id)
+@pytest.mark.parametrize("path", each_kind(SMALL), ids=log_id)
 def test_context_arrays_equal_the_tables(path):
     """Every counter as `Context.column` reads it (reader arrays) equals the table's column, and the
     measures over the arrays equal those over the tables."""
@@ -85,7 +85,7 @@ def test_context_arrays_equal_the_tables(path):
             assert ctx.ranks_on_file(module).equals(want), module
 
 
-@pytest.mark.parametrize("path", SMALL, ids=log_id)
+@pytest.mark.parametrize("path", each_kind(SMALL), ids=log_id)
 def test_dxt_summary_from_arrays_equals_the_tables(path):
     """dxt_summary over the reader's arrays equals it over the tables."""
     log = _read(path)
@@ -95,7 +95,7 @@ def test_dxt_summary_from_arrays_equals_the_tables(path):
     assert dxt_summary(arrays, measures.log_counters(arrays)) == want
 
 
-@pytest.mark.parametrize("path", [p for p in all_logs() if p.stat().st_size < (8 << 20)], ids=log_id)
+@pytest.mark.parametrize("path", each_kind([p for p in all_logs() if p.stat().st_size < (8 << 20)]), ids=log_id)
 def test_conflict_precheck_agrees_with_the_sweep(path):
     """Where the numpy pre-check says 'no pair', the sweep itself finds none and is complete."""
     log = _read(path)
@@ -133,7 +133,7 @@ def test_conflict_precheck_sees_a_cross_rank_overlap():
     assert not sweep._no_pairs(seg([0, 0, 0, 1], ["write"] * 4, [0, 10, 20, 500]), 2)  # past the limit
 
 
-@pytest.mark.parametrize("path", SMALL, ids=log_id)
+@pytest.mark.parametrize("path", each_kind(SMALL), ids=log_id)
 def test_counter_tables_hold_the_reader_arrays(path):
     """`Log.counters` (one column-major Series sliced per counter) holds, column by column, the reader's
     arrays with their dtypes: file_id, rank, [file_rec_id], the integer counters, the float counters."""
@@ -162,7 +162,7 @@ def _per_file_reference(inv, nfiles, values, reduce=np.add, start=0):
     return out
 
 
-@pytest.mark.parametrize("path", SMALL, ids=log_id)
+@pytest.mark.parametrize("path", each_kind(SMALL), ids=log_id)
 def test_context_counter_helpers_agree_with_their_definitions(path):
     """The per-file and per-record helpers over the module's clipped counter matrix (`RecordCounters.clipped`,
     `counter_rows`, `per_file_sums`, `per_file_total`, `per_file_max`, `total`, `data_records`, `own_records`,

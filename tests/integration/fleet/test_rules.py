@@ -9,6 +9,7 @@ import warnings
 import pytest
 
 import iolens
+from iolens import fleet_report
 from iolens.analysis.diagnosis import Thresholds, diagnose
 from iolens.analysis.diagnosis import RULES
 from iolens.fleet.recompute import with_thresholds
@@ -88,8 +89,7 @@ def test_report_json_and_page_say_what_was_recomputed(stores, tmp_path):
     r = run_iolens("fleet", "report", stores["default"], "-o", page, "--json", *t_args(SETTINGS["share"]))
     out = json.loads(r.stdout)
     assert out["rules"]["thresholds"] == {"small_min_share": 0.3}
-    rebuilt = {i["code"]: i for i in json.loads(run_iolens("fleet", "report", stores["share"], "-o",
-                                                           tmp_path / "b.html", "--json").stdout)["insights"]}
+    rebuilt = {i["code"]: i for i in fleet_report(stores["share"], tmp_path / "b.html")["insights"]}
     small = next(i for i in out["insights"] if i["code"] == "SMALL_IO")
     assert {k: small[k] for k in ("critical", "warning", "info")} == \
         {k: rebuilt["SMALL_IO"][k] for k in ("critical", "warning", "info")}
@@ -121,9 +121,8 @@ def test_config_file_is_read_like_diagnose(stores, tmp_path):
     cfg.write_text('[thresholds]\nno_collective_min_ops = 10\n')
     a = json.loads(run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "a.html", "--json",
                               "--config", cfg).stdout)
-    b = json.loads(run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "b.html", "--json",
-                              *t_args(SETTINGS["count"])).stdout)
-    assert a["insights"] == b["insights"] and a["rules"] == b["rules"]
+    b = fleet_report(stores["default"], tmp_path / "b.html", SETTINGS["count"])  # what -t gives
+    assert a["insights"] == b["insights"] and a["rules"] == json.loads(json.dumps(b["rules"]))
     cfg.write_text('[thresholds]\nsmall_min_opz = 50\n')
     r = run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "c.html", "--config", cfg, check=False)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "small_min_opz" in r.stderr

@@ -20,7 +20,7 @@ import iolens
 
 from support.logtools import read_parts, region_spans, rewrite_log
 
-from support.corpus import all_logs, log_id
+from support.corpus import all_logs, each_kind, log_id
 
 # small and medium logs of every format version and module mix; the big DXT ones are in their own test
 SMALL = [p for p in all_logs() if p.stat().st_size < 600_000]
@@ -43,7 +43,7 @@ def assert_same_tables(a: iolens.Log, b: iolens.Log) -> None:
     assert a.notes == b.notes
 
 
-@pytest.mark.parametrize("path", SMALL, ids=log_id)
+@pytest.mark.parametrize("path", each_kind(SMALL), ids=log_id)
 def test_reencoded_logs_read_the_same(logs_dir, tmp_path, path):
     original = iolens.read(path)
     for compression, streams in VARIANTS:

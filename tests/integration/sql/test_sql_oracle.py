@@ -6,7 +6,6 @@ import json
 import math
 import subprocess
 import sys
-from collections import defaultdict
 
 import pytest
 
@@ -122,7 +121,10 @@ INSIGHT_TARGETS = [
 @pytest.mark.parametrize("rel", INSIGHT_TARGETS)
 def test_insights_agree_with_diagnose_json(logs_dir, rel):
     diagnosed = json.loads(run_iolens("diagnose", LOGS / rel, "--json").stdout)["insights"]
-    rows = sql_json(LOGS / rel, "SELECT * FROM insights ORDER BY insight")
+    # each insight with its metrics, the way a user joins the two tables
+    rows = sql_json(LOGS / rel, "SELECT i.*, (SELECT list(struct_pack(metric := m.metric, value := m.value)) "
+                                "FROM insight_metrics m WHERE m.insight = i.insight) AS metrics "
+                                "FROM insights i ORDER BY insight")
     assert len(rows) == len(diagnosed)
     for row, ins in zip(rows, diagnosed):
         ev = ins["evidence"]
@@ -134,8 +136,5 @@ def test_insights_agree_with_diagnose_json(logs_dir, rel):
         assert row["key_value"] == (None if ins["key_metric"] is None else ev["metrics"][ins["key_metric"]])
         assert row["recommendations"] == [r["title"] for r in ins["recommendations"]]
         assert row["step"] == ins.get("step")
-    metrics = sql_json(LOGS / rel, "SELECT insight, metric, value FROM insight_metrics ORDER BY insight")
-    got = defaultdict(dict)
-    for m in metrics:
-        got[m["insight"]][m["metric"]] = m["value"]
-    assert [got.get(i, {}) for i in range(len(diagnosed))] == [ins["evidence"]["metrics"] for ins in diagnosed]
+    got = [{m["metric"]: m["value"] for m in row["metrics"] or []} for row in rows]
+    assert got == [ins["evidence"]["metrics"] for ins in diagnosed]

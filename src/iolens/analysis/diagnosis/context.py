@@ -6,7 +6,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from ...model.log import reader_arrays
+from ...model.log import MODULE, OP, reader_arrays
 from ...model.darshan import COUNTER_PREFIX, STD_STREAMS
 from .. import measures
 from ..measures import RecordCounters, recorded
@@ -14,6 +14,7 @@ from ...reader.lustre import COMPONENT_FIELDS
 from ..segments import MODULE_CODES, Segments, log_segments
 from ..segments import distinct, group_sums, groups, in_sorted, is_in
 from ..summary import dxt_summary
+from ..access import classify_segments, random_groups, transitions
 from ..loop import loop_of
 from ..units import fmt_ranks
 from .common import RUN_TIME, matters
@@ -589,7 +590,6 @@ class Context(RankWords):
     @cached_property
     def seg(self) -> pl.DataFrame:
         if not self.log.has_dxt:
-            from ...model.log import MODULE, OP
             return pl.DataFrame(schema={"module": MODULE, "file_id": pl.UInt64, "rank": pl.Int64,
                                         "op": OP, "offset": pl.Int64, "length": pl.Int64,
                                         "start": pl.Float64, "end": pl.Float64})
@@ -677,14 +677,12 @@ class Context(RankWords):
     def posix_transitions(self):
         """Every traced POSIX request after each rank's first on a file, per operation kind, with the previous
         one's offset and end (analysis.access.transitions): sorted once, shared by the request findings."""
-        from ..access import transitions
         return transitions(self.trace_posix)
 
     @cached_property
     def posix_patterns(self) -> dict:
         """The access pattern of each file at POSIX, per operation kind (analysis.access): numpy columns
         file_id, op (segments.WRITE/READ), pattern, and the shares behind it."""
-        from ..access import classify_segments
         seg = self.trace_posix
         v = classify_segments(seg, (seg.file_id, seg.op), self.posix_transitions)
         return {**v, "file_id": seg.file_id[v["first"]], "op": seg.op[v["first"]]}
@@ -696,7 +694,6 @@ class Context(RankWords):
         if "posix_patterns" in self.__dict__:
             pat = self.posix_patterns
             return {"file_id": pat["file_id"], "op": pat["op"], "random": pat["pattern"] == "random"}
-        from ..access import random_groups
         seg = self.trace_posix
         first, random = random_groups(seg, (seg.file_id, seg.op), self.posix_transitions)
         return {"file_id": seg.file_id[first], "op": seg.op[first], "random": random}

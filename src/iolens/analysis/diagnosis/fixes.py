@@ -29,11 +29,13 @@ The kinds (`FIXES`):
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from ...model.darshan import SIZE_BINS
 from .costmodel import profile
 from .mpi_files import mpi_table
 from .layers import Change, budget, counter_per_rank, per_rank, saving as layers_saving, traced_per_rank
@@ -512,7 +514,6 @@ def _overwritten_time(ctx):
 def _covered_later(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Per write (in time order): how many of its bytes a later write covers. From the last write back, the
     union of the later writes' ranges is kept as sorted disjoint intervals."""
-    import bisect
     starts, ends = [], []
     out = np.zeros(len(lo), dtype=np.int64)
     for i in range(len(lo) - 1, -1, -1):
@@ -568,7 +569,6 @@ def _small_hdf5_writes(ctx) -> np.ndarray:
         seg = ctx.trace_posix
         small = seg.take(seg.length <= limit)
         return traced_per_rank(small, n, fids, "write")
-    from ...model.darshan import SIZE_BINS
     bins = [b for b, _, hi in SIZE_BINS if hi <= limit]
     small = sum((ctx.column("POSIX", f"POSIX_SIZE_WRITE_{b}") for b in bins), np.zeros(1))
     writes = np.maximum(ctx.column("POSIX", "POSIX_WRITES"), 1)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import fixes
+from .common import noise_seconds
 from .costmodel import profile
 from .units import fmt_bytes, fmt_pct, fmt_time
 
@@ -157,7 +158,6 @@ SLOWER = "Likely slower here: "
 def say_if_slower(r, ctx) -> None:
     """A recommendation whose change would cost time here says so in its first words, and by how much (a cost
     within the noise of two identical runs: that it is not expected to save time)."""
-    from .common import noise_seconds
     if r.expected_saving is None or r.expected_saving >= 0 or r.title.startswith(SLOWER):
         return
     cost = fmt_time(-r.expected_saving)

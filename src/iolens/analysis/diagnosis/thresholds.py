@@ -7,6 +7,8 @@ in its module). Values are read by `iolens.units` (as knobs and tune spaces are)
 """
 from __future__ import annotations
 
+import json
+
 from ... import units
 from .common import FS_PREFIX
 from .finding import Threshold
@@ -84,8 +86,6 @@ def load_config(path: str) -> dict:
 def load_fs_profile(path: str) -> dict:
     """Cost-model overrides from a TOML or JSON file: keys with or without the `fs_` prefix (`osts = 16`,
     `request_latency = "1ms"`), at the top level or in an `[fs]` table; `name` labels the profile."""
-    import json
-
     with open(path, "rb") as fh:
         text = fh.read().decode("utf-8")
     if path.lower().endswith(".json") or text.lstrip().startswith("{"):

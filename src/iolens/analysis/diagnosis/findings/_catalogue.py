@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from ..common import JUDGING
+from ..fixes import FIX_DOCS
 from ..savings import NOT_ESTIMATED_DOC
 from . import CHECK_FAILED, DEFINITIONS, FINDINGS, JSON_SCHEMA, RULES, SUPERSEDED
 
@@ -54,7 +55,6 @@ def savings_table() -> str:
 
 def fixes_table() -> str:
     """The kinds of change a recommendation makes (`Recommendation.fix`) and how each is priced (fixes.py)."""
-    from ..fixes import FIX_DOCS
     rows = ["| `fix` | recommendations | removes, per rank and layer | adds |", "|---|---|---|---|"]
     rows += [f"| `{kind}` | {who} | {removes} | {adds} |" for kind, (who, removes, adds) in FIX_DOCS.items()]
     return "\n".join(rows)

@@ -110,7 +110,8 @@ def _judge(ctx, seg: Segments, rank_groups: tuple, peers) -> list:
     if peers is not None:
         metrics["peers"] = len(peers)  # the processes compared (its role: the title's noun)
     noun = "ranks" if peers is None else ctx.peers_noun(ranks[0])
-    title = (f"{ctx.rank_labels(ranks)} finish{'es' if len(ranks) == 1 else ''} I/O up to {fmt_time(worst)} "
+    who = ctx.rank_labels(ranks)
+    title = (f"{who[:1].upper()}{who[1:]} finish{'es' if len(ranks) == 1 else ''} I/O up to {fmt_time(worst)} "
              + ("after the others" if peers is None else f"after the other {noun}"))
     summary = (f"Half of the {n_ranks} {noun} with I/O are done by {median_end:.2f} s, but {ctx.rank_labels(ranks)} "
                f"keep{'s' if len(ranks) == 1 else ''} doing I/O until {last_late:.2f} s "
