@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 
 from ..errors import LogError
+from ..output import write_text
 from ..optional import require_extra
 from ..pipeline.sources import open_target
 from ..views import tables as cat
@@ -126,8 +127,7 @@ def _schema(targets, fmt, output) -> None:
     if fmt == "json" or (output and fmt != "table"):
         text = json.dumps(entries, indent=1)
         if output:
-            with open(output, "w") as fh:
-                fh.write(text + "\n")
+            write_text(output, text + "\n")
             click.echo(output)
         else:
             click.echo(text)

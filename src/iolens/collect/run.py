@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..knobs import layer
+from ..output import write_text
 from ..knobs.registry import KnobError, check_settings
 
 LIB_NAME = "libdarshan.so"
@@ -135,7 +136,7 @@ def _knob_setup(settings: dict, hints: Path | None, work: Path) -> tuple:
         mine = [line for line in (hints.read_text(errors="replace").splitlines() if hints else [])
                 if line.split() and line.split()[0] not in keys]
         hints = work / "romio-hints"
-        hints.write_text("\n".join(mine + lines) + "\n")
+        write_text(hints, "\n".join(mine + lines) + "\n")
     if not layer.needs_layer(settings):
         return extra, hints, ()
     extra[layer.CONFIG_VAR] = layer.layer_config(settings)
@@ -240,4 +241,4 @@ def _write_sidecar(log: Path, command, lib, dxt, hints, extra_env, partial=False
             "hints_read": str(hints_read) if hints_read else "",
             "hints": hints.read_text(errors="replace").strip().replace("\n", "; ") if hints else "",
             "env": dict(extra_env or {}), "knobs": list(knobs)}
-    Path(str(log) + SIDECAR_SUFFIX).write_text(json.dumps(data, indent=2) + "\n")
+    write_text(str(log) + SIDECAR_SUFFIX, json.dumps(data, indent=2) + "\n")

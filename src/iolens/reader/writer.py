@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from ..errors import LogError
+from ..output import umask
 from .header import MAGIC
 
 COMPRESSION_CODE = {"zlib": 0, "bzip2": 1, "none": 2}
@@ -211,7 +212,7 @@ def write_atomically(path, pieces: Iterable[tuple], force: bool = False, mode: i
                 fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode & ~_umask())
+        os.chmod(tmp, mode & ~umask())
         _publish(tmp, path, force)
     except OSError as exc:
         _remove(tmp)
@@ -243,8 +244,3 @@ def _remove(tmp: str) -> None:
     except OSError:
         pass
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

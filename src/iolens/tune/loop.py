@@ -20,6 +20,7 @@ from ..analysis.runs import key_measures, run_metrics
 from ..collect.run import find_darshan, program_name
 from ..model import read
 from ..optional import require
+from ..output import write_text
 from . import model as fitting
 from . import space as spaces
 from . import study as studies
@@ -102,7 +103,7 @@ def tune(command: list, options: Options | None = None, events: Events | None = 
         raise TuneError(f"{folder}: another iolens tune is running on this study")
     with claim:  # held until the study ends (the system releases it if this process is killed)
         if user_space is not None:
-            (folder / SPACE_FILE).write_text(json.dumps(user_space.to_dict(), indent=2) + "\n")
+            write_text(folder / SPACE_FILE, json.dumps(user_space.to_dict(), indent=2) + "\n")
         return _study(folder, command, options, events, user_space)
 
 
@@ -168,7 +169,7 @@ class _State:
         self.space = spaces.default_space(log, self.baseline_insights, key_measures(log))
         # the values the recommendations name join their knobs' values, so that they can be tried first
         spaces.add_recommended(self.space, recommended_settings(self.baseline_insights))
-        (self.folder / SPACE_FILE).write_text(json.dumps(self.space.to_dict(), indent=2) + "\n")
+        write_text(self.folder / SPACE_FILE, json.dumps(self.space.to_dict(), indent=2) + "\n")
 
     # --- search ------------------------------------------------------------------------------------
     def search(self) -> None:
@@ -441,4 +442,4 @@ def _check_settings(folder: Path, command: list, options: Options) -> None:
                 raise TuneError(f"{folder} holds a study of another {key} ({old.get(key)!r}); give another -o DIR "
                                 "or the same command and options to resume it")
         return
-    path.write_text(json.dumps(settings, indent=2) + "\n")
+    write_text(path, json.dumps(settings, indent=2) + "\n")

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from ..analysis.compare import NOISE_RATIO, NOISE_SECONDS, noise_rule, verdict
+from ..output import whole_file, write_text
 from . import space as spaces
 
 SCHEMA_VERSION = 1
@@ -47,7 +48,7 @@ def finish(state, nothing: str | None = None) -> dict:
         result["verdict"] = None
         result["reason"] = "no confirmation run finished (see the failed trials)"
     result["files"] = write_files(state, records, result)
-    (Path(state.folder) / "result.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    write_text(Path(state.folder) / "result.json", json.dumps(result, indent=2, default=str) + "\n")
     return result
 
 
@@ -129,9 +130,10 @@ def trials_table(records: list, space) -> pl.DataFrame:
 def write_files(state, records: list, result: dict) -> dict:
     folder = Path(state.folder)
     files = {"trials": str(folder / "trials.parquet")}
-    trials_table(records, state.space).write_parquet(folder / "trials.parquet")
+    with whole_file(folder / "trials.parquet") as tmp:
+        trials_table(records, state.space).write_parquet(tmp)
     if state.fit is not None:
-        (folder / "model.json").write_text(json.dumps(state.fit.to_dict(), indent=2) + "\n")
+        write_text(folder / "model.json", json.dumps(state.fit.to_dict(), indent=2) + "\n")
         files["model"] = str(folder / "model.json")
     best = result.get("best")
     if best:
@@ -146,16 +148,16 @@ def write_best(folder: Path, best: dict) -> dict:
     """best.hints (ROMIO hints file), best.env (variables to export), best.sh (the command line), best.toml."""
     out = {}
     hints = folder / "best.hints"
-    hints.write_text("".join(f"{k} {v}\n" for k, v in best["hints"].items()))
+    write_text(hints, "".join(f"{k} {v}\n" for k, v in best["hints"].items()))
     out["hints"] = str(hints)
     env = folder / "best.env"
-    env.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in best["env"].items()))
+    write_text(env, "".join(f"export {k}={shlex.quote(v)}\n" for k, v in best["env"].items()))
     out["env"] = str(env)
     sh = folder / "best.sh"
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in best["env"].items())
     hint_part = f"ROMIO_HINTS={shlex.quote(str(hints.resolve()))} " if best["hints"] else ""
-    sh.write_text("#!/bin/sh\n# the best configuration iolens tune found\n" +
-                  f"{hint_part}{prefix + ' ' if prefix else ''}{shlex.join(best['command'])}\n")
+    write_text(sh, "#!/bin/sh\n# the best configuration iolens tune found\n"
+               f"{hint_part}{prefix + ' ' if prefix else ''}{shlex.join(best['command'])}\n", mode=0o777)
     out["command"] = str(sh)
     toml = spaces.write_knob_file(best["config"], folder / "best.toml")
     out["knobs"] = str(toml)

@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from ..knobs.registry import KnobError, knob, suggest
+from ..output import write_text
 from ..units import MiB, UnitError, parse_size
 
 if sys.version_info >= (3, 11):
@@ -299,7 +300,7 @@ def write_knob_file(config: dict, path) -> Path:
         text = value_text(value)
         literal = text if isinstance(value, (int, float)) and not isinstance(value, bool) else _toml_string(text)
         lines.append(f"{ns}.{_toml_key(key)} = {literal}")
-    Path(path).write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")
     return Path(path)
 
 

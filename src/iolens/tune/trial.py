@@ -9,6 +9,7 @@ from ..analysis.runs import run_metrics
 from ..collect.run import RunError, run
 from ..errors import LogError
 from ..model import read
+from ..output import write_text
 from . import space as spaces
 
 LOG_NAME = "run.darshan"
@@ -27,7 +28,7 @@ def run_trial(state, number: int, trial) -> dict:
     hints = None
     if application.hints:
         hints = where / "romio-hints"
-        hints.write_text(application.hints_text())
+        write_text(hints, application.hints_text())
     record = {"role": trial.role, "chosen_by": trial.chosen_by, "predicted": trial.predicted,
               "expected_saving": trial.expected_saving, "command": application.command,
               "env": application.env, "hints": application.hints, "knobs": application.knobs, "dir": str(where), "log": None,
@@ -64,9 +65,7 @@ def salvage(folder: Path, number: int, role: str, options) -> dict | None:
 
 
 def _save(where: Path, record: dict) -> None:
-    tmp = where / (RECORD + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=str))
-    tmp.replace(where / RECORD)
+    write_text(where / RECORD, json.dumps(record, indent=1, default=str))
 
 
 def measure(record: dict, options) -> dict:

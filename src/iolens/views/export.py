@@ -9,6 +9,7 @@ import polars as pl
 from ..analysis.conflicts import conflict_ranges, log_conflicts
 from ..analysis.consistency import model_columns
 from ..model import TraceLog
+from ..output import whole_file, write_text
 from .html.filters import Filters, apply_filters
 
 
@@ -57,14 +58,15 @@ def export(log: TraceLog, out_dir: Path, fmt: str = "parquet", on_table=None, fi
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     job_path = out_dir / "job.json"
-    job_path.write_text(json.dumps({"path": log.path, **log.job}, indent=2, default=str))
+    write_text(job_path, json.dumps({"path": log.path, **log.job}, indent=2, default=str))
     written.append(job_path)
     for name, df in tables(log, filters).items():
         path = out_dir / f"{name}.{fmt}"
-        if fmt == "parquet":
-            df.write_parquet(path, statistics=False)
-        else:
-            _csv_ready(df).write_csv(path)
+        with whole_file(path) as tmp:  # each table whole or absent
+            if fmt == "parquet":
+                df.write_parquet(tmp, statistics=False)
+            else:
+                _csv_ready(df).write_csv(tmp)
         written.append(path)
         if on_table:
             on_table(name)

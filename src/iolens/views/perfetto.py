@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from ..model.darshan import DXT_VIEW_ORDER
+from ..output import whole_file
 from . import protobuf as pb
 from .export import conflicts_table
 from .html.filters import Filters, apply_filters
@@ -170,7 +171,7 @@ def write_perfetto(trace: TraceOps, path: Path) -> int:
     files = ops["file_id"].unique().sort()
     osts = ops["osts"].drop_nulls().unique().sort()
     strings = [trace.names.get(int(f), f"<record {int(f):016x}>") for f in files] + osts.to_list()
-    with open(path, "wb") as out:
+    with whole_file(path) as tmp, open(tmp, "wb") as out:
         out.write(_packet(_interned(strings)))
         for packet in _descriptors(trace):
             out.write(_packet(packet))
@@ -344,7 +345,7 @@ def write_chrome_json(trace: TraceOps, path: Path) -> int:
         meta.append({"ph": "M", "name": "thread_sort_index", "pid": rank + 1, "tid": track,
                      "args": {"sort_index": order[module] * 1_000_000 + lane}})
     meta.extend(_conflict_events(trace))
-    with open(path, "w", encoding="utf-8") as out:
+    with whole_file(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
         out.write('{"displayTimeUnit": "ns", "metadata": ')
         out.write(json.dumps(job_facts(trace.job), default=str, ensure_ascii=False))
         out.write(', "traceEvents": [\n')

@@ -21,13 +21,13 @@ import json
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from ..errors import LogError
 from ..optional import require
+from ..output import whole_file
 from . import tables as cat
 
 CONFIG = {
@@ -257,13 +257,7 @@ def json_rows(frame: pl.DataFrame) -> list:
 
 def write_frame(frame: pl.DataFrame, fmt: str, path) -> None:
     """Write an answer to `path` whole or not at all (a temporary name beside it, renamed when done)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".iolens-sql-", dir=directory)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # as a file opened for writing would be, not mkstemp's 0600
-    try:
+    with whole_file(os.path.abspath(path)) as tmp:
         if fmt == "parquet":
             frame.write_parquet(tmp)
         elif fmt == "csv":
@@ -272,10 +266,6 @@ def write_frame(frame: pl.DataFrame, fmt: str, path) -> None:
             with open(tmp, "w") as fh:
                 json.dump(records(frame), fh, indent=1, allow_nan=False)
                 fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def records(frame: pl.DataFrame) -> list:

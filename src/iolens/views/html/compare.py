@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from pathlib import Path
 
 from ...version import __version__
 from ...analysis.diagnosis.insight import HEALTHY
 from ...model.darshan import LAYER_NAMES, SIZE_BIN_LABELS
+from ...output import write_text
 from .encode import script_json
 from .filters import Filters
 from .jinja import render
@@ -99,5 +99,5 @@ def write_compare(result: dict, logs: list, path, max_ops: int | None = None) ->
     max_ops = max_ops or max(1000, DEFAULT_MAX_OPS // len(logs))
     metas, chunks = run_payloads(logs, [r["label"] for r in result["runs"]], max_ops)
     html = render_compare_page(result, metas, chunks)
-    Path(path).write_text(html, encoding="utf-8")
+    write_text(path, html)
     return {"path": str(path), "bytes": len(html.encode("utf-8"))}

@@ -16,7 +16,7 @@ from ...version import __version__
 from ...analysis import fleet as analysis
 from .encode import script_json
 from .jinja import render
-from .page import write_text
+from ...output import write_text
 
 DRAW_MAX = 20_000
 AXES = (("nprocs", "processes", "count", True), ("run_time", "run time", "s", True),

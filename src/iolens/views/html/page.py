@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from pathlib import Path
 
 import polars as pl
 
+from ...output import write_text
 from ...version import __version__
 from ...analysis.summary import is_empty, skipped_io, unseen_sentence
 from ...analysis.timeline import timeline_analysis
@@ -167,15 +167,3 @@ def write_page(meta: dict, blob: Blob, path, static: bool = False) -> dict:
     write_text(path, html)
     return {"path": str(path), "bytes": len(html.encode("utf-8")), "ops": meta["trace"]["ops"],
             "total_ops": meta["trace"]["total_ops"], "cut_at": meta["trace"]["cut_at"]}
-
-
-def write_text(path, text: str) -> None:
-    """`text` to `path`, written to a temporary name beside it and renamed into place."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()

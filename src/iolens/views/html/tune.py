@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from pathlib import Path
 
 from ...version import __version__
-from ..units import human_bytes, human_ratio, human_seconds
+from ...output import write_text
+from ..units import human_bytes, human_seconds
 from .encode import script_json
 from .jinja import render
 
@@ -111,5 +111,5 @@ def render_tune_page(result: dict, records: list) -> str:
 
 def write_tune_page(result: dict, records: list, path) -> dict:
     html = render_tune_page(result, records)
-    Path(path).write_text(html, encoding="utf-8")
+    write_text(path, html)
     return {"path": str(path), "bytes": len(html.encode("utf-8"))}

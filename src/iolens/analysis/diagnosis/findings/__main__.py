@@ -4,11 +4,10 @@ date, exit status 1 when not."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from ....output import write_text
 from ._catalogue import BLOCKS, DOCS, generated
 
 
@@ -25,18 +24,9 @@ def main(argv=None) -> int:
         new = generated(text, blocks)
         stale += new != text
         if new != text and not args.check:
-            _replace(path, new)
+            write_text(path, new, mode=path.stat().st_mode & 0o7777)
         print(f"{path}: {'up to date' if new == text else 'out of date' if args.check else 'written'}")
     return 1 if args.check and stale else 0
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write `text` to a temporary name, then the final one: a killed run leaves the file whole."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
-    os.chmod(tmp, path.stat().st_mode)
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,50 @@
+"""Files written whole or not at all. Every output iolens writes (a page, a table, a trace, a query's answer, a
+tune result) goes to a hidden temporary name beside its final one and is renamed into place once complete, so a
+command killed meanwhile leaves at most that hidden file, never half a file under the final name."""
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Iterator
+
+
+def umask() -> int:
+    """The process' umask (read by setting it, then set back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def whole_file(path, mode: int = 0o666, sync: bool = False) -> Iterator[Path]:
+    """A temporary path beside `path` to write to; on a clean exit it becomes `path` (replacing any file there),
+    with the permissions a file opened for writing would have (`mode` less the umask); on an error or an
+    interruption it is removed. `sync`: flushed to disk before the rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        if sync:
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+        os.chmod(tmp, mode & ~umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text(path, text: str, mode: int = 0o666) -> None:
+    """`text` (UTF-8) to `path`, whole or not at all."""
+    with whole_file(path, mode) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_bytes(path, data: bytes, mode: int = 0o666) -> None:
+    """`data` to `path`, whole or not at all."""
+    with whole_file(path, mode) as tmp:
+        tmp.write_bytes(data)
