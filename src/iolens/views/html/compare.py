@@ -1,7 +1,8 @@
 """The comparison page (`iolens compare -o page.html`): one offline file, same conventions as the report.
 
 Each run's operations are packed exactly as the report packs them (its own blob parts, prefixed `r<i>-`),
-and drawn by the report's own Timeline, one per run, on one shared time scale.
+and drawn by the report's own Timeline, one per run, on one shared time scale (a DFTracer trace's spans, in its
+`r<i>-trace` part, above its operations).
 """
 from __future__ import annotations
 

@@ -130,6 +130,14 @@ class App {
   }
 
   hideTooltip() { this.tooltip.hidden = true; }
+
+  /* The tooltip's rows as shown now ({header: value}), or null when it is hidden (for tests). */
+  shownTooltip() {
+    const t = this.tooltip;
+    if (t.hidden) return null;
+    return Object.fromEntries(Array.from(t.querySelectorAll("tr")).map((r) => [r.querySelector("th").textContent,
+                                                                             r.querySelector("td").textContent]));
+  }
 }
 
 /* OSTs an operation touches, as darshan-dxt-parser attributes them (first stripe on, at most one round). */
@@ -154,9 +162,15 @@ function setupFileSelect(app) {
   sel.addEventListener("change", () => app.selectFile(Number(sel.value)));
 }
 
+/* A legend's item: a swatch (its class, its colour) and its text. */
+function legendItem(cls, style, text) {
+  const s = el("span", {class: "sw " + cls});
+  if (style) s.style.background = style;
+  return el("span", {class: "leg"}, [s, text]);
+}
+
 function setupLegend(app) {
-  const box = clear(document.getElementById("timeline-legend"));
-  const sw = (cls, style, text) => { const s = el("span", {class: "sw " + cls}); if (style) s.style.background = style; return el("span", {class: "leg"}, [s, text]); };
+  const box = clear(document.getElementById("timeline-legend")), sw = legendItem;
   box.append(sw("", rgb(COLORS.write), "write"), sw("", rgb(COLORS.read), "read"),
     sw("phase", null, "I/O phase"), sw("strag", null, "heavy rank (busy ≥ 1.5× the median) / its phase"),
     sw("busy", null, "busiest rank"),

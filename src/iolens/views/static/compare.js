@@ -1,6 +1,7 @@
 "use strict";
 /* The comparison page: the report's Timeline once per run, on one shared time scale. Zooming or panning
-   any run's timeline moves the others to the same time window; ranks stay each run's own. */
+   any run's timeline moves the others to the same time window; ranks stay each run's own. A DFTracer run's
+   application spans are drawn above its I/O, as in the report (spans.js). */
 
 class RunApp extends App {
   constructor(meta, group, box) {
@@ -39,6 +40,7 @@ class RunGroup {
       run.home = run.initialView();
       run.view = {...run.home};
       run.timeline = new Timeline(box.querySelector(".timeline"), run);
+      spanLegendOf(run);
       this.runs.push(run);
     }
   }
@@ -57,6 +59,12 @@ class RunGroup {
   }
 
   byIndex(i) { return this.runs.find((r) => r.meta.index === i); }
+}
+
+/* A run with spans: the legend of their kinds, between the run's title and its timeline. */
+function spanLegendOf(run) {
+  const items = spanLegend(run, legendItem);
+  if (items.length) run.box.querySelector(".timeline").before(el("div", {class: "legend run-legend"}, items));
 }
 
 function bindEvidenceLinks(group) {
@@ -84,6 +92,11 @@ function compareTestApi(group, ready) {
         highlight: r.highlight ? Array.from(r.highlight.ranks) : null}));
     },
     zoom(i, t0, t1) { group.byIndex(i).setView({t0, t1}, {sync: true}); return this.state(); },
+    /* Run i's spans facet (spans.js), or null when the run has none. */
+    spans(i) { return spansFacetState(group.byIndex(i)); },
+    /* The widest visible span named `name` ("cat · name") on `rank` of run i, with where to point the mouse. */
+    findSpan(i, name, rank) { return findSpan(group.byIndex(i), name, rank); },
+    tooltip() { return group.runs.length ? group.runs[0].shownTooltip() : null; },
     reset() { group.reset({sync: true}); return this.state(); },
   };
 }
@@ -104,6 +117,7 @@ async function compareMain() {
       run.render();  // the overview first, while the operations are decoded
       Object.assign(run.columns, await decodeColumns(run.meta, `r${i}-trace`));
       run.trace = buildTrace(run.meta, run.columns);
+      run.spans = buildSpans(run.meta, run.columns);  // in the run's own "r<i>-trace" part, beside its operations
       run.decoded = true;
     }
     for (const run of group.runs) run.render({sync: true});

@@ -185,3 +185,17 @@ function findSpan(app, name, rank) {
           start: sp.start[best], end: sp.end[best], epoch: sp.epoch[best], step: sp.step[best],
           kind: sp.kinds[sp.kind[best]]};
 }
+
+/* For tests: the spans facet of `app`'s timeline — its rows (labels), where it sits against the I/O facets, and
+   what the page has of its spans — or null when the timeline has none. */
+function spansFacetState(app) {
+  const tl = app.timeline, f = tl ? tl.facets.find((x) => x.spans) : null;
+  if (!f) return null;
+  const rect = tl.canvas.getBoundingClientRect();
+  return {rows: Array.from(f.ranks).map((r) => rowLabel(app.meta, r)), ranks: Array.from(f.ranks),
+          top: rect.top + f.top, bottom: rect.top + f.top + f.height,
+          facets: tl.facets.map((x) => ({layer: x.layer, top: rect.top + x.top, bottom: rect.top + x.top + x.height})),
+          names: app.meta.spans.names.slice(), count: app.meta.spans.count,
+          groups: (roleGroups(app.meta, tl.geom(f)) || []).map((g) => ({name: g.name, ranks: Array.from(
+            {length: g.last - g.first + 1}, (_, k) => f.ranks[g.first + k])}))};
+}

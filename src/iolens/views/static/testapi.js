@@ -39,26 +39,11 @@ function testApi(app, ready) {
     },
     rowLabel(rank) { return rowLabel(app.meta, rank); },
     /* A trace's spans facet: its rows (labels), where it sits against the I/O facets, and what it drew. */
-    spans() {
-      const tl = app.timeline, f = tl ? tl.facets.find((x) => x.spans) : null;
-      if (!f) return null;
-      const rect = tl.canvas.getBoundingClientRect();
-      return {rows: Array.from(f.ranks).map((r) => rowLabel(app.meta, r)), ranks: Array.from(f.ranks),
-              top: rect.top + f.top, bottom: rect.top + f.top + f.height,
-              facets: tl.facets.map((x) => ({layer: x.layer, top: rect.top + x.top, bottom: rect.top + x.top + x.height})),
-              names: app.meta.spans.names.slice(), count: app.meta.spans.count,
-              groups: (roleGroups(app.meta, tl.geom(f)) || []).map((g) => ({name: g.name, ranks: Array.from(
-                {length: g.last - g.first + 1}, (_, k) => f.ranks[g.first + k])}))};
-    },
+    spans() { return spansFacetState(app); },
     /* The widest visible span named `name` ("cat · name") on `rank`, with where to point the mouse. */
     findSpan(name, rank) { return findSpan(app, name, rank); },
     /* The tooltip's rows as shown now ({header: value}), or null when it is hidden. */
-    tooltip() {
-      const t = document.getElementById("tooltip");
-      if (t.hidden) return null;
-      return Object.fromEntries(Array.from(t.querySelectorAll("tr")).map((r) => [r.querySelector("th").textContent,
-                                                                                   r.querySelector("td").textContent]));
-    },
+    tooltip() { return app.shownTooltip(); },
     findOp(layer, rank) {
       const tr = app.trace, k = app.meta.trace.layers.indexOf(layer), v = app.view;
       if (!tr || k < 0) return null;
