@@ -78,6 +78,23 @@ def test_job_io_time(slowest, expected):
     assert measures.job_io_time(slowest) == expected
 
 
+def totals(read, written, reads=1, writes=1) -> dict:
+    return {"bytes_read": read, "bytes_written": written, "reads": reads, "writes": writes}
+
+
+@pytest.mark.parametrize("layers, expected", [
+    ({"POSIX": totals(10, 20), "MPI-IO": totals(10, 20)}, totals(10, 20)),  # MPI-IO's bytes are POSIX's
+    ({"POSIX": totals(10, 20), "STDIO": totals(1, 2, 3, 4)}, totals(11, 22, 4, 5)),  # STDIO: a path of its own
+    ({"MPI-IO": totals(5, 6), "HDF5": totals(5, 6), "STDIO": totals(1, 1)}, totals(6, 7, 2, 2)),  # no POSIX module
+    ({"HDF5": totals(7, 0, 2, 0)}, totals(7, 0, 2, 0)),
+    ({"STDIO": totals(0, 3, 0, 1)}, totals(0, 3, 0, 1)),
+    ({}, totals(0, 0, 0, 0)),
+])
+def test_job_bytes_are_the_lowest_stacked_layer_plus_stdio(layers, expected):
+    """The bytes `compare` and the fleet count for a job, as its I/O time: stacked layers once, STDIO added."""
+    assert measures.job_bytes(layers) == expected
+
+
 # --- busy time -------------------------------------------------------------------------------------
 
 def test_busy_time_counts_overlaps_once():

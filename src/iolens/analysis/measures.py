@@ -12,7 +12,8 @@ from typing import Mapping, Protocol
 import numpy as np
 import polars as pl
 
-from ..model.darshan import COUNTER_PREFIX, FILE_LAYERS, LAYER_BY_MODULE, SEPARATE_LAYERS, SIZE_BINS, Layer
+from ..model.darshan import (BYTE_SOURCE_ORDER, COUNTER_PREFIX, FILE_LAYERS, LAYER_BY_MODULE, SEPARATE_LAYERS,
+                             SIZE_BINS, Layer)
 from ..reader.counter_names import COUNTER_NAMES
 from .segments import RUN_ROWS, member, sort_order
 
@@ -221,6 +222,18 @@ def job_io_time(slowest: Mapping[str, float]) -> float:
     taking only the largest layer would drop a job's STDIO logging or its POSIX data entirely.)"""
     stacked = max((t or 0.0 for m, t in slowest.items() if m not in SEPARATE_LAYERS), default=0.0)
     return float(stacked + sum(slowest.get(m) or 0.0 for m in SEPARATE_LAYERS))
+
+
+JOB_TOTALS = ("bytes_read", "bytes_written", "reads", "writes")
+
+
+def job_bytes(layers: Mapping[str, Mapping]) -> dict:
+    """The job's bytes and requests (JOB_TOTALS) from each layer's totals, keyed by layer name: the lowest stacked
+    layer the log recorded (POSIX, else MPI-IO, else HDF5 or PnetCDF: each passes the same bytes down) plus
+    STDIO's, a path of its own, as `job_io_time` adds its time. Layers without a record are left out."""
+    stacked = next((layers[n] for n in BYTE_SOURCE_ORDER if n not in SEPARATE_LAYERS and n in layers), None)
+    parts = [part for part in (stacked, *(layers.get(n) for n in SEPARATE_LAYERS)) if part]
+    return {k: sum(int(part[k]) for part in parts) for k in JOB_TOTALS}
 
 
 def slowest_rank_times(counters: Mapping[str, Counters]) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..model import Log
-from ..model.darshan import BYTE_SOURCE_ORDER, STD_STREAMS
+from ..model.darshan import STD_STREAMS
 from . import measures
 from .diagnosis import Thresholds
 from .measures import TableCounters, recorded, small_bins
@@ -19,8 +19,8 @@ def run_metrics(log: Log, excluded=()) -> dict:
     summary = job_summary(log)
     layers = {s["layer"]: s for s in summary["layers"] if s["io_time"] > 0 or s["reads"] or s["writes"]}
     io_time = summary["measures"]["io_time"]  # measures.job_io_time, as info and diagnose print it
-    base = _byte_layer(layers)
-    moved = (base["bytes_read"] + base["bytes_written"]) if base else 0
+    totals = measures.job_bytes(layers)  # as the fleet's job rows count them
+    moved = totals["bytes_read"] + totals["bytes_written"]
     sizes = request_sizes(log)
     return {
         "run_time": float(log.job["run_time"]),
@@ -28,10 +28,7 @@ def run_metrics(log: Log, excluded=()) -> dict:
         "layers": {name: {k: s[k] for k in ("slowest_rank_io_time", "io_time", "bytes_read", "bytes_written",
                                            "reads", "writes", "meta_ops", "meta_time", "bandwidth")}
                    for name, s in layers.items()},
-        "bytes_read": int(base["bytes_read"]) if base else 0,
-        "bytes_written": int(base["bytes_written"]) if base else 0,
-        "reads": int(base["reads"]) if base else 0,
-        "writes": int(base["writes"]) if base else 0,
+        **totals,
         "meta_time": float(sum(s["meta_time"] for s in layers.values() if s["layer"] in ("POSIX", "STDIO"))),
         "bandwidth": measures.bandwidth(moved, io_time),
         "files": data_files(log, excluded),
@@ -116,14 +113,6 @@ def data_files(log: Log, excluded=()) -> int:
             datasets.difference_update(df["file_id"].to_list())
     files = log.files.filter(~pl.col("name").is_in([*STD_STREAMS, *excluded]))
     return int(files.filter(~pl.col("file_id").is_in(list(datasets))).height)
-
-
-def _byte_layer(layers: dict):
-    """Bytes and requests that reached the file system: the lowest layer present (POSIX, else STDIO, …)."""
-    for name in BYTE_SOURCE_ORDER:
-        if name in layers:
-            return layers[name]
-    return None
 
 
 def request_sizes(log: Log) -> dict:

@@ -104,14 +104,17 @@ def distinct(values: np.ndarray) -> int:
 
 
 def _job_io(row: dict, slowest: dict) -> None:
-    """The job's I/O time (`measures.job_io_time`); bytes at the file-system layers; the share of the run
-    spent in I/O."""
+    """The job's I/O time (`measures.job_io_time`); its bytes (`measures.job_bytes`, as `compare` counts them);
+    the share of the run spent in I/O."""
     io_time = measures.job_io_time(slowest)
-    moved = sum(row[f"{p}_bytes_{d}"] for p in ("posix", "stdio") for d in ("read", "written"))
+    totals = measures.job_bytes({layer.name: {k: row[f"{LAYER_PREFIX[layer.module]}_{k}"] for k in
+                                              measures.JOB_TOTALS}
+                                 for layer in LAYERS if layer.module in slowest})
+    moved = totals["bytes_read"] + totals["bytes_written"]
     row["io_time"] = io_time
     row["bytes"] = int(moved)
-    row["bytes_read"] = int(row["posix_bytes_read"] + row["stdio_bytes_read"])
-    row["bytes_written"] = int(row["posix_bytes_written"] + row["stdio_bytes_written"])
+    row["bytes_read"] = totals["bytes_read"]
+    row["bytes_written"] = totals["bytes_written"]
     row["io_share"] = measures.io_share(io_time, row["run_time"])
     row["bandwidth"] = measures.bandwidth(moved, io_time)
     meta = row["posix_meta_time"] + row["stdio_meta_time"]

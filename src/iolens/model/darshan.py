@@ -51,7 +51,8 @@ LAYER_NAMES = tuple(layer.name for layer in LAYERS)
 # the layers whose records are files (HDF5's and PnetCDF's are datasets and variables): what busy time, file
 # counts and per-file rows read
 FILE_LAYERS = ("POSIX", "MPI-IO", "STDIO")
-# bytes that reached the file system are best counted at the lowest layer present
+# a file's bytes that reached the file system are best counted at the lowest layer present (a job's add STDIO's
+# to its stacked layers': measures.job_bytes)
 BYTE_SOURCE_ORDER = ("POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF")
 # STDIO's buffered streams write through libc internally, below Darshan's POSIX wrappers: its time is not
 # part of any other layer's. The other layers stack (HDF5/PnetCDF call MPI-IO, which calls POSIX).
