@@ -20,15 +20,6 @@ def key_options(f):
                              "log. Without it a new key is written beside the output (keep it private).")(f)
 
 
-def tokens_for(output, key_file, keep_exe_name: bool):
-    """The tokens of `key_file`, or of a new key written beside `output` (said on stderr): (Tokens, key path,
-    new?). A key already beside the output is never replaced: it is named, to be passed with --key-file."""
-    found = anonymizing.key_tokens(output, key_file, keep_exe_name)
-    if found[2]:
-        note_new_key(found[1])
-    return found
-
-
 def note_new_key(path) -> None:
     click.echo(f"iolens: note: a new key was written to {path}: keep it private (with it, anyone can test a "
                f"guessed name against the tokens); pass --key-file {path} to give other logs the same tokens",

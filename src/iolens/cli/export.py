@@ -12,7 +12,7 @@ from ..pipeline import anonymize as anonymizing
 from ..pipeline import render
 from ..views import perfetto
 from ..views.html.filters import Filters
-from .anonymize import key_options, tokens_for
+from .anonymize import key_options, note_new_key
 from .common import filter_options, load_one_or_job, log_argument
 
 TRACE_SUFFIX = {"perfetto": ".pftrace", "chrome-json": ".json"}
@@ -62,8 +62,22 @@ def _export_anonymized(log: str, out: Path, fmt: str, filters, quiet: bool, key_
     after): the tables, job.json and trace name only tokens."""
     if out.exists() and not out.is_dir() and fmt not in TRACE_SUFFIX:
         raise click.BadParameter(f"{out} is a file; give a directory", param_hint="-o")
-    tokens = tokens_for(out, key_file, keep_exe_name)[0]
+    tokens, key_path, new_key = anonymizing.key_tokens(out, key_file, keep_exe_name)
     shown, out = out, out.absolute()
+    try:
+        written = _anonymized_export(log, out, fmt, filters, quiet, tokens)
+    except BaseException:
+        if new_key:  # nothing was exported with it: a new key would only be a stray secret
+            Path(key_path).unlink(missing_ok=True)
+        raise
+    if new_key:
+        note_new_key(key_path)
+    for path in written:
+        click.echo(str(shown / path.relative_to(out)))
+
+
+def _anonymized_export(log: str, out: Path, fmt: str, filters, quiet: bool, tokens) -> list:
+    """The files written: the anonymised copy of `log`, made in a private temporary folder, exported."""
     here = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="iolens-anonymize-") as tmp:
         (copy,) = anonymizing.anonymized_copies([log], Path(tmp), tokens)
@@ -71,13 +85,11 @@ def _export_anonymized(log: str, out: Path, fmt: str, filters, quiet: bool, key_
         try:
             copy = os.path.relpath(copy, tmp)
             if fmt in TRACE_SUFFIX:
-                _export_trace(copy, out, fmt, filters, quiet)
-                return
-            written = render.export(load_one_or_job((copy,), quiet, "export")[0], out, fmt, filters=filters)
+                _export_trace(copy, out, fmt, filters, quiet)  # prints the trace's path
+                return []
+            return render.export(load_one_or_job((copy,), quiet, "export")[0], out, fmt, filters=filters)
         finally:
             os.chdir(here)
-    for path in written:
-        click.echo(str(shown / path.relative_to(out)))
 
 
 def trace_path(log: str, out: Path, fmt: str) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import LogError
 from ..reader.anonymize import Key, Report, Tokens, anonymize_file, anonymized_name, key_beside, new_key_file
+from ..reader.dftracer import is_dftracer_trace
 from ..reader.recorder import is_recorder_trace
 from ..reader.writer import write_atomically
 
@@ -132,8 +133,7 @@ def anonymized_copies(paths, folder: Path, tokens: Tokens) -> list:
     read in place of `paths`, one each. What `export --anonymize` reads; LogError on a log that cannot be read."""
     out = []
     for arg in map(str, paths):
-        if os.path.isdir(arg) and is_recorder_trace(arg):
-            raise LogError("--anonymize rewrites Darshan logs; this is a Recorder trace", arg)
+        refuse_other_traces(arg, "--anonymize")
         top = folder / tokens.component(os.path.basename(os.path.normpath(arg)).encode()).decode() \
             if os.path.isdir(arg) else folder
         for path, rel in find_logs([arg]):
@@ -145,10 +145,19 @@ def anonymized_copies(paths, folder: Path, tokens: Tokens) -> list:
     return out
 
 
+def refuse_other_traces(arg: str, what: str = "anonymize") -> None:
+    """LogError when `arg` is a Recorder or DFTracer trace: anonymising rewrites Darshan logs only."""
+    kind = ("a Recorder trace" if os.path.isdir(arg) and is_recorder_trace(arg)
+            else "a DFTracer trace" if is_dftracer_trace(arg) else None)
+    if kind:
+        raise LogError(f"{what} rewrites Darshan logs only; this is {kind}", arg)
+
+
 def find_logs(paths) -> list:
     """[(log path, folder under OUT relative to its argument)]: files as given, folders walked for logs."""
     found = []
     for arg in map(str, paths):
+        refuse_other_traces(arg)
         if os.path.isdir(arg):
             inside = []
             for root, dirs, files in os.walk(arg):

@@ -11,6 +11,9 @@ from ..model.dftracer import read_dftracer
 from ..reader.dftracer import TRACE_SUFFIXES, is_dftracer_trace
 from ..reader.recorder import is_recorder_trace
 
+NOTHING_HERE = ("no log or trace iolens reads here (Darshan *.darshan, Recorder recorder.mt, DFTracer *.pfw or "
+                "*.pfw.gz)")
+
 __all__ = ["describe_jobs", "holds_two_tracers", "open", "open_tracers", "summary"]
 
 
@@ -44,6 +47,8 @@ def describe_jobs(paths, progress=None) -> dict:
     found = find_jobs(paths, progress=progress, unreadable=unreadable, traces=True)
     if not found and len(unreadable) == 1:
         raise LogError(unreadable[0][1], unreadable[0][0])
+    if not found and not unreadable:
+        raise LogError(NOTHING_HERE, ", ".join(map(os.fspath, paths)))
     return describe(found, unreadable)
 
 

@@ -28,7 +28,8 @@ def read_raw(path: str, progress=None, regions=None) -> RawLog:
     by their Darshan name: "POSIX", "DXT_POSIX", "LUSTRE", ...); None reads every region iolens models.
     A module left out is still listed in `modules` (with its partial flag) but has no records: a caller
     that needs a few modules of many logs skips inflating the rest."""
-    data = log_bytes(path, "is a directory, neither a Darshan log nor a Recorder trace (no recorder.mt)")
+    data = log_bytes(path, "is a directory with no log or trace iolens reads (Darshan *.darshan, a Recorder "
+                              "trace's recorder.mt, DFTracer *.pfw or *.pfw.gz)")
     try:
         return _parse(path, data, progress, regions)
     except LogError as exc:

@@ -92,6 +92,8 @@ BAD_INPUT = {
     "cut": (lambda d, logs: written(d / "cut.darshan", (logs / "pairs/aligned.darshan").read_bytes()[:2000]),
             "truncated"),
     "folder without logs": (lambda d, logs: (d / "nolog").mkdir() or d / "nolog", "no Darshan log"),
+    "a Recorder trace": (lambda d, logs: logs / "recorder/shared_header", "Darshan logs only; this is a Recorder"),
+    "a DFTracer trace": (lambda d, logs: logs / "dftracer/loader_gz", "Darshan logs only; this is a DFTracer"),
 }
 
 
@@ -104,12 +106,17 @@ def test_bad_input_is_one_line_and_status_2(logs_dir, tmp_path, make, says):
     assert not (tmp_path / "out.darshan").exists()
 
 
-@pytest.mark.parametrize("make, says", [BAD_INPUT["text"], BAD_INPUT["cut"]], ids=["text", "cut"])
-def test_bad_input_leaves_no_new_key(logs_dir, tmp_path, make, says):
+NO_KEY_CASES = ["text", "cut", "a DFTracer trace"]
+
+
+@pytest.mark.parametrize("make, says", [BAD_INPUT[k] for k in NO_KEY_CASES], ids=NO_KEY_CASES)
+@pytest.mark.parametrize("command", [("anonymize",), ("export", "--anonymize")], ids=["anonymize", "export"])
+def test_bad_input_leaves_no_new_key(logs_dir, tmp_path, make, says, command):
     """Without --key-file, a log that cannot be anonymised leaves no key behind (a stray secret) and says so in
-    one line, with no note of a key."""
-    r = anonymize(make(tmp_path, logs_dir), "-o", tmp_path / "out.darshan", check=False)
-    assert r.returncode == 2 and says in r.stderr and "key" not in r.stderr
+    one line, with no note of a key: `anonymize` and `export --anonymize` alike."""
+    r = run_iolens(*command, make(tmp_path, logs_dir), "-o", tmp_path / "out", check=False)
+    assert r.returncode == 2 and says.replace("Darshan logs only", "") in r.stderr and "key" not in r.stderr
+    assert r.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == []
 
 

@@ -105,6 +105,16 @@ def test_bad_path_is_one_line(tmp_path):
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_a_folder_without_logs_says_so(tmp_path):
+    """Not an empty table and status 0: the user gave the wrong folder, and is told what iolens looks for."""
+    (tmp_path / "notes.txt").write_text("no logs here")
+    for args in (["jobs", tmp_path], ["jobs", "--json", tmp_path]):
+        proc = run_iolens(*args, check=False)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith(f"iolens: error: {tmp_path}: no log or trace") and "DFTracer" in line
+
+
 def test_an_unreadable_log_is_listed_not_fatal(workflows, tmp_path):
     shutil.copytree(workflows / "pipeline", tmp_path / "pipeline")
     (tmp_path / "pipeline" / "junk.darshan").write_bytes(b"not a log" * 100)
