@@ -9,6 +9,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator
 
+from .errors import LogError
+
 
 def umask() -> int:
     """The process' umask (read by setting it, then set back)."""
@@ -21,9 +23,15 @@ def umask() -> int:
 def whole_file(path, mode: int = 0o666, sync: bool = False) -> Iterator[Path]:
     """A temporary path beside `path` to write to; on a clean exit it becomes `path` (replacing any file there),
     with the permissions a file opened for writing would have (`mode` less the umask); on an error or an
-    interruption it is removed. `sync`: flushed to disk before the rename."""
+    interruption it is removed. `sync`: flushed to disk before the rename. A path that cannot be written (no such
+    folder, no permission, a full disk) is a LogError naming it."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    if path.is_dir():
+        raise LogError("is a folder: give a file name", str(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    except OSError as exc:
+        raise LogError(f"cannot write here ({exc.strerror or exc})", str(path)) from None
     os.close(fd)
     try:
         yield Path(tmp)
@@ -32,9 +40,11 @@ def whole_file(path, mode: int = 0o666, sync: bool = False) -> Iterator[Path]:
                 os.fsync(fh.fileno())
         os.chmod(tmp, mode & ~umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise LogError(f"cannot write ({exc.strerror or exc})", str(path)) from None
         raise
 
 

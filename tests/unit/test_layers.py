@@ -35,8 +35,8 @@ ORDER: list[tuple[str, ...]] = [
     ("analysis.measures",),
     ("model",),
     ("reader",),  # with its native module, reader._native (compiled: imports nothing of iolens)
-    ("errors", "version", "units", "output"),  # units: the one parser of sizes, durations and shares people
-    # type; output: files written whole or not at all
+    ("output",),  # files written whole or not at all (a path that cannot be written: a LogError)
+    ("errors", "version", "units"),  # units: the one parser of sizes, durations and shares people type
 ]
 PREFIXES = {
     "analysis.runs": ("analysis.compare", "analysis.fleet", "analysis.runs", "analysis.run_config"),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from iolens.errors import LogError
 from iolens.output import umask, whole_file, write_bytes, write_text
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "iolens"
@@ -38,9 +39,12 @@ def test_an_interrupted_write_leaves_nothing_new_and_the_old_file_intact(tmp_pat
     assert os.listdir(tmp_path) == ["table.parquet"]  # no temporary file left either
 
 
-def test_a_folder_that_cannot_be_written_is_an_oserror_and_leaves_nothing(tmp_path):
-    with pytest.raises(OSError):
+def test_a_path_that_cannot_be_written_is_one_line_naming_it(tmp_path):
+    with pytest.raises(LogError) as err:
         write_text(tmp_path / "missing" / "page.html", "x")
+    assert str(err.value) == f"{tmp_path / 'missing' / 'page.html'}: cannot write here (No such file or directory)"
+    with pytest.raises(LogError, match="is a folder"):
+        write_text(tmp_path, "x")
     assert os.listdir(tmp_path) == []
 
 

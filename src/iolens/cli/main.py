@@ -70,6 +70,10 @@ def main(argv=None):
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:  # a folder that cannot be made, a file that cannot be written: the user's to fix
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"iolens: error: {where}{exc.strerror or exc}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         click.echo("iolens: interrupted", err=True)
         sys.exit(130)
