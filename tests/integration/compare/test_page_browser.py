@@ -81,6 +81,9 @@ def test_verdicts_and_insight_diff_with_links_to_evidence(context, tmp_path, log
     p = LoadedPage(context, html)
     p.settle()
     assert "faster" in p.page.inner_text("#runs-table .verdict.faster")
+    # one legend above the runs says what the timelines' colours and marks are, as the report's does
+    legend = p.page.inner_text("#timelines-card #timeline-legend")
+    assert all(word in legend for word in ("write", "read", "I/O phase", "heavy rank", "busiest rank"))
     resolved = p.page.locator("#insight-diff li.resolved[data-code='SMALL_IO']")
     assert "60,000 → 0" in resolved.inner_text()
     # the SMALL_IO evidence in the baseline: zooms every timeline to its window, highlights its ranks

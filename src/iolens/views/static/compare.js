@@ -61,6 +61,15 @@ class RunGroup {
   byIndex(i) { return this.runs.find((r) => r.meta.index === i); }
 }
 
+/* What the timelines' marks mean, once above the runs (the report's legend, but the spans': each run's own). */
+function ioLegend() {
+  const sw = legendItem;
+  document.querySelector("#timelines-card .hint").after(el("div", {class: "legend", id: "timeline-legend"}, [
+    sw("", rgb(COLORS.write), "write"), sw("", rgb(COLORS.read), "read"), sw("phase", null, "I/O phase"),
+    sw("strag", null, "heavy rank (busy ≥ 1.5× the median) / its phase"), sw("busy", null, "busiest rank"),
+    el("span", {class: "leg muted"}, "Dense views: colour opacity = share of time the rank was busy.")]));
+}
+
 /* A run with spans: the legend of their kinds, between the run's title and its timeline. */
 function spanLegendOf(run) {
   const items = spanLegend(run, legendItem);
@@ -108,6 +117,7 @@ async function compareMain() {
   let resolveReady;
   window.iolens = compareTestApi(group, new Promise((res) => { resolveReady = res; }));
   document.getElementById("reset").addEventListener("click", () => group.reset());
+  ioLegend();
   bindEvidenceLinks(group);
   const began = performance.now();
   await startPage(status, resolveReady, async () => {
