@@ -201,7 +201,11 @@ def test_fixed_bad_files_api(logs_dir, tmp_path, fill_rank0, case):
     check_api(path, match=words)
 
 
-@pytest.mark.parametrize("case", CASE_NAMES)
+# through the command: one case of each kind of message by default (the API sees every case above), all with -m slow
+CLI_CASES = ("text", "empty", "header_cut", "newer_major", "bad_compression", "missing", "directory")
+
+
+@pytest.mark.parametrize("case", [c if c in CLI_CASES else pytest.param(c, marks=pytest.mark.slow) for c in CASE_NAMES])
 def test_fixed_bad_files_cli(logs_dir, tmp_path, fill_rank0, case):
     path, words = fixed_cases(tmp_path, fill_rank0, _release(logs_dir, "mpi-io-test-x86_64-3.1.8"))[case]
     check_cli(path, match=words)
