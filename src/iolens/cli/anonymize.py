@@ -52,6 +52,8 @@ def command(logs, out: str, key_file, keep_exe_name, force, report_file, map_fil
         done = anonymizing.anonymize(logs, out, key_file, keep_exe_name=keep_exe_name, force=force,
                                      on_error=lambda exc: click.echo(f"iolens: error: {exc}", err=True),
                                      on_new_key=note_new_key, progress=progress)
+    if done.skipped_note():
+        click.echo(f"iolens: note: {done.skipped_note()}", err=True)
     if report_file is not None:
         done.write_report(report_file)
     if map_file is not None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LogError
 from ..reader.anonymize import Key, Report, Tokens, anonymize_file, anonymized_name, key_beside, new_key_file
-from ..reader.dftracer import is_dftracer_trace
+from ..reader.dftracer import TRACE_SUFFIXES, is_dftracer_trace
 from ..reader.recorder import is_recorder_trace
 from ..reader.writer import write_atomically
+
+RECORDER_METADATA = "recorder.mt"  # the file that makes a folder a Recorder trace (reader.recorder)
 
 __all__ = ["Anonymization", "anonymize", "anonymized_copies", "find_logs", "key_tokens"]
 
@@ -28,6 +31,13 @@ class Anonymization:
     tokens: Tokens
     written: list = field(default_factory=list)  # [(input path, Report)]
     errors: list = field(default_factory=list)  # [LogError]
+    skipped: Counter = field(default_factory=Counter)  # other tracers' traces in the folders: kind -> how many
+
+    def skipped_note(self) -> str | None:
+        """One line on the traces left out, or None."""
+        kinds = [f"{n:,} {kind}" for kind, n in self.skipped.items() if n]
+        return (f"left out, not anonymised: {', '.join(kinds)} (anonymize rewrites Darshan logs only)"
+                if kinds else None)
 
     @property
     def failed(self) -> int:
@@ -36,7 +46,8 @@ class Anonymization:
     def to_dict(self) -> dict:
         """What `iolens anonymize --json` prints and `--report` writes: no original value."""
         return {"key_file": str(self.key_file), "new_key": self.new_key,
-                "logs": [report.to_dict() for _, report in self.written], "failed": self.failed}
+                "logs": [report.to_dict() for _, report in self.written], "failed": self.failed,
+                "skipped": {kind: n for kind, n in self.skipped.items() if n}}
 
     def token_map(self) -> dict:
         """Every original and its token, by kind, and each log's input and output: private, like the key."""
@@ -65,7 +76,8 @@ def anonymize(logs, out, key_file=None, *, keep_exe_name: bool = False, force: b
     logs may not share one; an existing file is replaced only with `force`). A log that cannot be read is
     left out, its LogError kept (`errors`) and passed to `on_error`; `progress(done, total)` after each log."""
     logs = [logs] if isinstance(logs, (str, os.PathLike)) else list(logs)
-    found = find_logs(logs)
+    skipped = Counter()
+    found = find_logs(logs, skipped)
     out_text = os.fspath(out)
     single = len(found) == 1 and not os.path.isdir(logs[0]) and not os.path.isdir(out_text) and not out_text.endswith(
         ("/", os.sep))
@@ -73,7 +85,7 @@ def anonymize(logs, out, key_file=None, *, keep_exe_name: bool = False, force: b
     if not single and out.exists() and not out.is_dir():
         raise LogError("exists and is not a folder (several logs go into a folder)", str(out))
     tokens, key_path, new_key = key_tokens(out, key_file, keep_exe_name)
-    done = Anonymization(str(key_path), new_key, tokens)
+    done = Anonymization(str(key_path), new_key, tokens, skipped=skipped)
     try:
         _write(done, found, out, single, force, on_error, progress)
     finally:
@@ -153,21 +165,28 @@ def refuse_other_traces(arg: str, what: str = "anonymize") -> None:
         raise LogError(f"{what} rewrites Darshan logs only; this is {kind}", arg)
 
 
-def find_logs(paths) -> list:
-    """[(log path, folder under OUT relative to its argument)]: files as given, folders walked for logs."""
+def find_logs(paths, skipped: Counter | None = None) -> list:
+    """[(log path, folder under OUT relative to its argument)]: files as given, folders walked for logs. Other
+    tracers' traces met in the folders (left out: anonymising rewrites Darshan logs) are counted in `skipped`."""
     found = []
     for arg in map(str, paths):
         refuse_other_traces(arg)
         if os.path.isdir(arg):
-            inside = []
+            inside, others = [], Counter()
             for root, dirs, files in os.walk(arg):
                 dirs.sort()
                 rel = os.path.relpath(root, arg)
                 inside += [(os.path.join(root, f), "" if rel == "." else rel) for f in sorted(files)
                            if f.endswith(LOG_SUFFIXES)]
+                others["DFTracer trace files"] += sum(f.endswith(TRACE_SUFFIXES) for f in files)
+                others["Recorder traces"] += RECORDER_METADATA in files
             if not inside:
-                raise LogError("no Darshan log (*.darshan, *.darshan_partial) in this folder", arg)
+                held = ", ".join(f"{n:,} {kind}" for kind, n in others.items() if n)
+                raise LogError("no Darshan log (*.darshan, *.darshan_partial) in this folder"
+                               + (f" (it holds {held}: anonymize rewrites Darshan logs only)" if held else ""), arg)
             found += inside
+            if skipped is not None:
+                skipped.update(others)
         elif os.path.exists(arg):
             found.append((arg, ""))
         else:

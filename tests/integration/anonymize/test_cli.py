@@ -461,3 +461,28 @@ def _inflated_regions(data: bytes) -> tuple:
         out[f"stream at {pos}"] = d.decompress(data[pos:])
         pos = len(data) - len(d.unused_data)
     return out, bo
+
+
+def test_other_tracers_traces_in_a_folder_are_left_out_and_said(logs_dir, tmp_path):
+    """A job folder holding Darshan logs and a DFTracer trace (an AI job traced by both): the logs are
+    anonymised, the trace files are not copied, and the terminal and the JSON report say how many were left."""
+    job = tmp_path / "job"
+    job.mkdir()
+    darshan = sorted((logs_dir / "dftracer/loader_gz_darshan").glob("*.darshan"))
+    traces = sorted((logs_dir / "dftracer/loader_gz").glob("*.pfw*"))
+    for p in darshan + traces:
+        (job / p.name).symlink_to(p)
+    key = key_file(tmp_path)
+    r = anonymize(job, "-o", tmp_path / "out", "--key-file", key, "--json", "--report", tmp_path / "r.json")
+    said = f"left out, not anonymised: {len(traces)} DFTracer trace files (anonymize rewrites Darshan logs only)"
+    assert said in r.stderr
+    report = json.loads(r.stdout)
+    assert report["skipped"] == {"DFTracer trace files": len(traces)} and len(report["logs"]) == len(darshan)
+    assert json.loads((tmp_path / "r.json").read_text())["skipped"] == report["skipped"]
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert len(written) == len(darshan) and all(p.name.endswith(".darshan") for p in written)
+    only_traces = tmp_path / "traces"
+    only_traces.mkdir()
+    shutil.copytree(logs_dir / "recorder", only_traces / "sub")
+    r = anonymize(only_traces, "-o", tmp_path / "out2", "--key-file", key, check=False)
+    assert r.returncode == 2 and "it holds 3 Recorder traces" in r.stderr and r.stderr.count("\n") == 1
