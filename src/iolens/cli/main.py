@@ -51,7 +51,7 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="iolens")
 def cli():
-    """iolens: turn Darshan/DXT I/O traces into answers."""
+    """iolens: turn I/O traces (Darshan logs with DXT, Recorder, DFTracer) into answers."""
 
 
 def main(argv=None):
