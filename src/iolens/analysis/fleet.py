@@ -121,11 +121,11 @@ def peer_matrix(jobs: pl.DataFrame) -> np.ndarray:
 
 def peer_groups(jobs: pl.DataFrame, seed: int = 0) -> np.ndarray:
     """A group label per job (-1: like no other group) from HDBSCAN over the log-scaled features."""
+    n = jobs.height
+    if n < 5:  # too few to group (and scikit-learn, 2 s to import, is not loaded)
+        return np.full(n, -1)
     HDBSCAN = require("sklearn.cluster").HDBSCAN
     KNeighborsClassifier = require("sklearn.neighbors").KNeighborsClassifier
-    n = jobs.height
-    if n < 5:
-        return np.full(n, -1)
     x = peer_matrix(jobs)
     fit = np.arange(n) if n <= PEER_FIT_MAX else np.sort(np.random.default_rng(seed).choice(n, PEER_FIT_MAX,
                                                                                               replace=False))
