@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import json
 
+try:
+    import tomllib  # Python 3.11+
+except ModuleNotFoundError:  # pragma: no cover - Python < 3.11: the subset iolens configs use
+    tomllib = None
+
 from ... import units
 from .common import FS_PREFIX
 from .finding import Threshold
@@ -113,9 +118,7 @@ def load_fs_profile(path: str) -> dict:
 
 
 def _load_toml(text: str) -> dict:
-    try:
-        import tomllib  # Python 3.11+
-    except ModuleNotFoundError:  # pragma: no cover - Python < 3.11
+    if tomllib is None:  # pragma: no cover - Python < 3.11
         return _mini_toml(text)
     try:
         return tomllib.loads(text)
