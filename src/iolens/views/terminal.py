@@ -57,7 +57,7 @@ def render_summary(summary: dict, console: Console) -> None:
     facts.add_row("log", Text(summary["path"]))
     facts.add_row("executable", Text(job["exe"] or "(not recorded)"))
     facts.add_row("processes", human_count(job["nprocs"]))
-    facts.add_row("job id", str(job["jobid"]))
+    facts.add_row("job id", "(not recorded)" if job["jobid"] is None else str(job["jobid"]))
     facts.add_row("start", timestamp(job["start_time"]))
     facts.add_row("end", timestamp(job["end_time"]))
     facts.add_row("run time", human_seconds(job["run_time"]))
