@@ -35,6 +35,9 @@ def test_the_loop_above_its_io(browser, loader_gz, tmp_path):
     rank_of = dict(zip(procs["pid"].to_list(), procs["rank"].to_list()))
     main = rank_of[truth["main_pid"]]
     workers = [rank_of[int(pid)] for pid in truth["per_process"]]
+    # the job card names the tracer and says what the trace does not record (no "Darshan", no "null")
+    facts = p.page.inner_text("#job-facts")
+    assert "DFTracer" in facts and "Darshan" not in facts and "null" not in facts and "(not recorded)" in facts
     spans = p.js("() => window.iolens.spans()")
     # the spans facet first, the POSIX operations below it; its rows are the processes with spans, main first
     assert [f["layer"] for f in spans["facets"]] == ["spans", "POSIX"]

@@ -24,6 +24,7 @@ def job_facts(summary: dict) -> dict:
         "start": timestamp(job["start_time"]), "end": timestamp(job["end_time"]), "run_time": job["run_time"],
         "log_version": job["log_version"], "lib_version": job["lib_version"],
         "metadata": job["metadata"], "mounts": job["mounts"], "modules": job["modules"],
+        "format": job.get("format"),  # "recorder", "dftracer"; none for a Darshan log
     }
 
 

@@ -30,10 +30,12 @@ function renderBanners(meta) {
 
 function renderJobFacts(meta) {
   const j = meta.summary.job;
+  const known = (v) => (v === null || v === undefined ? "(not recorded)" : String(v));
+  const tracer = {dftracer: "DFTracer", recorder: "Recorder"}[j.format];  // else a Darshan log
   const rows = [
-    ["Command line", j.exe || "–"], ["Ranks", fmtInt(j.nprocs)], ["Job id", String(j.jobid)], ["User id", String(j.uid)],
+    ["Command line", j.exe || "–"], ["Ranks", fmtInt(j.nprocs)], ["Job id", known(j.jobid)], ["User id", known(j.uid)],
     ["Start", j.start || "–"], ["End", j.end || "–"], ["Run time", fmtSeconds(j.run_time)],
-    ["Darshan", `runtime ${j.lib_version || "?"}, log format ${j.log_version}`],
+    tracer ? [tracer, j.lib_version || "?"] : ["Darshan", `runtime ${j.lib_version || "?"}, log format ${j.log_version}`],
     ["Modules", j.modules.map((m) => m.name + (m.partial ? " (partial)" : "")).join(", ") || "none"],
     ["Mount points", String(j.mounts.length)],
   ];
