@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressC
 from ..pipeline import fleet as fleet_pipeline
 from ..analysis.diagnosis.thresholds import load_config, parse_assignment
 from ..errors import LogError
+from ..fleet.scan import left_out_note
 from ..optional import require_extra
 from ..views.html.fleet import rules_sentence
 from .anonymize import key_options, note_new_key
@@ -108,6 +109,8 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
                f"{summary['skipped']:,} logs already in the store ({summary['found']:,} found, "
                f"{summary['replaced']:,} rewritten and replaced, {summary['pruned']:,} pruned); "
                f"{summary['seconds']:.1f} s, {rate:,.0f} logs/s")
+    if left_out_note(summary.get("other_traces", {})):
+        click.echo(f"iolens: note: {left_out_note(summary['other_traces'])}", err=True)
 
 
 def _terminated(signum, frame):

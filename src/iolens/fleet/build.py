@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 
@@ -121,7 +122,8 @@ def plan(paths, store, on_new=None, tokens=None) -> dict:
     `skipped` logs already in the store as they are now, `gone` stored logs no longer on disk. `on_new()` is
     called as soon as some log is known to be new, before every log is stat'ed. With `tokens` (an anonymised
     build) the store keys logs by their token paths; a stored log not found under PATHS counts as gone."""
-    found = find_logs(paths)
+    others = Counter()
+    found = find_logs(paths, others)
     known = fleet_store.known_keys(store)
     labels = {p: p if tokens is None else label_of(p, tokens) for p in found}
     if on_new is not None and any(labels[p] not in known for p in found):
@@ -136,7 +138,8 @@ def plan(paths, store, on_new=None, tokens=None) -> dict:
             todo.append((key, rows is not None))
     seen = set(labels.values())
     gone = sorted(p for p in known if p not in seen and (tokens is not None or not os.path.exists(p)))
-    return {"todo": todo, "skipped": skipped, "gone": gone, "found": len(found)}
+    return {"todo": todo, "skipped": skipped, "gone": gone, "found": len(found),
+            "other_traces": {kind: n for kind, n in others.items() if n}}
 
 
 def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler=None, workers: int | None = None,
@@ -182,6 +185,7 @@ def build(paths, store, *, diagnose: bool = True, files: bool = False, scheduler
     return {"store": str(store), "found": todo["found"], "skipped": todo["skipped"], "read": len(keys),
             "replaced": sum(r for _, r in keys), "added": totals["added"], "errors": totals["errors"],
             "pruned": len(todo["gone"]) if prune else 0, "parts": totals["batches"],
+            "other_traces": todo["other_traces"],
             "seconds": time.perf_counter() - began, "timing": totals["timing"]}
 
 

@@ -5,24 +5,28 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+from collections import Counter
 
 from ..errors import LogError
+from ..reader.dftracer import TRACE_SUFFIXES
 
 LOG_SUFFIX = ".darshan"
 LIST_SUFFIXES = (".txt", ".list", ".lst")
+RECORDER_METADATA = "recorder.mt"  # the file that makes a folder a Recorder trace
 
 
-def find_logs(paths) -> list:
+def find_logs(paths, others: Counter | None = None) -> list:
     """Every log named by PATHS: directories walked (any depth, e.g. Darshan's YYYY/M/D layout), globs
-    expanded, list files (.txt/.list: one path a line) read; other files taken as logs. Sorted, unique."""
+    expanded, list files (.txt/.list: one path a line) read; other files taken as logs. Sorted, unique.
+    Other tracers' traces met in the folders (the fleet reads Darshan logs) are counted in `others`."""
     found = []
     for arg in paths:
         arg = str(arg)
         if glob.has_magic(arg):
             for hit in sorted(glob.glob(arg, recursive=True)):
-                found.extend(_walk(hit) if os.path.isdir(hit) else [hit])
+                found.extend(_walk(hit, others) if os.path.isdir(hit) else [hit])
         elif os.path.isdir(arg):
-            found.extend(_walk(arg))
+            found.extend(_walk(arg, others))
         elif arg.endswith(LIST_SUFFIXES) and os.path.isfile(arg):
             with open(arg, encoding="utf-8", errors="replace") as fh:
                 found.extend(line.strip() for line in fh if line.strip() and not line.startswith("#"))
@@ -33,12 +37,22 @@ def find_logs(paths) -> list:
     return sorted({os.path.abspath(p) for p in found})
 
 
-def _walk(top: str) -> list:
+def _walk(top: str, others: Counter | None = None) -> list:
     out = []
     for root, dirs, files in os.walk(top, followlinks=True):
         dirs.sort()
         out.extend(os.path.join(root, f) for f in fnmatch.filter(files, "*" + LOG_SUFFIX))
+        if others is not None:
+            others["DFTracer trace files"] += sum(f.endswith(TRACE_SUFFIXES) for f in files)
+            others["Recorder traces"] += RECORDER_METADATA in files
     return out
+
+
+def left_out_note(others: dict) -> str | None:
+    """One line on the other tracers' traces a build met and left out, or None."""
+    kinds = [f"{n:,} {kind}" for kind, n in others.items() if n]
+    return (f"left out: {', '.join(kinds)} (the fleet reads Darshan logs; `iolens diagnose`, `jobs` and `sql` "
+            "read these traces)" if kinds else None)
 
 
 def log_key(path: str) -> tuple:

@@ -2,6 +2,7 @@
 with features that agree with the per-log analysis and the diagnosis, on Dask's schedulers."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from iolens.analysis.summary import dxt_summary, layer_summary
 from iolens.fleet import store as fleet_store
 from iolens.fleet.build import build, find_logs
 
+from support.cli import run_iolens
 from support.corpus import all_logs
 from support.fleet_stores import run_cli
 
@@ -209,3 +211,19 @@ def test_each_peer_group_names_its_most_unlike_job(built):
         far = max(abs(np.log(max(t, 1e-9) / med)) for t in members["io_time"])
         assert abs(np.log(max(g["unlike"]["io_time"], 1e-9) / med)) == pytest.approx(far)
         assert g["unlike"]["path"] in members["path"].to_list()
+
+
+def test_other_tracers_traces_are_left_out_and_said(logs_dir, tmp_path):
+    """A folder of an AI job traced by Darshan and DFTracer: the Darshan logs become rows, the trace files are
+    counted and named in one note (not silently dropped), and --json carries the count."""
+    job = tmp_path / "job"
+    job.mkdir()
+    darshan = sorted((logs_dir / "dftracer/loader_gz_darshan").glob("*.darshan"))[:2]
+    traces = sorted((logs_dir / "dftracer/loader_gz").glob("*.pfw*"))
+    for p in darshan + traces:
+        (job / p.name).symlink_to(p)
+    r = run_iolens("fleet", "build", job, "-o", tmp_path / "store", "--scheduler", "threads")
+    assert f"{len(darshan)} jobs added" in r.stdout
+    assert f"iolens: note: left out: {len(traces)} DFTracer trace files (the fleet reads Darshan logs" in r.stderr
+    r = run_iolens("fleet", "build", job, "-o", tmp_path / "store", "--scheduler", "threads", "--json")
+    assert json.loads(r.stdout)["other_traces"] == {"DFTracer trace files": len(traces)}
