@@ -146,6 +146,14 @@ def test_ranks_starting_together_are_alternatives():
     assert tie["parent_pid"] == 4703 and tie["alternatives"] == [4702, 4701, 4700]
 
 
+def test_at_most_eight_alternatives_are_named():
+    ranks = [train(pid=4700 + r, start=100.0, jobid=JOB) for r in range(20)]
+    child = worker(4800, 101.0, jobid=JOB)
+    _, job = steps_of([*ranks, child])
+    (tie,) = ties(job.steps[0], job)
+    assert tie["parent_pid"] == 4700 and tie["alternatives"] == list(range(4701, 4709))  # equal starts: by pid
+
+
 def test_workers_of_two_parents_with_the_same_command_stay_apart():
     """Two parents' first workers have the same command line (same pipe handle): tied, they are not joined as
     one command's processes, which would merge the two steps."""

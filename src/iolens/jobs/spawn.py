@@ -18,6 +18,7 @@ parent is not among them is tied to nothing (no guess).
 """
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from typing import Optional
@@ -63,21 +64,45 @@ def _alive_at(proc, t: float) -> bool:
     return proc.end is None or proc.end < proc.start or t <= proc.end
 
 
+ALTERNATIVES = 8  # the other fitting processes a tie names at most (a launch of 1,000 ranks has 999)
+
+
 def parents(members: list) -> dict:
-    """{index of a spawned process: [index of its parent, then of every other process that fits, nearest start
-    first]} over `members` (the processes of one job). A process already tied (Darshan's fork_parent, a trace's
-    parent pid) is left as it is."""
+    """{index of a spawned process: [index of its parent, then of up to ALTERNATIVES other processes that fit,
+    nearest start first]} over `members` (the processes of one job). A process already tied (Darshan's
+    fork_parent, a trace's parent pid) is left as it is."""
     kinds = [kind(p.command) for p in members]
-    candidates = [j for j, p in enumerate(members) if kinds[j] is None and p.start is not None]
+    # the candidate parents by user and program, in start order (a job may hold thousands of workers)
+    by_program: dict = {}
+    for j, p in enumerate(members):
+        if kinds[j] is None and p.start is not None:
+            by_program.setdefault(((p.uid or 0), interpreter(p.command)), []).append(j)
+    starts = {}
+    for key, found in by_program.items():
+        found.sort(key=lambda j: (members[j].start, -(members[j].pid or 0)))
+        starts[key] = [members[j].start for j in found]
     out = {}
     for i, child in enumerate(members):
         if kinds[i] is None or child.start is None or child.fork_parent is not None or child.parent_pid is not None:
             continue
         program = interpreter(child.command)
-        fits = [j for j in candidates if j != i and (members[j].uid or 0) == (child.uid or 0)
-                and same_interpreter(interpreter(members[j].command), program)
-                and _alive_at(members[j], child.start)]
+        fits = []
+        for name in {program, os.path.basename(program)}:  # the same path, or a bare name found on PATH
+            key = ((child.uid or 0), name)
+            if key in by_program and same_interpreter(name, program):
+                fits += _alive_before(members, by_program[key], starts[key], child.start)
         if fits:
             # the nearest start before the child's; equal starts: the lower pid (the older process)
-            out[i] = sorted(fits, key=lambda j: (-members[j].start, members[j].pid or 0))
+            out[i] = sorted(fits, key=lambda j: (-members[j].start, members[j].pid or 0))[:ALTERNATIVES + 1]
+    return out
+
+
+def _alive_before(members: list, found: list, starts: list, t: float) -> list:
+    """The last ALTERNATIVES + 1 of `found` (in start order) started at or before t and alive at t."""
+    out = []
+    for k in range(bisect.bisect_right(starts, t) - 1, -1, -1):
+        if _alive_at(members[found[k]], t):
+            out.append(found[k])
+            if len(out) > ALTERNATIVES:
+                break
     return out
