@@ -16,8 +16,8 @@ from .common import emit_json, json_option
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @json_option
 def command(paths: tuple, as_json: bool) -> None:
-    """Group logs (files, folders, globs) into jobs and steps: one MPI launch or a parent and its forked
-    workers per step, helpers (shims, mpiexec) folded into a count, unfinished logs recovered or named."""
+    """Group logs (files, folders, globs) into jobs and steps: one MPI launch or a parent and its forked or
+    spawned workers per step, helpers (shims, mpiexec) folded into a count, unfinished logs recovered or named."""
     if as_json or not sys.stderr.isatty():
         result = reading.describe_jobs(paths)
     else:

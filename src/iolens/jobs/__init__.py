@@ -9,6 +9,7 @@ import os
 
 from ..errors import LogError
 from ..reader.dftracer import TRACE_SUFFIXES
+from . import spawn
 from .group import Job, Step, group
 from .merged import JobLog, merge
 from .processes import Process, agreement, expand, line_up, process_of, read_process, trace_processes
@@ -71,7 +72,7 @@ def describe(jobs: list, unreadable=()) -> dict:
 def _job(job: Job) -> dict:
     return {
         "job_id": job.job_id,
-        "steps": [_step(s) for s in job.steps],
+        "steps": [_step(s, job) for s in job.steps],
         "helpers": sum(len(s.processes) for s in job.helpers),
         "helper_logs": [p.path for s in job.helpers for p in s.processes],
         "helper_commands": sorted({p.command for s in job.helpers for p in s.processes}),
@@ -80,7 +81,7 @@ def _job(job: Job) -> dict:
     }
 
 
-def _step(step: Step) -> dict:
+def _step(step: Step, job: Job) -> dict:
     head = step.head
     twins = [p for p in step.processes if p.twin is not None]
     traced = [p.path for p in step.processes if p.tracer == "dftracer"] + [p.twin.path for p in twins]
@@ -102,11 +103,37 @@ def _step(step: Step) -> dict:
         "tracers": sorted({p.tracer for p in step.processes} | ({"dftracer"} if twins else set())),
         "traces": traced,
         "lined_up": [{"pid": p.pid, "log": p.path, "trace": p.twin.path, **agreement(p)} for p in twins],
+        "ties": ties(step, job),
     }
 
 
+HOW = {"fork_parent": "forked (Darshan's fork_parent)", "trace_parent": "the DFTracer trace's parent pid",
+       "spawn": "spawned (Python multiprocessing), tied by command line and time"}
+
+
+def ties(step: Step, job: Job) -> list:
+    """How the step's processes are tied to their parents, and the job's helpers tied to one of them:
+    [{pid, log, parent_pid, parent_log, role (worker or helper), tie, how, command, alternatives}]; `tie`
+    "spawn" is an inference (jobs/spawn.py; `alternatives`: the pids of the other processes that fit, alive at
+    its start), the others are what a tracer recorded."""
+    mine = step.processes
+    by_pid = {p.pid: p for p in mine if p.pid is not None}
+    helpers = [p for h in job.helpers for p in h.processes if any(p.spawned_by is q for q in mine)]
+    out = []
+    for p in mine + helpers:
+        parent = p.spawned_by if p.tie == "spawn" else by_pid.get(
+            p.fork_parent if p.tie == "fork_parent" else p.parent_pid)
+        if parent is None or parent is p:
+            continue
+        out.append({"pid": p.pid, "log": p.path, "parent_pid": parent.pid, "parent_log": parent.path,
+                    "role": "helper" if spawn.kind(p.command) == "helper" else "worker", "tie": p.tie,
+                    "how": HOW[p.tie], "command": p.command,
+                    "alternatives": [q.pid for q in p.spawn_alternatives] if p.tie == "spawn" else []})
+    return out
+
+
 __all__ = ["Job", "JobLog", "Process", "Step", "agreement", "describe", "diagnose_job", "load_job", "expand", "find_jobs",
-           "flows", "group", "line_up", "process_of", "read_process", "trace_processes"]
+           "flows", "group", "line_up", "process_of", "read_process", "ties", "trace_processes"]
 
 
 def load_job(paths, what: str = "this"):

@@ -6,7 +6,11 @@ A step: the processes that ran one command together, connected by either link:
 - Darshan's `fork_parent` metadata (a parent and the workers it forked, which log it), or a DFTracer trace's
   parent pid (a parent and the workers it spawned or forked);
 - the same command line over overlapping run times (the ranks of one MPI launch writing a log each, or
-  workers without that metadata).
+  workers without that metadata);
+- inferred for a process Python's multiprocessing spawned (a new interpreter: `-c "from multiprocessing.spawn
+  import spawn_main ..." --multiprocessing-fork`, whose log has no fork_parent): the process of its job and user
+  running the same interpreter whose lifetime holds its start (spawn.py). Its helpers spawned the same way
+  (the resource tracker, the fork server: their I/O is Python's imports) become helpers of the job.
 An empty unfinished log (only its file name speaks) joins the step of its job running the same program whose
 pids are nearest. A step whose processes moved no data (no read or write in POSIX, STDIO or MPI-IO: a shim's
 `readlink`, `mpiexec` and its proxy) is a helper, folded into the job's count. A step is an MPI launch when a
@@ -18,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from . import spawn
 from .processes import Process
 
 
@@ -74,9 +79,9 @@ def group(processes: list) -> list:
     empty = [p for p in processes if p.empty]
     jobs = []
     for job_id, members in _by_job(with_data).items():
-        steps = _steps(members)
+        steps, tied_helpers = _spawned_helpers(_steps(members))
         data = [s for s in steps if s.moved_data or not all(p.counted for p in s.processes)]
-        helpers = [s for s in steps if s not in data]
+        helpers = sorted([s for s in steps if s not in data] + tied_helpers, key=lambda s: s.start)
         for step in data:
             step.launcher = next((h.head for h in helpers if _launches(h.head, step.head)), None)
         jobs.append(Job(job_id if not isinstance(job_id, tuple) else None, data, helpers))
@@ -126,9 +131,15 @@ def _steps(members: list) -> list:
         up = p.fork_parent if p.fork_parent is not None else p.parent_pid  # (a DFTracer trace's parent pid)
         if up in by_pid:
             parent[find(i)] = find(by_pid[up])
+    spawned = spawn.parents(members)
+    for i, p in enumerate(members):
+        fits = [members[j] for j in spawned.get(i, ())]
+        p.spawned_by, p.spawn_alternatives = (fits[0], fits[1:]) if fits else (None, [])
+        if fits:
+            parent[find(i)] = find(spawned[i][0])
     by_command: dict = {}
     for i, p in enumerate(members):
-        if p.command:
+        if p.command and i not in spawned:  # a tied process's command (`main(6)`) may repeat under other parents
             by_command.setdefault(p.command, []).append(i)
     for same in by_command.values():  # a sweep over start times: overlapping runs of one command chain up
         same.sort(key=lambda i: members[i].start)
@@ -147,8 +158,18 @@ def _steps(members: list) -> list:
 
 
 def _process_order(p: Process):
-    child = p.fork_parent is not None or p.parent_pid is not None
-    return (child, p.pid if p.pid is not None else 1 << 62, p.start)
+    return (p.tie is not None, p.pid if p.pid is not None else 1 << 62, p.start)
+
+
+def _spawned_helpers(steps: list) -> tuple:
+    """(steps, helper steps): each multiprocessing helper tied to its parent (spawn.py) taken out of its
+    parent's step into a helper step of its own: it serves the parent, its reads are Python's imports."""
+    helpers = []
+    for step in steps:
+        tied = [p for p in step.processes if p.tie == "spawn" and spawn.kind(p.command) == "helper"]
+        step.processes = [p for p in step.processes if not any(p is t for t in tied)]
+        helpers += [Step([p]) for p in tied]
+    return steps, helpers
 
 
 def _launches(helper: Process, head: Process) -> bool:
@@ -176,7 +197,8 @@ def _place_empty(p: Process, jobs: list) -> None:
 
 def _missing_pids(step: Step, job: Job) -> list:
     """Pids between a parent and its last forked worker that no log of the job accounts for: workers that
-    probably left no log (pids are handed out in order; a gap could also be a process Darshan did not see)."""
+    probably left no log (pids are handed out in order; a gap could also be a process Darshan did not see). Not
+    for spawned workers: a loader respawns them each epoch, long after, other processes' pids in between."""
     head = step.head
     workers = [q.pid for q in step.processes if q.fork_parent == head.pid and q.pid is not None]
     if head.pid is None or not workers:

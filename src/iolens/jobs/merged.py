@@ -59,13 +59,14 @@ class JobLog(LogBase):
             head = self.group.steps[step].head
             ranks = int(log.job["nprocs"])
             step_rank = first - step_first.setdefault(step, first) if self.group.steps[step].mpi else None
-            role = ("worker" if proc.fork_parent is not None else
+            worker = proc.fork_parent is not None or proc.spawned_by is not None  # forked, or spawned (inferred)
+            role = ("worker" if worker else
                     (f"rank {step_rank}" if ranks == 1 else f"ranks {step_rank}–{step_rank + ranks - 1}")
                     if step_rank is not None else
                     "parent" if proc is head and len(self.group.steps[step].processes) > 1 else "process")
             out.append({"rank": first, "ranks": ranks, "step": step, "exe": head.program,
                         "pid": proc.pid, "role": role, "log": proc.path, "recovered": proc.recovered,
-                        "offset": offset, "step_rank": step_rank if proc.fork_parent is None else None})
+                        "offset": offset, "step_rank": None if worker else step_rank})
         return out
 
     @cached_property

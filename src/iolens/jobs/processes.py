@@ -53,6 +53,19 @@ class Process:
     file_bytes: dict = field(default_factory=dict)  # file name -> [POSIX bytes read, bytes written]
     twin: Optional["Process"] = None  # the same process as DFTracer saw it (lined up by pid and time)
     parent_pid: Optional[int] = None  # its parent as a DFTracer trace says (any child: spawned or forked)
+    # its parent as `group` infers it (a process Python's multiprocessing spawned: jobs/spawn.py)
+    spawned_by: Optional["Process"] = field(default=None, compare=False, repr=False)
+    spawn_alternatives: list = field(default_factory=list, compare=False, repr=False)  # others alive at its start
+
+    @property
+    def tie(self) -> Optional[str]:
+        """How it is tied to its parent: "fork_parent" (Darshan's metadata), "trace_parent" (a DFTracer trace's
+        parent pid), "spawn" (inferred: a Python multiprocessing process, by command line and time), or None."""
+        if self.fork_parent is not None:
+            return "fork_parent"
+        if self.parent_pid is not None:
+            return "trace_parent"
+        return "spawn" if self.spawned_by is not None else None
 
     @property
     def name(self) -> str:

@@ -32,9 +32,15 @@ def render_jobs(result: dict, console: Console) -> None:
                 console.print(Text(f"step {i}: " + notes, style="yellow"))
             for line in _tracer_notes(s):
                 console.print(Text(f"step {i}: " + line))
-        if job["helpers"]:
-            console.print(Text(f"helpers: {job['helpers']} processes that moved no data ("
-                               + ", ".join(c.split(" ")[0] for c in job["helper_commands"]) + ")", style="dim"))
+            for line in _spawn_notes(s):
+                console.print(Text(f"step {i}: " + line))
+        # helpers tied to a step (Python multiprocessing's) are named with it above
+        tied = [t for s in job["steps"] for t in s.get("ties", []) if t["role"] == "helper" and t["tie"] == "spawn"]
+        plain = job["helpers"] - len(tied)
+        if plain:
+            commands = [c for c in job["helper_commands"] if c not in {t["command"] for t in tied}]
+            console.print(Text(f"helpers: {plain} processes that moved no data ("
+                               + ", ".join(c.split(" ")[0] for c in commands) + ")", style="dim"))
         for f in job["flows"]:
             console.print(Text(f"flow: {f['file']}: step {f['from']} → step {f['to']}"))
         for path in job["unplaced"]:
@@ -54,6 +60,33 @@ def _log_notes(step: dict) -> str:
     if step["missing_pids"]:
         parts.append("no log from pid " + ", ".join(map(str, step["missing_pids"])) + " (a worker that left none?)")
     return "; ".join(parts)
+
+
+def _spawn_notes(step: dict) -> list:
+    """The processes tied to a parent by inference (Python multiprocessing's spawned workers and helpers), per
+    parent: the user sees what is inferred."""
+    by_parent: dict = {}
+    for t in step.get("ties", []):
+        if t["tie"] == "spawn":
+            by_parent.setdefault(t["parent_pid"], []).append(t)
+    out = []
+    for parent, tied in by_parent.items():
+        workers = [str(t["pid"]) for t in tied if t["role"] == "worker"]
+        helpers = [f"{t['pid']} ({_helper_module(t['command'])})" for t in tied if t["role"] == "helper"]
+        said = ([("worker " if len(workers) == 1 else "workers ") + ", ".join(workers)] if workers else []) + (
+            [("helper " if len(helpers) == 1 else "helpers ") + ", ".join(helpers)] if helpers else [])
+        others = sorted({a for t in tied for a in t.get("alternatives", [])} - {parent})
+        also = (f"; pid{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} of the same interpreter "
+                "were alive at their start too, the nearest start was chosen") if others else ""
+        out.append(f"{' and '.join(said)} spawned by pid {parent} (Python multiprocessing): tied by command line "
+                   f"and start time, an inference (Darshan records no parent for a spawned process){also}")
+    return out
+
+
+def _helper_module(command: str) -> str:
+    """`multiprocessing.resource_tracker` out of `python -c from multiprocessing.resource_tracker import ...`."""
+    words = command.split()
+    return next((w for w in words if w.startswith("multiprocessing.")), words[0] if words else "?")
 
 
 def _tracer_notes(step: dict) -> list:
