@@ -143,3 +143,24 @@ def test_a_workflow_page_gives_mpiio_rows_only_to_mpi_processes(browser, tmp_pat
     assert coloured_pixels(shot, page.locator("#timeline canvas").bounding_box()) > 200
     assert errors == []
     page.close()
+
+
+def test_a_job_page_brackets_a_parent_and_its_workers(browser, tmp_path, logs_dir):
+    """A Python loader's logs (its spawned workers tied to it by `jobs`): the gutter says "parent" and
+    "workers", as a DFTracer page says main and workers; an MPI workflow keeps the word "rank"."""
+    run_iolens("report", LOGS / "dftracer/loader_gz_darshan", "-o", tmp_path / "loader.html", "-q")
+    page, errors = loaded(browser, tmp_path / "loader.html", at_load=False)
+    page.evaluate("window.iolens.ready")
+    groups = page.evaluate("window.iolens.roleGroups('POSIX')")
+    procs = {p["rank"]: p for p in page.evaluate("window.iolens.processes()")}
+    assert [g["name"] for g in groups] == ["parent", "workers"]
+    assert [procs[r]["role"] for r in groups[0]["ranks"]] == ["parent"]
+    assert len(groups[1]["ranks"]) == 3 and all(procs[r]["role"] == "worker" for r in groups[1]["ranks"])
+    assert errors == []
+    page.close()
+    run_iolens("report", LOGS / "workflows/pipeline", "-o", tmp_path / "job.html", "-q")
+    page, errors = loaded(browser, tmp_path / "job.html", at_load=False)
+    page.evaluate("window.iolens.ready")
+    assert page.evaluate("window.iolens.roleGroups('POSIX')") == []  # ranks of an MPI step: no brackets
+    assert errors == []
+    page.close()

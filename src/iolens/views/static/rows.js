@@ -62,12 +62,18 @@ function drawRowGroups(tl, ctx, f, g) {
   ctx.restore();
 }
 
-/* Runs of consecutive visible rows of one role (main, workers, helpers) when the page's processes have roles of
-   a traced job's kind, else null: [{name, first, last}] in row positions. */
+/* A process's role -> its group's name along the gutter: a DFTracer trace's main/workers/helpers, a job's parent
+   and the workers it forked or spawned (and the step's other processes). */
+const ROLE_GROUP = {main: "main", parent: "parent", worker: "workers", helper: "helpers", process: "processes"};
+
+/* Runs of consecutive visible rows of one role when the page's processes are a parent (or main) and its
+   workers, every role one of ROLE_GROUP's, else null: [{name, first, last}] in row positions. */
 function roleGroups(meta, g) {
-  const procs = meta.processes;
-  if (!procs || !procs.some((p) => p.role === "main") || !procs.some((p) => p.role !== "main")) return null;
-  const plural = {main: "main", worker: "workers", helper: "helpers"};
+  const procs = meta.processes, head = (p) => p.role === "main" || p.role === "parent";
+  if (!procs || !procs.some(head) || !procs.some((p) => !head(p)) || !procs.every((p) => p.role in ROLE_GROUP)) {
+    return null;
+  }
+  const plural = ROLE_GROUP;
   const out = [];
   for (let i = g.first; i <= g.last; i++) {
     const p = processOf(meta, g.rank(i)), role = p ? p.role : "?";

@@ -38,6 +38,14 @@ function testApi(app, ready) {
       return ranks.map((r) => rowLabel(app.meta, r));
     },
     rowLabel(rank) { return rowLabel(app.meta, rank); },
+    /* The role groups a layer's facet draws along its gutter ([{name, ranks}]; [] when it draws "rank"). */
+    roleGroups(layer) {
+      const f = app.timeline ? app.timeline.facets.find((x) => x.layer === layer) : null;
+      if (!f) return null;
+      const g = app.timeline.geom(f);
+      return (roleGroups(app.meta, g) || []).map((grp) => ({name: grp.name, ranks: Array.from(
+        {length: grp.last - grp.first + 1}, (_, k) => g.rank(grp.first + k))}));
+    },
     /* A trace's spans facet: its rows (labels), where it sits against the I/O facets, and what it drew. */
     spans() { return spansFacetState(app); },
     /* The widest visible span named `name` ("cat · name") on `rank`, with where to point the mouse. */
