@@ -18,6 +18,7 @@ import os
 import time
 import uuid
 import warnings
+from collections import Counter
 
 import numpy as np
 import polars as pl
@@ -36,7 +37,7 @@ from ..reader.lustre import LustreRecords
 from . import store as fleet_store
 from .columns import ERROR_SCHEMA, TIMING, column_dtype, typed_frame
 from .features import DIAGNOSIS_REGIONS, FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
-from .scan import find_logs, log_key
+from .scan import count_other_traces, find_logs, log_key
 from .scheduling import Tally, batch_size, open_scheduler, worker_ticker
 
 # the job columns a per-job row adds to the per-log features
@@ -68,14 +69,16 @@ def check_grouping(store, grouped: bool) -> None:
 
 
 # --- finding and grouping the logs ------------------------------------------------------------------
-def find_job_logs(paths) -> list:
-    """As `scan.find_logs`, unfinished logs (.darshan_partial) included: they belong to their job."""
+def find_job_logs(paths, others: Counter | None = None) -> list:
+    """As `scan.find_logs`, unfinished logs (.darshan_partial) included: they belong to their job. Other
+    tracers' traces met in the folders are counted in `others` (`scan.count_other_traces`)."""
     found = []
     for arg in map(str, paths):
         if os.path.isdir(arg):
             for root, dirs, files in os.walk(arg, followlinks=True):
                 dirs.sort()
                 found += [os.path.join(root, f) for f in files if f.endswith(LOG_SUFFIXES)]
+                count_other_traces(files, others)
         else:
             found += find_logs([arg])
     return sorted({os.path.abspath(p) for p in found})
@@ -106,7 +109,8 @@ def _process_of(row: dict) -> Process:
 def plan_jobs(paths, store, prune: bool, progress=None) -> dict:
     """What a per-job build does: `todo` {job key: [log paths]} to (re)compute, `stale` job keys whose rows
     go, `errors` rows of logs whose header cannot be read, and counts."""
-    found = find_job_logs(paths)
+    others = Counter()
+    found = find_job_logs(paths, others)
     stored = fleet_store.read(store, "logs")
     stored_rows = {r["path"]: r for r in stored.iter_rows(named=True)} if stored.height else {}
     errs = fleet_store.read(store, "errors")
@@ -147,7 +151,8 @@ def plan_jobs(paths, store, prune: bool, progress=None) -> dict:
         else:
             skipped += len(now)
     return {"todo": todo, "stale": sorted(set(was) - now_keys), "errors": errors, "gone": gone,
-            "skipped": skipped, "found": len(found), "replaced": sum(k in was for k in todo)}
+            "skipped": skipped, "found": len(found), "replaced": sum(k in was for k in todo),
+            "other_traces": {kind: n for kind, n in others.items() if n}}
 
 
 # --- one job: its row ------------------------------------------------------------------------------
@@ -428,7 +433,7 @@ def build_jobs(paths, store, *, diagnose: bool = True, files: bool = False, sche
     return {"store": str(store), "group_by": "job", "found": todo["found"], "skipped": todo["skipped"],
             "read": totals["read"], "replaced": todo["replaced"], "added": totals["added"],
             "errors": totals["errors"], "pruned": len(todo["gone"]) if prune else 0, "parts": totals["batches"],
-            "jobs_recomputed": len(jobs), "jobs_dropped": len(todo["stale"]),
+            "jobs_recomputed": len(jobs), "jobs_dropped": len(todo["stale"]), "other_traces": todo["other_traces"],
             "seconds": time.perf_counter() - began, "timing": totals["timing"]}
 
 

@@ -42,10 +42,15 @@ def _walk(top: str, others: Counter | None = None) -> list:
     for root, dirs, files in os.walk(top, followlinks=True):
         dirs.sort()
         out.extend(os.path.join(root, f) for f in fnmatch.filter(files, "*" + LOG_SUFFIX))
-        if others is not None:
-            others["DFTracer trace files"] += sum(f.endswith(TRACE_SUFFIXES) for f in files)
-            others["Recorder traces"] += RECORDER_METADATA in files
+        count_other_traces(files, others)
     return out
+
+
+def count_other_traces(files: list, others: Counter | None) -> None:
+    """Add a folder's other tracers' traces (DFTracer's files, a Recorder trace) to `others`, if given."""
+    if others is not None:
+        others["DFTracer trace files"] += sum(f.endswith(TRACE_SUFFIXES) for f in files)
+        others["Recorder traces"] += RECORDER_METADATA in files
 
 
 def left_out_note(others: dict) -> str | None:

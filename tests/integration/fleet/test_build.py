@@ -227,3 +227,5 @@ def test_other_tracers_traces_are_left_out_and_said(logs_dir, tmp_path):
     assert f"iolens: note: left out: {len(traces)} DFTracer trace files (the fleet reads Darshan logs" in r.stderr
     r = run_iolens("fleet", "build", job, "-o", tmp_path / "store", "--scheduler", "threads", "--json")
     assert json.loads(r.stdout)["other_traces"] == {"DFTracer trace files": len(traces)}
+    r = run_iolens("fleet", "build", job, "-o", tmp_path / "per-job", "--group-by", "job", "--scheduler", "threads")
+    assert f"iolens: note: left out: {len(traces)} DFTracer trace files" in r.stderr  # one row per job: the same
