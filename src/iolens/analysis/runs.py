@@ -7,6 +7,7 @@ from ..model import Log
 from ..model.darshan import STD_STREAMS
 from . import measures
 from .diagnosis import Thresholds
+from .loop import loop_of
 from .measures import TableCounters, recorded, small_bins
 from .summary import job_summary
 
@@ -36,7 +37,21 @@ def run_metrics(log: Log, excluded=()) -> dict:
         "request_sizes": sizes,
         "dxt_coverage": summary["measures"]["dxt_coverage"],
         "dxt_truncated": summary["measures"]["dxt_truncated"],
+        "loop": loop_metrics(log),
     }
+
+
+LOOP_KEYS = ("loop_time", "wait_time", "compute_time", "checkpoint_time", "io_wait", "steps", "epochs")
+
+
+def loop_metrics(log: Log) -> dict | None:
+    """The training loop's time and where it went (`analysis.loop`, summed over its processes), for a log with
+    spans (a DFTracer trace); None without a loop."""
+    found = loop_of(log)
+    if found is None:
+        return None
+    summary = found.summary  # a cached property
+    return {k: summary[k] for k in LOOP_KEYS}
 
 
 def key_measures(log: Log) -> dict:

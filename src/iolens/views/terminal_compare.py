@@ -8,6 +8,10 @@ from rich.text import Text
 from ..model.darshan import LAYER_NAMES, SIZE_BIN_LABELS
 from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
+# the training loop's rows (a run with spans: `runs[].loop`)
+LOOP_ROWS = (("loop_time", "training loop"), ("wait_time", "  waiting for data"),
+             ("checkpoint_time", "  in checkpoints"), ("compute_time", "  computing"))
+
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim"}
 NAME_WIDTH = 24
 UNMATCHED_SHOWN = 10  # per run: a list of thousands of files would hide the rest of the comparison
@@ -67,6 +71,9 @@ def _runs_table(runs: list, idx: list) -> Table:
                                                                 if r["verdict"].get("factor") else ""),
                                     style=VERDICT_STYLE[r["verdict"]["verdict"]]) for r in sel])
     row("run time", human_seconds, lambda r: r["run_time"], "run_time")
+    if any(r.get("loop") for r in sel):  # DFTracer traces: the training loop and what it waited for
+        for key, name in LOOP_ROWS:
+            row(name, human_seconds, lambda r, k=key: (r.get("loop") or {}).get(k))
     row("I/O time, slowest rank", human_seconds, lambda r: r["io_time"], "io_time")
     layers = [name for name in LAYER_NAMES if any(name in r["layers"] for r in sel)]
     for name in layers:

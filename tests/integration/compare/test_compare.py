@@ -182,8 +182,9 @@ def test_json_has_the_documented_keys():
     run = data["runs"][1]
     assert {"label", "path", "exe", "baseline", "run_time", "io_time", "layers", "bytes_read", "bytes_written",
             "reads", "writes", "request_sizes", "meta_time", "bandwidth", "files", "ranks", "ratio",
-            "verdict", "counts", "dxt_coverage", "dxt_truncated", "tracer"} == set(run)
+            "verdict", "counts", "dxt_coverage", "dxt_truncated", "tracer", "loop"} == set(run)
     assert run["tracer"] == "darshan" and set(data["files"]) == {"matched", "unmatched", "bytes"}
+    assert run["loop"] is None  # a Darshan log has no spans: no training loop
     assert run["ratio"]["io_time"] == pytest.approx(run["io_time"] / data["runs"][0]["io_time"])
     assert set(data["insights"][1]) == {"resolved", "new", "still", "file_in_one_run"}
     item = data["insights"][1]["resolved"][0]

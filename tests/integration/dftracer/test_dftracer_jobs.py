@@ -8,6 +8,7 @@ import json
 import os
 
 import polars as pl
+import pytest
 
 import iolens
 from iolens.model.dftracer import read_dftracer
@@ -95,3 +96,26 @@ def test_one_run_traced_by_both(both_tracers):
               .group_by("rank").agg(pl.col("bytes").sum(), pl.len()))
     assert {pids[r]: (b, n) for r, b, n in shards.iter_rows()} == {
         pid: (done["bytes_read"], done["reads"]) for pid, done in workers.items()}
+
+
+def test_compare_shows_each_runs_training_loop(dftracer_logs):
+    """Two DFTracer runs side by side: each run's training loop (its time, waiting for data, in checkpoints,
+    computing) as the loop analysis measures it from the spans; a Darshan run has none."""
+    result = compare(dftracer_logs / "loader_gz", dftracer_logs / "loader_plain", dftracer_logs / "loader_gz_darshan")
+    for run_, name in zip(result["runs"], ("loader_gz", "loader_plain")):
+        want = iolens.open(dftracer_logs / name)
+        spans = want.spans
+        main = set(want.processes.filter(pl.col("role").cast(pl.String) == "main")["rank"].to_list())
+        mine = spans.filter(pl.col("rank").is_in(main))
+        loop = run_["loop"]
+        # the loop's time is its epochs' (the pipeline spans); the checkpoint time the capture spans'
+        epochs = mine.filter(pl.col("name") == "epoch")
+        assert loop["loop_time"] == pytest.approx(float((epochs["end"] - epochs["start"]).sum()))
+        captures = mine.filter(pl.col("name") == "capture")
+        assert loop["checkpoint_time"] == pytest.approx(float((captures["end"] - captures["start"]).sum()))
+        assert 0 < loop["wait_time"] < loop["loop_time"] and loop["epochs"] == epochs.height
+    assert result["runs"][2]["loop"] is None  # Darshan logs: no spans, no loop
+    out = run("compare", dftracer_logs / "loader_gz", dftracer_logs / "loader_plain").stdout
+    assert all(row in out for row in ("training loop", "waiting for data", "in checkpoints", "computing"))
+    plain = run("compare", dftracer_logs / "loader_gz_darshan", dftracer_logs / "loader_gz_darshan").stdout
+    assert "training loop" not in plain
