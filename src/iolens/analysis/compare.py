@@ -7,7 +7,9 @@ changed in the configuration and in the diagnosis.
 
 The structure is the `iolens compare --json` output, documented in docs/compare.md (SCHEMA_VERSION).
 
-The noise rule: the measure is the slowest rank's I/O time (the largest over the I/O layers). A run is
+The noise rule: the measure is the slowest rank's I/O time (the job's I/O time, docs/measures.md), or, when
+every run has a training loop (DFTracer traces with spans), the time the loop waits for I/O (`loop.io_wait`:
+data after its start-up, checkpoints, its own I/O): I/O hidden behind compute costs the loop nothing. A run is
 faster (slower) only when that time changed by more than a factor `noise_ratio` AND by more than
 `noise_seconds` against the baseline. When several runs of the baseline configuration are given, the
 baseline is their median and the factor is widened to the spread they show (largest / smallest).
@@ -33,6 +35,9 @@ NOISE_SECONDS = 0.01
 FASTER, SLOWER, SAME, BASELINE = "faster", "slower", "no real change", "baseline"
 # metrics whose ratio against the baseline is reported for every run
 RATIO_KEYS = ("run_time", "io_time", "bytes_read", "bytes_written", "reads", "writes", "meta_time", "bandwidth")
+# what a verdict measures, in words: compare's two measures and tune's wall time
+MEASURE_WORDS = {"io_time": "slowest rank's I/O time", "loop_io_wait": "training loop's wait for I/O",
+                 "wall": "wall time"}
 
 
 def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOISE_RATIO,
@@ -51,13 +56,14 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
     labels = list(labels or [])
     labels += [_default_label(log.path) for log in loaded[len(labels):]]
     runs = [_run(log, label) for log, label in zip(loaded, labels)]
-    rule = noise_rule([r["io_time"] for r in runs[:baseline_runs]], noise_ratio, noise_seconds)
+    measure = "loop_io_wait" if all(r["loop"] for r in runs) else "io_time"
+    rule = noise_rule([measured(r, measure) for r in runs[:baseline_runs]], noise_ratio, noise_seconds, measure)
     base = runs[0]
     for i, run in enumerate(runs):
         run["baseline"] = i < baseline_runs
         run["ratio"] = {k: _ratio(run[k], base[k]) for k in RATIO_KEYS}
         run["verdict"] = ({"verdict": BASELINE, "speedup": None, "factor": None, "reason": "baseline"} if i == 0 else
-                          verdict(rule, run["io_time"]))
+                          verdict(rule, measured(run, measure)))
     configs = [r.pop("config") for r in runs]
     files = match_files([r.pop("file_names") for r in runs])
     files["bytes"] = file_bytes_lineup(files["matched"], [r.pop("file_bytes") for r in runs])
@@ -123,20 +129,25 @@ def _ratio(value, base):
     return value / base
 
 
-def noise_rule(baseline_times: list, noise_ratio: float, noise_seconds: float) -> dict:
-    """The band of slowest-rank I/O times that counts as 'the same' as the baseline."""
+def measured(run: dict, measure: str) -> float:
+    """A run's value of the verdict's measure: `io_time`, or its loop's `io_wait` (`loop_io_wait`)."""
+    return run["loop"]["io_wait"] if measure == "loop_io_wait" else run[measure]
+
+
+def noise_rule(baseline_times: list, noise_ratio: float, noise_seconds: float, measure: str = "io_time") -> dict:
+    """The band of the measure's values (MEASURE_WORDS) that counts as 'the same' as the baseline."""
     base = statistics.median(baseline_times)
     lo, hi = min(baseline_times), max(baseline_times)
     spread = hi / lo if lo > 0 else 1.0
     ratio = max(noise_ratio, spread)
     return {
-        "measure": "io_time",
+        "measure": measure,
         "baseline": base,
         "baseline_runs": len(baseline_times),
         "baseline_spread": spread,
         "noise_ratio": ratio,
         "noise_seconds": noise_seconds,
-        "text": (f"faster/slower only when the slowest rank's I/O time differs from the baseline's "
+        "text": (f"faster/slower only when the {MEASURE_WORDS[measure]} differs from the baseline's "
                  f"{'median ' if len(baseline_times) > 1 else ''}by more than {ratio:.2f}× and more than "
                  f"{noise_seconds * 1e3:g} ms" + (f" (the baseline's {len(baseline_times)} runs spread "
                                                   f"{spread:.2f}×)" if len(baseline_times) > 1 else "")),
@@ -155,7 +166,7 @@ def verdict(rule: dict, io_time: float) -> dict:
         v = SAME
     # how many times faster or slower, as people say it (None: no I/O in the baseline to divide by)
     factor = speedup if v == FASTER else (io_time / base if v == SLOWER and base > 0 else None)
-    reason = (f"slowest rank's I/O time {base:.3g} s → {io_time:.3g} s" +
+    reason = (f"{MEASURE_WORDS[rule['measure']]} {base:.3g} s → {io_time:.3g} s" +
               (f" ({factor:.2f}× {v})" if factor else f" ({v})" if v != SAME else
                f", within the noise band ({rule['noise_ratio']:.2f}×, {rule['noise_seconds'] * 1e3:g} ms)"))
     return {"verdict": v, "speedup": speedup, "factor": factor, "reason": reason}

@@ -304,7 +304,7 @@ class _State:
         measure = "io_time" if self.options.objective == "io" else "wall"
         base = [r[measure] for r in self.records("baseline") if r["status"] == "ok"]
         effects = knob_effects(self.records(), self.space, best, measure,
-                               noise_rule(base, NOISE_RATIO, NOISE_SECONDS))
+                               noise_rule(base, NOISE_RATIO, NOISE_SECONDS, measure))
         # kept: what mattered, and what could not be measured apart from it (unknown is not "no effect")
         kept = {e["knob"] for e in effects if e["mattered"] or e["effect"] is None}
         if not any(e["mattered"] for e in effects):

@@ -32,13 +32,9 @@ def finish(state, nothing: str | None = None) -> dict:
               "baseline": _side(base, measure), "best": None, "rule": None, "verdict": None,
               "knobs_that_mattered": [], "model": state.fit.to_dict() if state.fit else None}
     if conf:
-        rule = noise_rule([r[measure] for r in base], NOISE_RATIO, NOISE_SECONDS)
-        rule["measure"] = measure
+        rule = noise_rule([r[measure] for r in base], NOISE_RATIO, NOISE_SECONDS, measure)  # compare's rule
         result["rule"] = rule
         result["verdict"] = verdict(rule, statistics.median(r[measure] for r in conf))
-        if measure == "wall":  # compare's rule, on the wall times: say so
-            result["verdict"]["reason"] = result["verdict"]["reason"].replace("slowest rank's I/O time", "wall time")
-            rule["text"] = rule["text"].replace("slowest rank's I/O time", "wall time")
         config = conf[0]["config"]
         result["best"] = {**_side(conf, measure), "config": config,
                           "changed": {k: v for k, v in config.items() if v != state.space.baseline().get(k)},

@@ -10,7 +10,8 @@ from .units import human_bytes, human_count, human_rate, human_ratio, human_seco
 
 # the training loop's rows (a run with spans: `runs[].loop`)
 LOOP_ROWS = (("loop_time", "training loop"), ("wait_time", "  waiting for data"),
-             ("checkpoint_time", "  in checkpoints"), ("compute_time", "  computing"))
+             ("checkpoint_time", "  in checkpoints"), ("compute_time", "  computing"),
+             ("io_wait", "  waiting for I/O"))  # after start-up: the verdict's measure
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim"}
 NAME_WIDTH = 24

@@ -115,7 +115,16 @@ def test_compare_shows_each_runs_training_loop(dftracer_logs):
         assert loop["checkpoint_time"] == pytest.approx(float((captures["end"] - captures["start"]).sum()))
         assert 0 < loop["wait_time"] < loop["loop_time"] and loop["epochs"] == epochs.height
     assert result["runs"][2]["loop"] is None  # Darshan logs: no spans, no loop
+    # with a Darshan run among them, the verdict measures the slowest rank's I/O time; between DFTracer runs, the
+    # time the loop waits for I/O (I/O hidden behind compute costs it nothing)
+    assert result["rule"]["measure"] == "io_time"
+    two = compare(dftracer_logs / "loader_gz", dftracer_logs / "loader_plain")
+    waits = [r["loop"]["io_wait"] for r in two["runs"]]
+    assert two["rule"]["measure"] == "loop_io_wait" and two["rule"]["baseline"] == waits[0]
+    assert "training loop's wait for I/O" in two["rule"]["text"]
+    assert two["runs"][1]["verdict"]["speedup"] == pytest.approx(waits[0] / waits[1])
     out = run("compare", dftracer_logs / "loader_gz", dftracer_logs / "loader_plain").stdout
-    assert all(row in out for row in ("training loop", "waiting for data", "in checkpoints", "computing"))
+    assert all(row in out for row in ("training loop", "waiting for data", "in checkpoints", "computing",
+                                      "waiting for I/O"))
     plain = run("compare", dftracer_logs / "loader_gz_darshan", dftracer_logs / "loader_gz_darshan").stdout
     assert "training loop" not in plain
