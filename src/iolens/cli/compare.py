@@ -27,7 +27,8 @@ from .common import emit_json, json_option, load_one_or_job
               help="The first N logs are repeats of the baseline configuration: their median is the baseline "
                    "and their spread widens the noise band.")
 @click.option("--noise-ratio", type=click.FloatRange(min=1.0, min_open=True), default=None,
-              help="A run is faster/slower only past this factor on the slowest rank's I/O time [default: 1.5].")
+              help="A run is faster/slower only past this factor on the slowest rank's I/O time (the training "
+                   "loop's wait for I/O between DFTracer runs) [default: 1.5].")
 @click.option("--noise-seconds", type=click.FloatRange(min=0), default=None,
               help="…and past this many seconds [default: 0.01].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")

@@ -114,8 +114,9 @@ def build(state: tools.State):
                 baseline_runs: Annotated[int, Field(description="The first N paths repeat the baseline.",
                                                     ge=1)] = 1,
                 max_bytes: MaxBytes = None) -> Result:
-        """Did a change help (`iolens compare --json`): per run the slowest rank's I/O time, a verdict beyond the
-        noise band, what changed in the configuration, which insights were resolved, are new or remain."""
+        """Did a change help (`iolens compare --json`): per run the slowest rank's I/O time (and a DFTracer run's
+        training loop), a verdict beyond the noise band (on the loop's wait for I/O when every run has a loop),
+        what changed in the configuration, which insights were resolved, are new or remain."""
         return tools.compare(state, paths, labels, baseline_runs, max_bytes)
 
     def timeline(path: Path,
