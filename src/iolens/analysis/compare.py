@@ -174,7 +174,7 @@ def verdict(rule: dict, io_time: float) -> dict:
 
 def _warnings(runs: list, configs: list) -> list:
     out = []
-    exes = {(c["exe"] or "").split(" ")[0].rsplit("/", 1)[-1] for c in configs}
+    exes = {c["exe"].split(" ")[0].rsplit("/", 1)[-1] for c in configs if c["exe"]}  # unrecorded: no evidence
     if len(exes) > 1:
         out.append("different applications: " + ", ".join(f"{r['label']}: {c['exe'] or '?'}"
                                                           for r, c in zip(runs, configs)))

@@ -133,6 +133,15 @@ def _dxt_state(log: Log) -> str:
     return "on, truncated" if any(d["truncated"] for d in dxt_summary(log)) else "on"
 
 
+def working_processes(log: Log) -> int:
+    """The processes that do the job's work: every rank but the helpers a trace names (Python
+    multiprocessing's resource tracker: a DFTracer trace keeps it as a process, a job of Darshan logs folds it
+    into its helpers), so that one job under two tracers counts the same."""
+    roles = log.processes["role"].cast(pl.String) if "role" in log.processes.columns else None
+    helpers = int((roles == "helper").sum()) if roles is not None else 0
+    return int(log.job["nprocs"]) - helpers
+
+
 def run_config(log: Log) -> dict:
     job = log.job
     side = read_sidecar(log.path)
@@ -140,7 +149,7 @@ def run_config(log: Log) -> dict:
     patterns = patterns_by_layer(log)
     return {
         "tracer": job.get("format", "darshan"),
-        "nprocs": int(job["nprocs"]),
+        "nprocs": working_processes(log),
         "exe": job["exe"],
         "mpiio_hints": job["metadata"].get("h", ""),
         "romio_hints_file": side.get("hints", ""),

@@ -46,6 +46,10 @@ def test_the_same_job_under_each_tracer_agrees_file_by_file(dftracer_logs):
     bytes; the interpreter's imports differ (DFTracer lost them with its preload log) and are said."""
     result = compare(dftracer_logs / "loader_gz", dftracer_logs / "loader_gz_darshan")
     assert [r["tracer"] for r in result["runs"]] == ["dftracer", "darshan"]
+    # one job: no "different applications" for a command line the trace does not record, and the same working
+    # processes (main and 3 workers; the resource tracker a helper under both tracers)
+    nprocs = next(c for c in result["config"] if c["key"] == "nprocs")
+    assert result["warnings"] == [] and nprocs["values"] == [4, 4] and not any(nprocs["changed"])
     row = next(c for c in result["config"] if c["key"] == "darshan")
     assert row["label"] == "tracer" and row["values"] == ["dftracer 2.0.3", "darshan 3.4.7"]
     lineup = {f["key"]: f for f in result["files"]["bytes"]}
