@@ -169,12 +169,18 @@ function legendItem(cls, style, text) {
   return el("span", {class: "leg"}, [s, text]);
 }
 
-function setupLegend(app) {
-  const box = clear(document.getElementById("timeline-legend")), sw = legendItem;
-  box.append(sw("", rgb(COLORS.write), "write"), sw("", rgb(COLORS.read), "read"),
+/* What the timeline's operations and marks mean: the report's legend and the comparison page's. */
+function ioLegendItems() {
+  const sw = legendItem;
+  return [sw("", rgb(COLORS.write), "write"), sw("", rgb(COLORS.read), "read"),
     sw("phase", null, "I/O phase"), sw("strag", null, "heavy rank (busy ≥ 1.5× the median) / its phase"),
     sw("busy", null, "busiest rank"),
-    el("span", {class: "leg muted"}, "Dense views: colour opacity = share of time the rank was busy."));
+    el("span", {class: "leg muted"}, "Dense views: colour opacity = share of time the rank was busy.")];
+}
+
+function setupLegend(app) {
+  const box = clear(document.getElementById("timeline-legend")), sw = legendItem;
+  box.append(...ioLegendItems());
   for (const item of spanLegend(app, sw)) box.append(item);  // DFTracer traces: the application's spans
   if (app.meta.call_marks)  // Recorder traces: the non-I/O calls between the reads and writes
     for (const k of app.meta.call_marks.kinds) box.append(sw("", CALL_MARK_COLORS[k], k));

@@ -63,11 +63,8 @@ class RunGroup {
 
 /* What the timelines' marks mean, once above the runs (the report's legend, but the spans': each run's own). */
 function ioLegend() {
-  const sw = legendItem;
-  document.querySelector("#timelines-card .hint").after(el("div", {class: "legend", id: "timeline-legend"}, [
-    sw("", rgb(COLORS.write), "write"), sw("", rgb(COLORS.read), "read"), sw("phase", null, "I/O phase"),
-    sw("strag", null, "heavy rank (busy ≥ 1.5× the median) / its phase"), sw("busy", null, "busiest rank"),
-    el("span", {class: "leg muted"}, "Dense views: colour opacity = share of time the rank was busy.")]));
+  document.querySelector("#timelines-card .hint").after(el("div", {class: "legend", id: "timeline-legend"},
+                                                          ioLegendItems()));
 }
 
 /* A run with spans: the legend of their kinds, between the run's title and its timeline. */
