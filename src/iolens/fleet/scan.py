@@ -9,10 +9,10 @@ from collections import Counter
 
 from ..errors import LogError
 from ..reader.dftracer import TRACE_SUFFIXES
+from ..reader.recorder import METADATA as RECORDER_METADATA
 
 LOG_SUFFIX = ".darshan"
 LIST_SUFFIXES = (".txt", ".list", ".lst")
-RECORDER_METADATA = "recorder.mt"  # the file that makes a folder a Recorder trace
 
 
 def find_logs(paths, others: Counter | None = None) -> list:
@@ -53,11 +53,16 @@ def count_other_traces(files: list, others: Counter | None) -> None:
         others["Recorder traces"] += RECORDER_METADATA in files
 
 
+def other_traces_text(others: dict) -> str:
+    """"16 DFTracer trace files, 3 Recorder traces" ("" when none)."""
+    return ", ".join(f"{n:,} {kind}" for kind, n in others.items() if n)
+
+
 def left_out_note(others: dict) -> str | None:
     """One line on the other tracers' traces a build met and left out, or None."""
-    kinds = [f"{n:,} {kind}" for kind, n in others.items() if n]
-    return (f"left out: {', '.join(kinds)} (the fleet reads Darshan logs; `iolens diagnose`, `jobs` and `sql` "
-            "read these traces)" if kinds else None)
+    held = other_traces_text(others)
+    return (f"left out: {held} (the fleet reads Darshan logs; `iolens diagnose`, `jobs` and `sql` read these "
+            "traces)" if held else None)
 
 
 def log_key(path: str) -> tuple:

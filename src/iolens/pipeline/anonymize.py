@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LogError
+from ..fleet.scan import count_other_traces, other_traces_text
 from ..reader.anonymize import Key, Report, Tokens, anonymize_file, anonymized_name, key_beside, new_key_file
-from ..reader.dftracer import TRACE_SUFFIXES, is_dftracer_trace
+from ..reader.dftracer import is_dftracer_trace
 from ..reader.recorder import is_recorder_trace
 from ..reader.writer import write_atomically
-
-RECORDER_METADATA = "recorder.mt"  # the file that makes a folder a Recorder trace (reader.recorder)
 
 __all__ = ["Anonymization", "anonymize", "anonymized_copies", "find_logs", "key_tokens"]
 
@@ -35,9 +34,8 @@ class Anonymization:
 
     def skipped_note(self) -> str | None:
         """One line on the traces left out, or None."""
-        kinds = [f"{n:,} {kind}" for kind, n in self.skipped.items() if n]
-        return (f"left out, not anonymised: {', '.join(kinds)} (anonymize rewrites Darshan logs only)"
-                if kinds else None)
+        held = other_traces_text(self.skipped)
+        return f"left out, not anonymised: {held} (anonymize rewrites Darshan logs only)" if held else None
 
     @property
     def failed(self) -> int:
@@ -178,10 +176,9 @@ def find_logs(paths, skipped: Counter | None = None) -> list:
                 rel = os.path.relpath(root, arg)
                 inside += [(os.path.join(root, f), "" if rel == "." else rel) for f in sorted(files)
                            if f.endswith(LOG_SUFFIXES)]
-                others["DFTracer trace files"] += sum(f.endswith(TRACE_SUFFIXES) for f in files)
-                others["Recorder traces"] += RECORDER_METADATA in files
+                count_other_traces(files, others)
             if not inside:
-                held = ", ".join(f"{n:,} {kind}" for kind, n in others.items() if n)
+                held = other_traces_text(others)
                 raise LogError("no Darshan log (*.darshan, *.darshan_partial) in this folder"
                                + (f" (it holds {held}: anonymize rewrites Darshan logs only)" if held else ""), arg)
             found += inside

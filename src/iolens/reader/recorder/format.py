@@ -17,6 +17,8 @@ import numpy as np
 from ...errors import LogError
 from .grammar import expand, parse_grammar
 
+METADATA = "recorder.mt"  # the file that makes a folder a Recorder trace
+
 SUPPORTED_VERSION = (2, 4)
 _META = struct.Struct("<i4xddiii4x")  # RecorderMetadata: ranks, start_ts, resolution, ts buffer, ts algo, ipc
 _SIG_HEAD = struct.Struct("<iiii")  # terminal id, rank, key length, count
@@ -65,13 +67,13 @@ class RecorderRaw:
 def is_recorder_trace(path: str) -> bool:
     """A folder Recorder wrote (or its recorder.mt): told by content, whatever its name."""
     folder = _folder(path)
-    return folder is not None and os.path.isfile(os.path.join(folder, "recorder.mt"))
+    return folder is not None and os.path.isfile(os.path.join(folder, METADATA))
 
 
 def _folder(path: str):
     if os.path.isdir(path):
         return path
-    if os.path.basename(path) == "recorder.mt" and os.path.isfile(path):
+    if os.path.basename(path) == METADATA and os.path.isfile(path):
         return os.path.dirname(path) or "."
     return None
 
@@ -116,7 +118,7 @@ def _read_header(folder: str, path: str) -> RecorderRaw:
     if (major, minor) != SUPPORTED_VERSION:
         raise LogError(f"Recorder trace version {text[:20]} is not supported (iolens reads "
                        f"{'.'.join(map(str, SUPPORTED_VERSION))}.x)")
-    data = _read_bytes(folder, "recorder.mt")
+    data = _read_bytes(folder, METADATA)
     if len(data) < _META.size:
         raise LogError(f"truncated recorder.mt ({len(data)} bytes, the metadata needs {_META.size})")
     nprocs, start_ts, resolution, _, ts_algo, interprocess = _META.unpack_from(data)
