@@ -20,11 +20,12 @@ def umask() -> int:
 
 
 @contextmanager
-def whole_file(path, mode: int = 0o666, sync: bool = False) -> Iterator[Path]:
-    """A temporary path beside `path` to write to; on a clean exit it becomes `path` (replacing any file there),
-    with the permissions a file opened for writing would have (`mode` less the umask); on an error or an
-    interruption it is removed. `sync`: flushed to disk before the rename. A path that cannot be written (no such
-    folder, no permission, a full disk) is a LogError naming it."""
+def whole_file(path, mode: int = 0o666, sync: bool = False, replace: bool = True) -> Iterator[Path]:
+    """A temporary path beside `path` to write to; on a clean exit it becomes `path` (replacing any file there;
+    without `replace`, a file that appeared there meanwhile is a LogError and is kept), with the permissions a
+    file opened for writing would have (`mode` less the umask); on an error or an interruption it is removed.
+    `sync`: flushed to disk before the rename. A path that cannot be written (no such folder, no permission, a
+    full disk) is a LogError naming it."""
     path = Path(path)
     if path.is_dir():
         raise LogError("is a folder: give a file name", str(path))
@@ -39,13 +40,29 @@ def whole_file(path, mode: int = 0o666, sync: bool = False) -> Iterator[Path]:
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
         os.chmod(tmp, mode & ~umask())
-        os.replace(tmp, path)
+        _publish(tmp, path, replace)
     except BaseException as exc:
         with suppress(FileNotFoundError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
             raise LogError(f"cannot write ({exc.strerror or exc})", str(path)) from None
         raise
+
+
+def _publish(tmp: str, path: Path, replace: bool) -> None:
+    if replace:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # fails if `path` appeared meanwhile: an existing file is never replaced
+    except FileExistsError:
+        raise LogError("exists (give --force to replace it)", str(path)) from None
+    except OSError:  # a file system without hard links
+        if path.exists():
+            raise LogError("exists (give --force to replace it)", str(path)) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 def write_text(path, text: str, mode: int = 0o666) -> None:

@@ -14,9 +14,7 @@ half a log under the final name.
 from __future__ import annotations
 
 import bz2
-import os
 import struct
-import tempfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,7 +22,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from ..errors import LogError
-from ..output import umask
+from ..output import whole_file
 from .header import MAGIC
 
 COMPRESSION_CODE = {"zlib": 0, "bzip2": 1, "none": 2}
@@ -193,54 +191,16 @@ def zlib_stream(data: bytes) -> bytes:
 # --- files ------------------------------------------------------------------------------------------------
 def write_atomically(path, pieces: Iterable[tuple], force: bool = False, mode: int = 0o644) -> None:
     """Write (offset, bytes) `pieces` to `path` through a temporary file in the same folder, renamed once whole
-    (and synced). An existing `path` is replaced only with `force`; LogError (one line) otherwise or when it
-    cannot be written. A process killed meanwhile leaves at most the hidden temporary file, never `path`."""
+    (and synced: `output.whole_file`). An existing `path` is replaced only with `force`; LogError (one line)
+    otherwise or when it cannot be written. A process killed meanwhile leaves at most the hidden temporary file,
+    never `path`."""
     path = Path(path)
     if path.exists() and not force:
         raise LogError("exists (give --force to replace it)", str(path))
     if path.is_dir():
         raise LogError("is a directory", str(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    except OSError as exc:
-        raise LogError(f"cannot write here ({exc.strerror or exc})", str(path)) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for offset, data in pieces:
-                if fh.tell() != offset:
-                    fh.seek(offset)
-                fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode & ~umask())
-        _publish(tmp, path, force)
-    except OSError as exc:
-        _remove(tmp)
-        raise LogError(f"cannot write ({exc.strerror or exc})", str(path)) from None
-    except BaseException:
-        _remove(tmp)
-        raise
-
-
-def _publish(tmp: str, path: Path, force: bool) -> None:
-    if force:
-        os.replace(tmp, path)
-        return
-    try:
-        os.link(tmp, path)  # fails if `path` appeared meanwhile: an existing file is never replaced
-    except FileExistsError:
-        raise LogError("exists (give --force to replace it)", str(path)) from None
-    except OSError:  # a file system without hard links
-        if path.exists():
-            raise LogError("exists (give --force to replace it)", str(path)) from None
-        os.replace(tmp, path)
-        return
-    os.unlink(tmp)
-
-
-def _remove(tmp: str) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
-
+    with whole_file(path, mode, sync=True, replace=force) as tmp, open(tmp, "wb") as fh:
+        for offset, data in pieces:
+            if fh.tell() != offset:
+                fh.seek(offset)
+            fh.write(data)
