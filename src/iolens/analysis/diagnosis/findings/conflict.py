@@ -169,7 +169,8 @@ def synchronise(title: str, ctx) -> Recommendation:
 def facts(ctx, ranges: pl.DataFrame, file_ids: list) -> dict:
     """What every CONFLICT insight says of its ranges: pair counts per kind, ranks, time window, the files,
     the largest ranges (`shown`; `spans(note)`: each with `note(row)` appended), and the common metrics."""
-    counts = {k: int(v) for k, v in ranges.group_by("kind").agg(pl.col("pairs").sum()).iter_rows()}
+    sums = dict(ranges.group_by("kind").agg(pl.col("pairs").sum()).iter_rows())
+    counts = {k: int(sums[k]) for k in KINDS if k in sums}  # KINDS' order, as the trace columns give it
     shown = ranges.sort(["pairs", "kind"], descending=[True, False]).head(MAX_RANGES_SHOWN)
     return _facts(ctx, file_ids, counts, sorted({r for rs in ranges["ranks"].to_list() for r in rs}),
                   float(ranges["start"].min()), float(ranges["end"].max()), shown, shown.rows(named=True),
@@ -184,7 +185,8 @@ def _facts(ctx, file_ids, counts: dict, ranks: list, t0: float, t1: float, shown
 
     return {
         "counts": counts,
-        "kinds": ", ".join(f"{n:,} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])),
+        "kinds": ", ".join(f"{n:,} {k}" for k, n in sorted(counts.items(),
+                                                           key=lambda kv: (-kv[1], KINDS.index(kv[0])))),
         "ranks": ranks,
         "t0": t0, "t1": t1, "window": f"{t0:.6g}–{t1:.6g} s",
         "where": _file_phrase(ctx, file_ids),
