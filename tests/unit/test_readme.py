@@ -28,7 +28,7 @@ def test_the_first_block_is_the_install_and_the_test_command():
 
 def test_what_a_fresh_machine_needs_comes_first():
     before, _, _ = first_block()
-    assert "Python ≥ 3.9" in before and "cargo" in before and "IOLENS_LOGS" in before
+    assert "Python ≥ 3.10" in before and "cargo" in before and "IOLENS_LOGS" in before
     apt = re.search(r"`apt-get install -y ([^`]+)`", before)
     assert apt, "no apt-get line before the two commands"
     wanted = set(apt.group(1).split())

@@ -328,12 +328,26 @@ def member(values: np.ndarray, ids) -> np.ndarray:
     """`np.isin(values, ids)`: for a few thousand integers, by a search in the sorted `ids` of the same type
     (np.isin's set-up costs ~25 µs, more than the test on a small trace); else np.isin itself."""
     ids = np.asarray(ids)
+    if values.dtype.kind in "iu" and ids.dtype.kind in "iu" and ids.dtype != values.dtype:
+        ids = _representable(ids, values.dtype)
     if (len(values) >= SEARCH_ROWS or ids.dtype != values.dtype or values.dtype.kind not in "iu"
             or ids.ndim != 1 or values.ndim != 1):
         return np.isin(values, ids)
     if len(ids) <= 1:
         return values == ids[0] if len(ids) else np.zeros(len(values), dtype=bool)
     return in_sorted(values, np.sort(ids))
+
+
+def _representable(ids: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The integer `ids` a value of `dtype` can equal, as that type (np.isin compares numbers; numpy 1.x's
+    fails on uint64 values against negative int64 ids)."""
+    ids = ids.ravel()
+    if ids.dtype.kind == "i" and dtype.kind == "u":
+        ids = ids[ids >= 0].astype(np.uint64)
+    elif ids.dtype.kind == "u" and dtype.kind == "i":
+        ids = ids[ids <= np.uint64(np.iinfo(np.int64).max)].astype(np.int64)
+    info = np.iinfo(dtype)
+    return ids[(ids >= info.min) & (ids <= info.max)].astype(dtype)
 
 
 def in_sorted(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:

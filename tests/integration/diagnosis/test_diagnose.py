@@ -320,15 +320,6 @@ def test_a_failing_check_does_not_hide_the_others(monkeypatch):
         diagnose(log, strict=True)
 
 
-def test_toml_fallback_parser_reads_the_config_subset():
-    from iolens.analysis.diagnosis.thresholds import _mini_toml
-
-    data = _mini_toml('# c\n[thresholds]\nsmall_request_bytes = "64KiB"  # x\nsmall_min_ops = 500\n'
-                      "small_min_share = 0.25\n[other]\nx = 'y'\n")
-    assert data == {"thresholds": {"small_request_bytes": "64KiB", "small_min_ops": 500, "small_min_share": 0.25},
-                    "other": {"x": "y"}}
-
-
 @pytest.mark.parametrize("name", ["fill_rank0", "scale_1p6M_default_cap", "collective_2phase"])
 def test_rich_rendering(name):
     import io

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 try:
-    import tomllib  # Python 3.11+
-except ModuleNotFoundError:  # pragma: no cover - Python < 3.11: the subset iolens configs use
-    tomllib = None
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10 (the core's tomli)
+    import tomli as tomllib
 
 from ... import units
 from .common import FS_PREFIX
@@ -118,38 +118,7 @@ def load_fs_profile(path: str) -> dict:
 
 
 def _load_toml(text: str) -> dict:
-    if tomllib is None:  # pragma: no cover - Python < 3.11
-        return _mini_toml(text)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"not valid TOML: {exc}") from None
-
-
-def _mini_toml(text: str) -> dict:
-    """The subset iolens configs use: [section] headers and `key = number|"string"` lines."""
-    root: dict = {}
-    table = root
-    for lineno, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            table = root
-            for part in line.strip("[]").split("."):
-                table = table.setdefault(part.strip(), {})
-            continue
-        if "=" not in line:
-            raise ValueError(f"line {lineno}: expected key = value")
-        key, value = (s.strip() for s in line.split("=", 1))
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            table[key] = value[1:-1]
-        else:
-            try:
-                table[key] = int(value)
-            except ValueError:
-                try:
-                    table[key] = float(value)
-                except ValueError:
-                    raise ValueError(f"line {lineno}: cannot read value {value!r}") from None
-    return root
