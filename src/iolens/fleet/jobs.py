@@ -28,16 +28,17 @@ from ..analysis.diagnosis import diagnose as run_checks
 from ..errors import LogError
 from ..jobs import diagnose_job, group, process_of, read_process
 from ..jobs.merged import JobLog, merge_modules
-from ..jobs.processes import LOG_SUFFIXES, Process
+from ..jobs.processes import Process
 from ..model import Log
 from ..optional import require
 from ..reader.counter_names import COUNTER_NAMES
+from ..reader.folders import LOG_SUFFIXES, files_in
 from ..reader.log import RawLog, read_raw
 from ..reader.lustre import LustreRecords
 from . import store as fleet_store
 from .columns import ERROR_SCHEMA, TIMING, column_dtype, typed_frame
 from .features import DIAGNOSIS_REGIONS, FEATURE_REGIONS, FILE_ROW_REGIONS, file_rows, job_features
-from .scan import count_other_traces, find_logs, log_key
+from .scan import find_logs, log_key
 from .scheduling import Tally, batch_size, open_scheduler, worker_ticker
 
 # the job columns a per-job row adds to the per-log features
@@ -71,14 +72,11 @@ def check_grouping(store, grouped: bool) -> None:
 # --- finding and grouping the logs ------------------------------------------------------------------
 def find_job_logs(paths, others: Counter | None = None) -> list:
     """As `scan.find_logs`, unfinished logs (.darshan_partial) included: they belong to their job. Other
-    tracers' traces met in the folders are counted in `others` (`scan.count_other_traces`)."""
+    tracers' traces met in the folders are counted in `others` (`reader.folders.count_other_traces`)."""
     found = []
     for arg in map(str, paths):
         if os.path.isdir(arg):
-            for root, dirs, files in os.walk(arg, followlinks=True):
-                dirs.sort()
-                found += [os.path.join(root, f) for f in files if f.endswith(LOG_SUFFIXES)]
-                count_other_traces(files, others)
+            found += files_in(arg, LOG_SUFFIXES, others)
         else:
             found += find_logs([arg])
     return sorted({os.path.abspath(p) for p in found})

@@ -2,16 +2,13 @@
 modification time (a log is new to the store when its key is not in it)."""
 from __future__ import annotations
 
-import fnmatch
 import glob
 import os
 from collections import Counter
 
 from ..errors import LogError
-from ..reader.dftracer import TRACE_SUFFIXES
-from ..reader.recorder import METADATA as RECORDER_METADATA
+from ..reader.folders import LOG_SUFFIX, files_in, other_traces_text
 
-LOG_SUFFIX = ".darshan"
 LIST_SUFFIXES = (".txt", ".list", ".lst")
 
 
@@ -24,9 +21,9 @@ def find_logs(paths, others: Counter | None = None) -> list:
         arg = str(arg)
         if glob.has_magic(arg):
             for hit in sorted(glob.glob(arg, recursive=True)):
-                found.extend(_walk(hit, others) if os.path.isdir(hit) else [hit])
+                found.extend(files_in(hit, (LOG_SUFFIX,), others) if os.path.isdir(hit) else [hit])
         elif os.path.isdir(arg):
-            found.extend(_walk(arg, others))
+            found.extend(files_in(arg, (LOG_SUFFIX,), others))
         elif arg.endswith(LIST_SUFFIXES) and os.path.isfile(arg):
             with open(arg, encoding="utf-8", errors="replace") as fh:
                 found.extend(line.strip() for line in fh if line.strip() and not line.startswith("#"))
@@ -35,27 +32,6 @@ def find_logs(paths, others: Counter | None = None) -> list:
         else:
             raise LogError("no such file, directory or matching log", arg)
     return sorted({os.path.abspath(p) for p in found})
-
-
-def _walk(top: str, others: Counter | None = None) -> list:
-    out = []
-    for root, dirs, files in os.walk(top, followlinks=True):
-        dirs.sort()
-        out.extend(os.path.join(root, f) for f in fnmatch.filter(files, "*" + LOG_SUFFIX))
-        count_other_traces(files, others)
-    return out
-
-
-def count_other_traces(files: list, others: Counter | None) -> None:
-    """Add a folder's other tracers' traces (DFTracer's files, a Recorder trace) to `others`, if given."""
-    if others is not None:
-        others["DFTracer trace files"] += sum(f.endswith(TRACE_SUFFIXES) for f in files)
-        others["Recorder traces"] += RECORDER_METADATA in files
-
-
-def other_traces_text(others: dict) -> str:
-    """"16 DFTracer trace files, 3 Recorder traces" ("" when none)."""
-    return ", ".join(f"{n:,} {kind}" for kind, n in others.items() if n)
 
 
 def left_out_note(others: dict) -> str | None:

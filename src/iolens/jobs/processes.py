@@ -18,11 +18,11 @@ from ..errors import LogError
 from ..reader.counter_names import COUNTER_NAMES
 from ..model.dftracer import DFTracerTrace
 from ..reader.dftracer import TRACE_SUFFIXES, read_trace
+from ..reader.folders import LOG_SUFFIXES, files_in
 from ..reader.log import read_job_only, read_raw
 from ..reader.recover import PARTIAL_SUFFIX, parse_log_name
 
 COUNTED_MODULES = ("POSIX", "STDIO", "MPI-IO")
-LOG_SUFFIXES = (".darshan", PARTIAL_SUFFIX)
 TWIN_SLACK = 1.0  # seconds: the two tracers' clocks for one process (Darshan's start at the library's load)
 
 
@@ -80,8 +80,7 @@ def expand(paths, traces: bool = False) -> list:
     for p in paths:
         p = str(p)
         if os.path.isdir(p):
-            for root, _, files in os.walk(p):
-                found += [os.path.join(root, f) for f in files if f.endswith(suffixes)]
+            found += files_in(p, suffixes)
         elif any(ch in p for ch in "*?[") and not os.path.exists(p):
             matches = sorted(glob.glob(p, recursive=True))
             if not matches:

@@ -29,6 +29,7 @@ from ..pipeline.judge import diagnose as judge
 from ..pipeline.read import describe_jobs, summary
 from ..pipeline.render import compare as compare_runs
 from ..pipeline.sources import open_target
+from ..reader.folders import walk
 from ..tune import Events, Options, TuneError
 from ..tune import tune as run_study
 from ..views import tables as cat
@@ -81,7 +82,7 @@ class Roots:
         return real
 
     def _check_tree(self, path: str, top: str) -> None:
-        for root, dirs, files in os.walk(top):
+        for root, dirs, files in walk(top):  # through symlinked folders, as the commands read them
             for name in dirs + files:
                 if not self.inside(os.path.realpath(os.path.join(root, name))):
                     raise ToolFailure(f"{path}: holds {os.path.join(root, name)}, a link out of the directories "

@@ -10,15 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LogError
-from ..fleet.scan import count_other_traces, other_traces_text
 from ..reader.anonymize import Key, Report, Tokens, anonymize_file, anonymized_name, key_beside, new_key_file
 from ..reader.dftracer import is_dftracer_trace
+from ..reader.folders import LOG_SUFFIXES, count_other_traces, other_traces_text, walk
 from ..reader.recorder import is_recorder_trace
 from ..reader.writer import write_atomically
 
 __all__ = ["Anonymization", "anonymize", "anonymized_copies", "find_logs", "key_tokens"]
 
-LOG_SUFFIXES = (".darshan", ".darshan_partial")
 
 
 @dataclass
@@ -171,10 +170,9 @@ def find_logs(paths, skipped: Counter | None = None) -> list:
         refuse_other_traces(arg)
         if os.path.isdir(arg):
             inside, others = [], Counter()
-            for root, dirs, files in os.walk(arg):
-                dirs.sort()
+            for root, _, files in walk(arg):
                 rel = os.path.relpath(root, arg)
-                inside += [(os.path.join(root, f), "" if rel == "." else rel) for f in sorted(files)
+                inside += [(os.path.join(root, f), "" if rel == "." else rel) for f in files
                            if f.endswith(LOG_SUFFIXES)]
                 count_other_traces(files, others)
             if not inside:

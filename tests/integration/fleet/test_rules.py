@@ -15,7 +15,7 @@ from iolens.analysis.diagnosis import RULES
 from iolens.fleet.recompute import with_thresholds
 
 from support.corpus import all_logs
-from support.cli import run_iolens
+from support.cli import run_iolens, run_main
 from support.fleet_stores import Stores, jobs_of, t_args
 
 # name -> the -t of a build (and of the report recomputing the default store)
@@ -86,7 +86,7 @@ def test_report_thresholds_give_the_rebuilds_columns(stores, name):
 
 def test_report_json_and_page_say_what_was_recomputed(stores, tmp_path):
     page = tmp_path / "fleet.html"
-    r = run_iolens("fleet", "report", stores["default"], "-o", page, "--json", *t_args(SETTINGS["share"]))
+    r = run_main("fleet", "report", stores["default"], "-o", page, "--json", *t_args(SETTINGS["share"]))
     out = json.loads(r.stdout)
     assert out["rules"]["thresholds"] == {"small_min_share": 0.3}
     rebuilt = {i["code"]: i for i in fleet_report(stores["share"], tmp_path / "b.html")["insights"]}
@@ -95,9 +95,9 @@ def test_report_json_and_page_say_what_was_recomputed(stores, tmp_path):
         {k: rebuilt["SMALL_IO"][k] for k in ("critical", "warning", "info")}
     html = page.read_text()
     assert 'id="rules-note"' in html and "small_min_share=0.3" in html and "insight_SMALL_IO" in html
-    r = run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "d.html", *t_args(SETTINGS["shared"]))
+    r = run_main("fleet", "report", stores["default"], "-o", tmp_path / "d.html", *t_args(SETTINGS["shared"]))
     assert "The per-log checks read serialized_min_share too" in r.stderr
-    r = run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "c.html", *t_args(SETTINGS["off_edge"]))
+    r = run_main("fleet", "report", stores["default"], "-o", tmp_path / "c.html", *t_args(SETTINGS["off_edge"]))
     assert "kept as built" in r.stderr and "rebuild with -t" in r.stderr
 
 
@@ -111,7 +111,7 @@ def test_bad_threshold_is_one_line(stores, tmp_path, args, problem):
     for cmd in (["report", stores["default"], "-o", tmp_path / "x.html"], ["build", tmp_path, "-o", tmp_path / "s"]):
         if cmd[0] == "build" and "edge" in problem:
             continue  # a build reads logs at any limit; only the stored features stop at 1 GiB
-        r = run_iolens("fleet", *cmd, *args, check=False)
+        r = run_main("fleet", *cmd, *args, check=False)
         assert r.returncode == 2 and problem in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("iolens: error: ")
 
@@ -119,12 +119,12 @@ def test_bad_threshold_is_one_line(stores, tmp_path, args, problem):
 def test_config_file_is_read_like_diagnose(stores, tmp_path):
     cfg = tmp_path / "t.toml"
     cfg.write_text('[thresholds]\nno_collective_min_ops = 10\n')
-    a = json.loads(run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "a.html", "--json",
+    a = json.loads(run_main("fleet", "report", stores["default"], "-o", tmp_path / "a.html", "--json",
                               "--config", cfg).stdout)
     b = fleet_report(stores["default"], tmp_path / "b.html", SETTINGS["count"])  # what -t gives
     assert a["insights"] == b["insights"] and a["rules"] == json.loads(json.dumps(b["rules"]))
     cfg.write_text('[thresholds]\nsmall_min_opz = 50\n')
-    r = run_iolens("fleet", "report", stores["default"], "-o", tmp_path / "c.html", "--config", cfg, check=False)
+    r = run_main("fleet", "report", stores["default"], "-o", tmp_path / "c.html", "--config", cfg, check=False)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "small_min_opz" in r.stderr
 
 

@@ -14,7 +14,7 @@ import iolens
 from iolens.analysis.diagnosis import Thresholds, diagnose, parse_assignment
 
 from support.corpus import all_logs, log_id
-from support.cli import run_iolens
+from support.cli import run_iolens, run_main
 from support.fleet_stores import Stores, jobs_of, t_args
 
 CODES = ("FSYNC_HEAVY", "STDIO_HEAVY", "METADATA_HEAVY", "LUSTRE_STRIPING", "OST_IMBALANCE", "SLOW_OST",
@@ -38,8 +38,8 @@ def loaded(setting: dict) -> Thresholds:
 
 
 def report_json(store, tmp_path, setting) -> dict:
-    return json.loads(run_iolens("fleet", "report", store, "-o", tmp_path / "fleet.html", "--json",
-                                 *t_args(setting)).stdout)
+    return json.loads(run_main("fleet", "report", store, "-o", tmp_path / "fleet.html", "--json",
+                               *t_args(setting)).stdout)
 
 
 # at the default thresholds test_rules.py compares every rule code already: that one with the slow tests
