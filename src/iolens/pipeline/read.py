@@ -9,10 +9,9 @@ from ..jobs import describe, expand, find_jobs, load_job
 from ..model import TraceLog, read
 from ..model.dftracer import read_dftracer
 from ..reader.dftracer import TRACE_SUFFIXES, is_dftracer_trace
+from ..reader.folders import NOTHING_HERE
 from ..reader.recorder import is_recorder_trace
 
-NOTHING_HERE = ("no log or trace iolens reads here (Darshan *.darshan, Recorder recorder.mt, DFTracer *.pfw or "
-                "*.pfw.gz)")
 
 __all__ = ["describe_jobs", "holds_two_tracers", "open", "open_tracers", "summary"]
 

@@ -13,6 +13,9 @@ from .recover import PARTIAL_SUFFIX
 
 LOG_SUFFIX = ".darshan"
 LOG_SUFFIXES = (LOG_SUFFIX, PARTIAL_SUFFIX)  # finished and unfinished Darshan logs
+# what a folder holding none of them is told, by every command
+NOTHING_HERE = ("no log or trace iolens reads here (Darshan *.darshan, a Recorder trace's recorder.mt, DFTracer "
+                "*.pfw or *.pfw.gz)")
 
 
 def walk(top: str) -> Iterator[tuple[str, list, list]]:

@@ -5,6 +5,7 @@ import os
 
 from ..errors import LogError
 from .counters import LAYOUTS, CounterRecords, parse_counters
+from .folders import NOTHING_HERE
 from . import dxt as dxt_region
 from .header import MODULE_NAMES, job_region, parse_header
 from .heatmap import parse_heatmap
@@ -28,8 +29,7 @@ def read_raw(path: str, progress=None, regions=None) -> RawLog:
     by their Darshan name: "POSIX", "DXT_POSIX", "LUSTRE", ...); None reads every region iolens models.
     A module left out is still listed in `modules` (with its partial flag) but has no records: a caller
     that needs a few modules of many logs skips inflating the rest."""
-    data = log_bytes(path, "is a directory with no log or trace iolens reads (Darshan *.darshan, a Recorder "
-                              "trace's recorder.mt, DFTracer *.pfw or *.pfw.gz)")
+    data = log_bytes(path, NOTHING_HERE)
     try:
         return _parse(path, data, progress, regions)
     except LogError as exc:
