@@ -24,7 +24,7 @@ import iolens
 from iolens.reader.anonymize.log import NOT_MODELLED
 from iolens.reader.anonymize.tokens import is_darshan_name
 
-from support.cli import IOLENS, run_iolens
+from support.cli import IOLENS, run_iolens, run_main
 from support.corpus import LOGS, all_logs, each_kind, log_id
 
 PAIRS = ("aligned.darshan", "shifted.darshan")
@@ -40,7 +40,8 @@ def key_file(tmp_path, name="k.key", fill="ab") -> Path:
 
 
 def anonymize(*args, check=True):
-    return run_iolens("anonymize", *args, check=check)
+    """The command's main in this process (the installed command: the smoke test and the killed runs)."""
+    return run_main("anonymize", *args, check=check)
 
 
 # --- outputs, keys, bad input --------------------------------------------------------------------------------
@@ -48,7 +49,7 @@ def anonymize(*args, check=True):
 def test_one_log_to_a_file_new_key_beside_it(logs_dir, tmp_path):
     src = logs_dir / "pairs" / "aligned.darshan"
     out = tmp_path / "shared.darshan"
-    r = anonymize(src, "-o", out)
+    r = run_iolens("anonymize", src, "-o", out)
     key = tmp_path / "shared.darshan.key"
     assert out.is_file() and key.is_file() and stat.S_IMODE(key.stat().st_mode) == 0o600
     assert "keep it private" in r.stderr and f"--key-file {key}" in r.stderr
@@ -280,7 +281,7 @@ def test_darshan_dxt_parser_prints_the_same_trace(logs_dir, tmp_path, rel):
 
 # --- jobs and compare on anonymised logs ------------------------------------------------------------------------
 def jobs_json(*paths) -> dict:
-    return json.loads(run_iolens("jobs", "--json", *paths).stdout)
+    return json.loads(run_main("jobs", "--json", *paths).stdout)
 
 
 def numbers(value):

@@ -16,7 +16,7 @@ from iolens.analysis.segments import Segments, log_segments
 from iolens.model.log import OP
 
 from support.corpus import all_logs, log_id
-from support.cli import run_iolens
+from support.cli import run_main
 
 
 # --- real logs ------------------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ def _jeanbez(public):
 
 def test_a_1024_rank_run_is_never_projected_to_1024_ranks(public):
     path = _jeanbez(public)
-    data = json.loads(run_iolens("diagnose", "--json", path).stdout)
+    data = json.loads(run_main("diagnose", "--json", path).stdout)
     costed = [i for i in data["insights"] if "Cost:" in i["summary"]]
     assert {i["code"] for i in costed} >= {"SMALL_IO", "RANDOM_ACCESS"}
     for i in costed:
@@ -50,7 +50,7 @@ def test_a_larger_scale_is_projected_with_the_fitted_constants(public):
 
 def test_small_run_projects_with_fitted_or_profile_constants(logs_dir, tmp_path):
     path = logs_dir / "pairs" / "small_indep.darshan"
-    small = next(i for i in json.loads(run_iolens("diagnose", "--json", path).stdout)["insights"]
+    small = next(i for i in json.loads(run_main("diagnose", "--json", path).stdout)["insights"]
                  if i["code"] == "SMALL_IO")
     assert "on this machine's file system" in small["summary"] and "fitted on 60,000 POSIX writes" in small["summary"]
     m = small["evidence"]["metrics"]
@@ -58,7 +58,7 @@ def test_small_run_projects_with_fitted_or_profile_constants(logs_dir, tmp_path)
     assert m["projected_time_s"] == pytest.approx(m["busiest_rank_small_request_time_s"] * 1024 / 2, rel=1e-6)
     profile = tmp_path / "lustre.toml"
     profile.write_text('[fs]\nrequest_latency = "0.5ms"\nost_bandwidth = "1GiB"\nosts = 8\n')
-    given = next(i for i in json.loads(run_iolens("diagnose", "--json", "--fs-profile", profile, path).stdout)
+    given = next(i for i in json.loads(run_main("diagnose", "--json", "--fs-profile", profile, path).stdout)
                  ["insights"] if i["code"] == "SMALL_IO")
     m = given["evidence"]["metrics"]
     assert m["model_request_latency_fitted"] == 0 and m["model_request_latency_s"] == 0.5e-3
@@ -68,7 +68,7 @@ def test_small_run_projects_with_fitted_or_profile_constants(logs_dir, tmp_path)
 
 def test_every_recommendation_says_what_it_should_save(logs_dir):
     path = logs_dir / "pairs" / "small_indep.darshan"
-    data = json.loads(run_iolens("diagnose", "--json", path).stdout)
+    data = json.loads(run_main("diagnose", "--json", path).stdout)
     assert data["schema_version"] == 3
     for i in data["insights"]:
         stake = i["evidence"]["metrics"].get("busiest_rank_small_request_time_s",
@@ -78,7 +78,7 @@ def test_every_recommendation_says_what_it_should_save(logs_dir):
             assert 0 < r["expected_saving"] <= stake  # aggregation keeps the bytes: never more than the stake
     hints = next(r for i in data["insights"] for r in i["recommendations"] if "ROMIO hints file" in r["title"])
     assert {"name": "romio.romio_cb_write", "value": "enable"} in hints["knobs"]
-    out = run_iolens("diagnose", path).stdout
+    out = run_main("diagnose", path).stdout
     assert "expected saving here: ≈" in out
 
 

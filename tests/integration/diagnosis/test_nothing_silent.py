@@ -11,7 +11,7 @@ import pytest
 
 from iolens.analysis.diagnosis import JSON_SCHEMA
 
-from support.cli import run_iolens
+from support.cli import run_main
 from support.corpus import LOGS
 
 DAOS = LOGS / "public/darshan-logs/ior_daos/snyder_ior-DFS_id4681120-53379_5-8-15060-3270540599978592154_1.darshan"
@@ -23,7 +23,7 @@ MiB = 1 << 20
 
 @pytest.mark.parametrize("flags", [(), ("--all",)], ids=["default", "all"])
 def test_a_dfs_log_says_what_it_skipped_and_how_much(logs_dir, flags):
-    out = run_iolens("diagnose", *flags, DAOS).stdout
+    out = run_main("diagnose", *flags, DAOS).stdout
     assert "No problems found." not in out
     assert ("No problems found in the I/O iolens reads, but DFS (1 record, 64 reads, 64 writes, 16 MiB read, "
             "16 MiB written) and DAOS (3 records, 71 reads, 65 writes, 16 MiB read, 16 MiB written) went through "
@@ -32,7 +32,7 @@ def test_a_dfs_log_says_what_it_skipped_and_how_much(logs_dir, flags):
 
 def test_the_json_lists_the_skipped_modules_and_validates(logs_dir):
     jsonschema = pytest.importorskip("jsonschema")
-    doc = json.loads(run_iolens("diagnose", "--json", DAOS).stdout)
+    doc = json.loads(run_main("diagnose", "--json", DAOS).stdout)
     jsonschema.validate(doc, JSON_SCHEMA)
     dfs, daos = doc["skipped"]
     # the numbers darshan-parser prints for these records (DFS_READS, DFS_BYTES_READ, ...)
@@ -41,24 +41,24 @@ def test_the_json_lists_the_skipped_modules_and_validates(logs_dir):
     assert daos["module"] == "DAOS" and daos["records"] == 3 and daos["bytes_written"] >= 16 * MiB
     assert 0 < dfs["io_time"] < 1 and "empty" not in doc
     # the same benchmark over POSIX: every module read, nothing to add
-    twin = json.loads(run_iolens("diagnose", "--json", POSIX_TWIN).stdout)
+    twin = json.loads(run_main("diagnose", "--json", POSIX_TWIN).stdout)
     assert "skipped" not in twin and "empty" not in twin
 
 
 @pytest.mark.parametrize("path", [EMPTY, MPIEXEC], ids=["empty_log", "mpiexec"])
 def test_an_empty_log_says_it_is_empty(logs_dir, path):
     for flags in ((), ("--all",)):
-        out = run_iolens("diagnose", *flags, path).stdout
+        out = run_main("diagnose", *flags, path).stdout
         assert "No problems found" not in out
         assert "The log is empty: it holds no I/O record (nothing to diagnose)." in out
-    doc = json.loads(run_iolens("diagnose", "--json", path).stdout)
+    doc = json.loads(run_main("diagnose", "--json", path).stdout)
     assert doc["empty"] is True and doc["insights"] == [] and "skipped" not in doc
 
 
 def test_a_log_with_findings_and_skipped_io_says_both(logs_dir):
     """Findings shown (sensitive thresholds make the DFS log's STDIO writes one), and the skipped I/O after."""
-    out = run_iolens("diagnose", "-t", "stdio_min_share=1%", "-t", "stdio_min_bytes=1", "-t", "min_stake_floor=0",
-                     "-t", "min_runtime_share=0", "-t", "min_io_time_share=0", DAOS).stdout
+    out = run_main("diagnose", "-t", "stdio_min_share=1%", "-t", "stdio_min_bytes=1", "-t", "min_stake_floor=0",
+                   "-t", "min_runtime_share=0", "-t", "min_io_time_share=0", DAOS).stdout
     if "[WARNING]" not in out and "[CRITICAL]" not in out:
         pytest.skip("no finding at these thresholds on this log")
     assert out.index("Not diagnosed: DFS (1 record") > out.index("source:")
@@ -111,7 +111,7 @@ def test_the_report_page_says_it_too(browser, logs_dir, tmp_path, path, said):
     pytest.importorskip("playwright.sync_api")
     from support.browser import LoadedPage
 
-    run_iolens("report", path, "-o", tmp_path / "page.html")
+    run_main("report", path, "-o", tmp_path / "page.html")
     p = LoadedPage(browser, tmp_path / "page.html")
     text = p.page.inner_text("#insights")
     assert said in text and "No problems found." not in text

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import run_iolens
+from support.cli import run_iolens, run_main
 
 TOTALS = ("reads", "writes", "bytes_read", "bytes_written")
 
 
 def jobs_json(*paths) -> list:
-    return json.loads(run_iolens("jobs", "--json", *paths).stdout)["jobs"]
+    return json.loads(run_main("jobs", "--json", *paths).stdout)["jobs"]
 
 
 def names(paths) -> list:
@@ -101,7 +101,7 @@ def test_terminal_table(workflows):
 
 
 def test_bad_path_is_one_line(tmp_path):
-    proc = run_iolens("jobs", tmp_path / "nothing-*.darshan", check=False)
+    proc = run_main("jobs", tmp_path / "nothing-*.darshan", check=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
 
 
@@ -109,7 +109,7 @@ def test_a_folder_without_logs_says_so(tmp_path):
     """Not an empty table and status 0: the user gave the wrong folder, and is told what iolens looks for."""
     (tmp_path / "notes.txt").write_text("no logs here")
     for args in (["jobs", tmp_path], ["jobs", "--json", tmp_path]):
-        proc = run_iolens(*args, check=False)
+        proc = run_main(*args, check=False)
         assert proc.returncode == 2 and proc.stdout == "", proc.stdout
         (line,) = proc.stderr.strip().splitlines()
         assert line.startswith(f"iolens: error: {tmp_path}: no log or trace") and "DFTracer" in line
@@ -118,7 +118,7 @@ def test_a_folder_without_logs_says_so(tmp_path):
 def test_an_unreadable_log_is_listed_not_fatal(workflows, tmp_path):
     shutil.copytree(workflows / "pipeline", tmp_path / "pipeline")
     (tmp_path / "pipeline" / "junk.darshan").write_bytes(b"not a log" * 100)
-    out = json.loads(run_iolens("jobs", "--json", tmp_path / "pipeline").stdout)
+    out = json.loads(run_main("jobs", "--json", tmp_path / "pipeline").stdout)
     assert len(out["jobs"][0]["steps"]) == 3
     (bad,) = out["unreadable"]
     assert bad["path"].endswith("junk.darshan") and "not a Darshan log" in bad["error"]

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import shutil
 
-from support.cli import run_iolens
+from support.cli import run_main
 
 
 def jobs_json(*paths) -> list:
-    return json.loads(run_iolens("jobs", "--json", *paths).stdout)["jobs"]
+    return json.loads(run_main("jobs", "--json", *paths).stdout)["jobs"]
 
 
 def of_kind(commands: dict, marker: str) -> list:
@@ -42,7 +42,7 @@ def test_the_main_process_and_its_spawned_workers_are_one_step(spawned, commands
 
 
 def test_the_terminal_says_the_tie_is_inferred(spawned, commands):
-    out = run_iolens("jobs", spawned).stdout
+    out = run_main("jobs", spawned).stdout
     main = json.loads((spawned / "truth.json").read_text())["main_pid"]
     text = " ".join(out.split())  # (the terminal wraps long lines)
     assert f"spawned by pid {main} (Python multiprocessing)" in text and "an inference" in text
@@ -54,8 +54,8 @@ def test_merged_roles_and_workers_compared_among_themselves(spawned, commands):
     main = json.loads((spawned / "truth.json").read_text())["main_pid"]
     workers = of_kind(commands, "multiprocessing.spawn import spawn_main")
     # an imbalance threshold low enough that the three workers' uneven reads are reported
-    out = json.loads(run_iolens("diagnose", "--json", "-t", "imbalance_ratio=1.1", "-t", "imbalance_min_bytes=1",
-                                spawned).stdout)
+    out = json.loads(run_main("diagnose", "--json", "-t", "imbalance_ratio=1.1", "-t", "imbalance_min_bytes=1",
+                              spawned).stdout)
     roles = {p["pid"]: p["role"] for p in out["job"]["processes"]}
     assert roles == {main: "parent", **{w: "worker" for w in workers}}
     assert all(p["step"] == 0 and p["step_rank"] is None for p in out["job"]["processes"])
@@ -74,7 +74,7 @@ def test_without_the_parent_each_worker_stays_its_own_step(spawned, commands, tm
     (job,) = jobs_json(tmp_path)
     assert sorted(p for s in job["steps"] for p in s["pids"]) == sorted(set(commands) - {main})
     assert all(len(s["pids"]) == 1 and s["ties"] == [] for s in job["steps"])
-    assert "spawned by" not in run_iolens("jobs", tmp_path).stdout
+    assert "spawned by" not in run_main("jobs", tmp_path).stdout
 
 
 def test_dlio_ranks_and_their_spawned_workers_are_one_step(dlio):
@@ -95,9 +95,9 @@ def test_dlio_ranks_and_their_spawned_workers_are_one_step(dlio):
         assert t["tie"] == "spawn" and t["parent_pid"] in ranks
         assert sorted([t["parent_pid"], *t["alternatives"]]) == ranks
     assert step["missing_pids"] == []  # pids between a rank and a worker spawned a minute later are not missing
-    text = " ".join(run_iolens("jobs", dlio).stdout.split())
+    text = " ".join(run_main("jobs", dlio).stdout.split())
     assert "were alive at their start too, the nearest start was chosen" in text
-    out = json.loads(run_iolens("diagnose", "--json", dlio).stdout)
+    out = json.loads(run_main("diagnose", "--json", dlio).stdout)
     assert {p["step"] for p in out["job"]["processes"]} == {0}
     assert sorted(p["role"] for p in out["job"]["processes"]).count("worker") == 16
     (reread,) = [i for i in out["insights"] if i["code"] == "REDUNDANT_READS"]

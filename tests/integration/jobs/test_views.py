@@ -14,7 +14,7 @@ import iolens
 
 from support.browser import LoadedPage
 
-from support.cli import run_iolens
+from support.cli import run_iolens, run_main
 
 
 @pytest.mark.smoke
@@ -46,9 +46,9 @@ def test_diagnose_folder_judges_the_job(loader):
 
 def test_diagnose_several_logs_and_a_single_log_unchanged(loader, logs_dir):
     logs = sorted(str(p) for p in loader.glob("train-*"))
-    out = json.loads(run_iolens("diagnose", "--json", *logs).stdout)
+    out = json.loads(run_main("diagnose", "--json", *logs).stdout)
     assert out["job"]["job_id"] == 700101 and len(out["job"]["processes"]) == 3
-    single = json.loads(run_iolens("diagnose", "--json", logs_dir / "generated/fill_rank0.darshan").stdout)
+    single = json.loads(run_main("diagnose", "--json", logs_dir / "generated/fill_rank0.darshan").stdout)
     assert "job" not in single and all("processes" not in i for i in single["insights"])
 
 
@@ -71,7 +71,7 @@ def test_job_log_is_on_one_clock(loader):
 @pytest.mark.browser
 def test_report_of_the_training_job_in_the_browser(browser, loader, tmp_path):
     page = tmp_path / "loader.html"
-    run_iolens("report", loader, "-o", page)
+    run_main("report", loader, "-o", page)
     p = LoadedPage(browser, page)
     state = p.state()
     assert state["nranks"] == 4 and state["ranks"] == [0, 3]  # make, the parent, two workers with logs
@@ -96,19 +96,19 @@ def test_report_of_the_training_job_in_the_browser(browser, loader, tmp_path):
 
 
 def test_info_folder_sums_the_job(loader):
-    out = json.loads(run_iolens("info", "--json", loader).stdout)
+    out = json.loads(run_main("info", "--json", loader).stdout)
     truth = json.loads((loader.parent / "TRUTH.json").read_text())["loader"]["steps"]
     posix = next(layer for layer in out["layers"] if layer["layer"] == "POSIX")
     assert posix["reads"] == sum(s["reads"] for s in truth.values())
     assert posix["bytes_written"] == sum(s["bytes_written"] for s in truth.values())
     assert out["job"]["nprocs"] == 4 and out["job"]["recovered"] and len(out["job"]["processes"]) == 4
-    assert "recovered" in run_iolens("info", loader).stdout
+    assert "recovered" in run_main("info", loader).stdout
 
 
 def test_export_folder_writes_the_jobs_tables(loader, tmp_path):
     import polars as pl
 
-    run_iolens("export", loader, "-o", tmp_path / "out")
+    run_main("export", loader, "-o", tmp_path / "out")
     job = json.loads((tmp_path / "out" / "job.json").read_text())
     assert job["nprocs"] == 4 and [p["role"] for p in job["processes"]] == ["process", "parent", "worker", "worker"]
     posix = pl.read_parquet(tmp_path / "out" / "counters_POSIX.parquet")
@@ -123,7 +123,7 @@ def test_compare_takes_a_folder_as_one_run(loader, logs_dir):
     # worker included), so the training job set beside its own parent's log alone is a different run
     truth = json.loads((logs_dir / "workflows" / "TRUTH.json").read_text())["loader"]["logs"]
     parent = next(loader.glob("train-4_*.darshan"))
-    out = json.loads(run_iolens("compare", "--json", loader, loader, parent).stdout)
+    out = json.loads(run_main("compare", "--json", loader, loader, parent).stdout)
     job, again, alone = out["runs"]
     posix = job["layers"]["POSIX"]
     assert posix["reads"] == sum(v["reads"] for v in truth.values() if v)
@@ -140,7 +140,7 @@ def _recovered_worker(loader) -> Path:
 
 def test_diagnose_says_the_workers_log_is_unfinished_not_truncated(loader):
     worker = _recovered_worker(loader)
-    out = json.loads(run_iolens("diagnose", "--json", loader).stdout)
+    out = json.loads(run_main("diagnose", "--json", loader).stdout)
     truth = json.loads((loader.parent / "TRUTH.json").read_text())["loader"]["logs"][worker.name]
     (finding,) = [i for i in out["insights"] if i["code"] == "TRUNCATED_TRACE"]
     assert "3688" in finding["title"] and "unfinished" in finding["title"] and worker.name in finding["title"]
@@ -151,16 +151,16 @@ def test_diagnose_says_the_workers_log_is_unfinished_not_truncated(loader):
     assert not any("DARSHAN_MODMEM" in r["snippet"] for i in out["insights"] for r in i["recommendations"])
     # the finished logs' trace holds every operation their counters record: the job's trace is not truncated
     assert out["measures"]["dxt_truncated"] is False and out["measures"]["dxt_coverage"] == 1.0
-    text = run_iolens("diagnose", loader).stdout
+    text = run_main("diagnose", loader).stdout
     assert "its log is unfinished" in text and "DARSHAN_MODMEM" not in text
 
 
 def test_info_lists_the_unfinished_trace_apart(loader):
     worker = _recovered_worker(loader)
-    (dxt,) = json.loads(run_iolens("info", "--json", loader).stdout)["dxt"]
+    (dxt,) = json.loads(run_main("info", "--json", loader).stdout)["dxt"]
     assert dxt["truncated"] is False and dxt["truncation_reasons"] == []
     assert dxt["unfinished"] == [{"pid": 3688, "log": str(worker), "reads": 4112, "writes": 0}]
-    text = run_iolens("info", loader).stdout
+    text = run_main("info", loader).stdout
     assert "TRUNCATED" not in text and "unfinished" in text
 
 
@@ -175,10 +175,10 @@ def test_a_log_cut_inside_its_trace_is_unfinished_not_out_of_memory(logs_dir, tm
     cut = tmp_path / "fill_0_prog_id1-77_1-1-1-1.darshan_partial"
     cut.write_bytes(bytes(1328) + data[1328:off + 2 * n // 3])
     assert "DXT_MPIIO" in [m.name for m in iolens.read(cut).modules]
-    (dxt,) = [d for d in json.loads(run_iolens("info", "--json", cut).stdout)["dxt"] if d["module"] == "DXT_MPIIO"]
+    (dxt,) = [d for d in json.loads(run_main("info", "--json", cut).stdout)["dxt"] if d["module"] == "DXT_MPIIO"]
     assert not dxt["truncated"] and dxt["unfinished"] and dxt["unfinished"][0]["pid"] == 77
     assert dxt["unfinished"][0]["writes"] > 0
-    out = json.loads(run_iolens("diagnose", "--json", cut).stdout)
+    out = json.loads(run_main("diagnose", "--json", cut).stdout)
     trunc = [i for i in out["insights"] if i["code"] == "TRUNCATED_TRACE"]
     assert trunc and all("unfinished" in i["title"] for i in trunc)
     assert not any("MODMEM" in r["snippet"] for i in trunc for r in i["recommendations"])
@@ -211,7 +211,7 @@ def _check_titles(out: dict) -> int:
 
 
 def test_titles_name_the_rows_of_their_evidence(loader, logs_dir, tmp_path):
-    out = json.loads(run_iolens("diagnose", "--json", "--all", loader).stdout)
+    out = json.loads(run_main("diagnose", "--json", "--all", loader).stdout)
     # the parent's checkpoint writes and its workers' reads are different roles: never compared as ranks
     # (docs/diagnosis.md, "Only peers are compared"; the one worker with a trace has no peer to compare)
     assert not [i for i in out["insights"] if i["code"] in ("RANK_IMBALANCE", "STRAGGLER")]
@@ -222,11 +222,11 @@ def test_titles_name_the_rows_of_their_evidence(loader, logs_dir, tmp_path):
     small = next(i for i in out["insights"] if i["code"] == "SMALL_IO")
     assert small["rows"] == ["1·3691", "1·3687"] and small["evidence"]["ranks"] == [3, 1]
     assert _check_titles(out) >= 1
-    mpi = json.loads(run_iolens("diagnose", "--json", "--all", _mpi_job(logs_dir, tmp_path)).stdout)
+    mpi = json.loads(run_main("diagnose", "--json", "--all", _mpi_job(logs_dir, tmp_path)).stdout)
     serial = next(i for i in mpi["insights"] if i["code"] == "SERIALIZED_IO")
     assert "rank 0" in serial["title"] and serial["rows"] == ["0·r0"]  # an MPI launch keeps its ranks
     assert _check_titles(mpi) >= 1
-    text = run_iolens("diagnose", loader).stdout
+    text = run_main("diagnose", loader).stdout
     assert "rows: 1·3688" in text and "ranks: 2\n" not in text
 
 
@@ -235,11 +235,11 @@ def test_report_rows_are_labelled_as_the_findings_name_them(browser, loader, log
     for folder, expected in ((loader, ["0·3680", "1·3687", "1·3688", "1·3691"]),
                              (_mpi_job(logs_dir, tmp_path), [f"0·r{r}" for r in range(8)])):
         page = tmp_path / f"{folder.name}.html"
-        run_iolens("report", folder, "-o", page)
+        run_main("report", folder, "-o", page)
         p = LoadedPage(browser, page)
         labels = p.js(f"() => [...Array({len(expected)}).keys()].map((r) => window.iolens.rowLabel(r))")
         assert labels == expected
-        insights = json.loads(run_iolens("diagnose", "--json", "--all", folder).stdout)["insights"]
+        insights = json.loads(run_main("diagnose", "--json", "--all", folder).stdout)["insights"]
         shown = p.page.inner_text("body")
         for i in insights:
             assert set(i["rows"]) <= set(labels)

@@ -17,7 +17,7 @@ from iolens import LogError
 
 from support.logtools import region_spans
 
-from support.cli import run_iolens
+from support.cli import run_iolens, run_main
 
 UNMODELLED = {"BG/Q", "APXC", "APMPI", "MDHIM", "DFS", "DAOS"}
 CUT_SAMPLES = [
@@ -61,18 +61,18 @@ def test_headerless_worker_recovered_as_truth_says(logs_dir):
 
 def test_info_on_headerless_log_says_recovered(logs_dir):
     path = next(loader(logs_dir).glob("train-3_*.darshan_partial"))
-    text = run_iolens("info", path).stdout
+    text = run_main("info", path).stdout
     assert "recovered" in text and "bad magic" not in text and "64 MiB" in text
-    data = json.loads(run_iolens("info", "--json", path).stdout)
+    data = json.loads(run_main("info", "--json", path).stdout)
     assert data["job"]["recovered"] is True and data["job"]["missing"]
-    finished = json.loads(run_iolens("info", "--json", next(loader(logs_dir).glob("train-4_*"))).stdout)
+    finished = json.loads(run_main("info", "--json", next(loader(logs_dir).glob("train-4_*"))).stdout)
     assert finished["job"]["recovered"] is False and finished["job"]["missing"] == []
 
 
 def test_empty_partial_is_named_in_one_line(logs_dir):
     path = next(loader(logs_dir).glob("train-2_*.darshan_partial"))
     assert path.stat().st_size == 0
-    proc = run_iolens("info", path, check=False)
+    proc = run_main("info", path, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"iolens: error: {path}: ")
@@ -219,21 +219,21 @@ def test_header_cut_cli_and_jobs(logs_dir, tmp_path):
     (folder / src.name).unlink()
     off, n = spans["DXT_POSIX"]
     cut.write_bytes(data[:off + n // 2])
-    text = run_iolens("info", cut).stdout
+    text = run_main("info", cut).stdout
     assert "recovered" in text and "DXT_POSIX" in text and "bad magic" not in text
-    info = json.loads(run_iolens("info", "--json", cut).stdout)
+    info = json.loads(run_main("info", "--json", cut).stdout)
     assert info["job"]["recovered"] and any(m.startswith("DXT_POSIX") for m in info["job"]["missing"])
     expected = truth(logs_dir)["loader"]["logs"][src.name]
     posix = next(layer for layer in info["layers"] if layer["layer"] == "POSIX")
     assert posix["reads"] == expected["reads"] and posix["bytes_read"] == expected["bytes_read"]
-    (job,) = json.loads(run_iolens("jobs", "--json", folder).stdout)["jobs"]
+    (job,) = json.loads(run_main("jobs", "--json", folder).stdout)["jobs"]
     train = job["steps"][1]
     assert str(cut) in train["recovered"] and train["reads"] == truth(logs_dir)["loader"]["steps"]["train"]["reads"]
-    proc = run_iolens("info", tmp_path / "x_0_p_id5-6_1-1-1-1.darshan_partial", check=False)
+    proc = run_main("info", tmp_path / "x_0_p_id5-6_1-1-1-1.darshan_partial", check=False)
     assert proc.returncode == 2  # a path that does not exist is still one line
     head = tmp_path / "h_0_python3_id7-42_1-1-1-1.darshan_partial"
     head.write_bytes(data[:sum(spans["job"]) - 3])
-    proc = run_iolens("info", head, check=False)
+    proc = run_main("info", head, check=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert "cut inside its job region" in proc.stderr and "process 42" in proc.stderr
 
@@ -249,7 +249,7 @@ def test_fleet_row_of_a_log_cut_inside_its_trace_is_not_truncated(logs_dir, tmp_
     off, n = region_spans(src)["DXT_POSIX"]
     path = tmp_path / "fill_0_prog_id1-7_1-1-1-1.darshan_partial"
     path.write_bytes(data[:off + n - 1])  # the last stream of the trace cut: the others are read whole
-    info = json.loads(run_iolens("info", "--json", path).stdout)
+    info = json.loads(run_main("info", "--json", path).stdout)
     assert info["job"]["recovered"] and info["dxt"] and info["measures"]["dxt_truncated"] is False
     store = tmp_path / "store"
     run_iolens("fleet", "build", path, "-o", store, "--no-diagnose", "-q")

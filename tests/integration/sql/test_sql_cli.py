@@ -14,7 +14,7 @@ from iolens.pipeline.sources import READ_LIGHT, READ_WHOLE, open_target
 from iolens.views import tables as cat
 from iolens.views.sql import Engine
 
-from support.cli import IOLENS, run_iolens
+from support.cli import IOLENS, run_iolens, run_main
 from support.corpus import LOGS
 
 SMALL = "generated/fill_rank0.darshan"
@@ -72,16 +72,16 @@ def test_forbidden_statements_are_refused_reading_and_writing_nothing(logs_dir, 
     (("SELECT 1", "--format", "parquet"), ("--format parquet writes a file",)),
 ])
 def test_a_bad_query_is_one_line_and_exit_2(logs_dir, args, words):
-    proc = run_iolens("sql", LOGS / SMALL, *args, check=False)
+    proc = run_main("sql", LOGS / SMALL, *args, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert all(w in proc.stderr for w in words), proc.stderr
 
 
 def test_a_missing_or_corrupt_log_is_one_line(logs_dir, tmp_path):
-    assert_one_line_exit_2(run_iolens("sql", tmp_path / "none.darshan", "SELECT 1", check=False), "none.darshan")
+    assert_one_line_exit_2(run_main("sql", tmp_path / "none.darshan", "SELECT 1", check=False), "none.darshan")
     bad = tmp_path / "cut.darshan"
     bad.write_bytes((LOGS / SMALL).read_bytes()[:3000])
-    assert_one_line_exit_2(run_iolens("sql", bad, "SELECT count(*) FROM segments", check=False), "cut.darshan")
+    assert_one_line_exit_2(run_main("sql", bad, "SELECT count(*) FROM segments", check=False), "cut.darshan")
 
 
 # --- what a query reads ----------------------------------------------------------------------------------
@@ -161,27 +161,27 @@ def test_formats_and_files(logs_dir, tmp_path):
 
 def test_several_logs_carry_the_log_and_a_job_its_processes(logs_dir):
     logs = [LOGS / SMALL, LOGS / "generated/file_per_process.darshan"]
-    rows = json.loads(run_iolens("sql", *logs, "SELECT log, count(*) AS n FROM segments GROUP BY log ORDER BY log",
-                                 "--format", "json").stdout)
+    rows = json.loads(run_main("sql", *logs, "SELECT log, count(*) AS n FROM segments GROUP BY log ORDER BY log",
+                               "--format", "json").stdout)
     assert rows == [{"log": str(logs[1]), "n": 512}, {"log": str(logs[0]), "n": 1024}]
     job = LOGS / "workflows/pipeline"
-    steps = json.loads(run_iolens("sql", job, "SELECT step, exe, processes, ranks FROM steps ORDER BY step",
-                                  "--format", "json").stdout)
+    steps = json.loads(run_main("sql", job, "SELECT step, exe, processes, ranks FROM steps ORDER BY step",
+                                "--format", "json").stdout)
     assert [(s["step"], s["exe"], s["processes"]) for s in steps] == [(0, "seqwrite", 4), (1, "seq_reader", 1),
                                                                       (2, "python3", 1)]
-    written = json.loads(run_iolens("sql", job, "SELECT p.step, sum(r.bytes_written) AS bytes FROM ranks r JOIN "
-                                    "processes p USING (rank) WHERE r.layer = 'POSIX' GROUP BY ALL ORDER BY ALL",
-                                    "--format", "json").stdout)
+    written = json.loads(run_main("sql", job, "SELECT p.step, sum(r.bytes_written) AS bytes FROM ranks r JOIN "
+                                  "processes p USING (rank) WHERE r.layer = 'POSIX' GROUP BY ALL ORDER BY ALL",
+                                  "--format", "json").stdout)
     assert written[0] == {"step": 0, "bytes": 4 * 8 << 20}  # 4 ranks x 8 MiB (workflows/README.md)
-    labels = json.loads(run_iolens("sql", job, "SELECT label, role FROM processes WHERE step = 0 ORDER BY rank",
-                                   "--format", "json").stdout)
+    labels = json.loads(run_main("sql", job, "SELECT label, role FROM processes WHERE step = 0 ORDER BY rank",
+                                 "--format", "json").stdout)
     assert [p["label"] for p in labels] == ["rank 0", "rank 1", "rank 2", "rank 3"]  # as the findings name them
 
 
 def test_a_recorder_trace_has_its_calls(logs_dir):
-    rows = json.loads(run_iolens("sql", LOGS / "recorder/shared_header",
-                                 "SELECT layer, count(*) AS n FROM calls GROUP BY layer ORDER BY layer",
-                                 "--format", "json").stdout)
+    rows = json.loads(run_main("sql", LOGS / "recorder/shared_header",
+                               "SELECT layer, count(*) AS n FROM calls GROUP BY layer ORDER BY layer",
+                               "--format", "json").stdout)
     assert {r["layer"] for r in rows} >= {"POSIX"} and all(r["n"] > 0 for r in rows)
 
 
@@ -189,18 +189,18 @@ def test_a_fleet_store_gives_its_own_tables(logs_dir, tmp_path):
     store = tmp_path / "store"
     logs = [LOGS / SMALL, LOGS / "generated/file_per_process.darshan"]
     run_iolens("fleet", "build", *logs, "-o", store, "-q")
-    rows = json.loads(run_iolens("sql", store, "SELECT path, nprocs FROM jobs ORDER BY path", "--format",
-                                 "json").stdout)
+    rows = json.loads(run_main("sql", store, "SELECT path, nprocs FROM jobs ORDER BY path", "--format",
+                               "json").stdout)
     assert rows == [{"path": str(logs[1]), "nprocs": 8}, {"path": str(logs[0]), "nprocs": 8}]
-    schema = json.loads(run_iolens("sql", store, "--schema", "--format", "json").stdout)
+    schema = json.loads(run_main("sql", store, "--schema", "--format", "json").stdout)
     assert [t["table"] for t in schema] == ["jobs"]  # no errors table: both logs were read
     assert {"path", "nprocs", "io_time", "headline"} <= {c["name"] for c in schema[0]["columns"]}
 
 
 def test_schema_without_a_target_is_the_catalogue(logs_dir):
-    entries = json.loads(run_iolens("sql", "--schema", "--format", "json").stdout)
+    entries = json.loads(run_main("sql", "--schema", "--format", "json").stdout)
     assert [e["table"] for e in entries] == [t.name for t in cat.CATALOGUE + cat.FLEET_CATALOGUE]
-    text = run_iolens("sql", LOGS / SMALL, "--schema").stdout
+    text = run_main("sql", LOGS / SMALL, "--schema").stdout
     assert "segments  one row per traced operation" in text and "counters_MPIIO" in text
 
 
