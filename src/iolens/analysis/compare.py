@@ -33,6 +33,7 @@ SCHEMA_VERSION = 1
 NOISE_RATIO = 1.5  # short runs of one configuration differ by up to ~1.3× (../shared/logs/pairs repeat_*)
 NOISE_SECONDS = 0.01
 FASTER, SLOWER, SAME, BASELINE = "faster", "slower", "no real change", "baseline"
+NOT_JUDGED = "not judged"  # runs traced by different tracers: each times calls its own way
 # metrics whose ratio against the baseline is reported for every run
 RATIO_KEYS = ("run_time", "io_time", "bytes_read", "bytes_written", "reads", "writes", "meta_time", "bandwidth")
 # what a verdict measures, in words: compare's two measures and tune's wall time
@@ -56,13 +57,16 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
     labels = list(labels or [])
     labels += [_default_label(log.path) for log in loaded[len(labels):]]
     runs = [_run(log, label) for log, label in zip(loaded, labels)]
-    measure = "loop_io_wait" if all(r["loop"] for r in runs) else "io_time"
-    rule = noise_rule([measured(r, measure) for r in runs[:baseline_runs]], noise_ratio, noise_seconds, measure)
+    judged = [r for r in runs if r["tracer"] == runs[0]["tracer"]]  # the baseline's tracer's runs get verdicts
+    measure = "loop_io_wait" if all(r["loop"] for r in judged) else "io_time"
+    rule = noise_rule([measured(r, measure) for r in runs[:baseline_runs] if r in judged], noise_ratio, noise_seconds,
+                      measure)
     base = runs[0]
     for i, run in enumerate(runs):
         run["baseline"] = i < baseline_runs
         run["ratio"] = {k: _ratio(run[k], base[k]) for k in RATIO_KEYS}
         run["verdict"] = ({"verdict": BASELINE, "speedup": None, "factor": None, "reason": "baseline"} if i == 0 else
+                          not_judged(base["tracer"], run["tracer"]) if run["tracer"] != base["tracer"] else
                           verdict(rule, measured(run, measure)))
     configs = [r.pop("config") for r in runs]
     files = match_files([r.pop("file_names") for r in runs])
@@ -172,8 +176,21 @@ def verdict(rule: dict, io_time: float) -> dict:
     return {"verdict": v, "speedup": speedup, "factor": factor, "reason": reason}
 
 
+def not_judged(base_tracer: str, tracer: str) -> dict:
+    """No verdict between runs of different tracers: a tracer's timings include its own overhead and cover
+    the calls it sees (Darshan's every POSIX call of the process; DFTracer's those of its preload library and
+    Python API), so a ratio of their I/O times measures the tracers, not a change."""
+    reason = (f"traced by {tracer}, the baseline by {base_tracer}: each times calls its own way, so their I/O "
+              "times are not compared (line them up; judge runs traced by the same tracer)")
+    return {"verdict": NOT_JUDGED, "speedup": None, "factor": None, "reason": reason}
+
+
 def _warnings(runs: list, configs: list) -> list:
     out = []
+    if len({r["tracer"] for r in runs}) > 1:
+        named = [r["tracer"] if r["label"] == r["tracer"] else f"{r['label']}: {r['tracer']}" for r in runs]
+        out.append(f"different tracers ({', '.join(named)}): each times calls its own way, so no faster/slower "
+                   "verdict between them")
     exes = {c["exe"].split(" ")[0].rsplit("/", 1)[-1] for c in configs if c["exe"]}  # unrecorded: no evidence
     if len(exes) > 1:
         out.append("different applications: " + ", ".join(f"{r['label']}: {c['exe'] or '?'}"

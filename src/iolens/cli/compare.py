@@ -37,7 +37,8 @@ def command(logs, as_json, output, labels, baseline_runs, noise_ratio, noise_sec
     and its DFTracer trace compares the two tracers' views of that job.
 
     Shows per-run time, I/O time of the slowest rank per layer, bytes, requests, request sizes, bandwidth, a
-    verdict per run (faster / slower / no real change, beyond a noise band), what changed in the configuration
+    verdict per run (faster / slower / no real change, beyond a noise band; not judged for a run of another
+    tracer than the baseline's), what changed in the configuration
     and which insights of the diagnosis were resolved, are new or are still there.
     """
     both = len(logs) == 1 and reading.holds_two_tracers(logs[0])  # one job's Darshan logs and DFTracer trace

@@ -13,7 +13,8 @@ LOOP_ROWS = (("loop_time", "training loop"), ("wait_time", "  waiting for data")
              ("checkpoint_time", "  in checkpoints"), ("compute_time", "  computing"),
              ("io_wait", "  waiting for I/O"))  # after start-up: the verdict's measure
 
-VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim"}
+VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "no real change": "bold", "baseline": "dim",
+                 "not judged": "dim"}
 NAME_WIDTH = 24
 UNMATCHED_SHOWN = 10  # per run: a list of thousands of files would hide the rest of the comparison
 RUN_WIDTH = 20  # "736.4 MiB/s (4.14×)"

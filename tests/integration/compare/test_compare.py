@@ -364,3 +364,20 @@ def test_files_row_counts_files_not_the_datasets_inside_them():
     out = json.loads(run_iolens("compare", "--json", "-q", path, path).stdout)
     data = [n for n in names if n not in ("<STDIN>", "<STDOUT>", "<STDERR>") and ":/" not in n]
     assert [run["files"] for run in out["runs"]] == [len(data), len(data)] == [1, 1]
+
+
+def test_a_run_of_another_tracer_is_shown_and_not_judged():
+    """A Recorder trace after a Darshan log, and a Darshan log between two Recorder traces: the other tracer's run
+    gets no faster/slower (its I/O time is the tracer's own way of timing), the baseline's tracer's runs do."""
+    rec = LOGS / "recorder"
+    data = iolens.compare(LOGS / "pairs/small_indep.darshan", rec / "small_records")
+    assert [r["tracer"] for r in data["runs"]] == ["darshan", "recorder"]
+    assert data["runs"][1]["verdict"]["verdict"] == "not judged" and data["runs"][1]["verdict"]["speedup"] is None
+    assert "traced by recorder, the baseline by darshan" in data["runs"][1]["verdict"]["reason"]
+    assert any(w.startswith("different tracers (") for w in data["warnings"])
+    mixed = iolens.compare(rec / "seqwrite_mpiio", LOGS / "pairs/small_indep.darshan", rec / "small_records")
+    assert [r["verdict"]["verdict"] == "not judged" for r in mixed["runs"]] == [False, True, False]
+    text = iolens_cli("compare", rec / "seqwrite_mpiio", LOGS / "pairs/small_indep.darshan").stdout
+    (line,) = [row for row in text.splitlines() if row.strip().startswith("verdict")]
+    assert "not judged" in line and "faster" not in line and "slower" not in line
+    assert "note: different tracers" in text
