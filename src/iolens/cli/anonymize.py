@@ -1,4 +1,5 @@
-"""`iolens anonymize LOG... -o OUT`: Darshan logs with nothing that identifies the user, to share."""
+"""`iolens anonymize LOG... -o OUT`: Darshan logs and DFTracer traces with nothing that identifies the user, to
+share."""
 from __future__ import annotations
 
 import sys
@@ -45,8 +46,9 @@ def command(logs, out: str, key_file, keep_exe_name, force, report_file, map_fil
     identifies the user: names (one token per path component), the command line, mount points, host names,
     uid, job id and job metadata become keyed tokens; record ids are recomputed from the new names; every
     counter and DXT segment is unchanged. darshan-parser and PyDarshan read the result as they read the
-    original. What was replaced, kept and dropped is printed on a terminal (--report FILE, --json).
-    See docs/anonymize.md."""
+    original. A DFTracer trace (its .pfw/.pfw.gz files, or a folder of them) is written again the same way:
+    file, host and command names tokenised, their hashes keyed stand-ins, every number and span kept. What was
+    replaced, kept and dropped is printed on a terminal (--report FILE, --json). See docs/anonymize.md."""
     show = not (quiet or as_json) and sys.stderr.isatty()
     with _progress(show) as progress:
         done = anonymizing.anonymize(logs, out, key_file, keep_exe_name=keep_exe_name, force=force,

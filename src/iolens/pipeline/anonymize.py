@@ -1,6 +1,6 @@
-"""Anonymising: Darshan logs written again, in their own format, with keyed tokens in place of everything that
-identifies the user (`iolens anonymize`; the rewriting itself is reader/anonymize/), and the anonymised copies
-`iolens export --anonymize` reads. docs/anonymize.md."""
+"""Anonymising: Darshan logs and DFTracer trace files written again, in their own format, with keyed tokens in
+place of everything that identifies the user (`iolens anonymize`; the rewriting itself is reader/anonymize/), and
+the anonymised copies `iolens export --anonymize` reads. docs/anonymize.md."""
 from __future__ import annotations
 
 import json
@@ -11,12 +11,15 @@ from pathlib import Path
 
 from ..errors import LogError
 from ..reader.anonymize import Key, Report, Tokens, anonymize_file, anonymized_name, key_beside, new_key_file
-from ..reader.dftracer import is_dftracer_trace
+from ..reader.anonymize.dftracer import anonymize_trace, trace_name
+from ..reader.dftracer import TRACE_SUFFIXES
 from ..reader.folders import LOG_SUFFIXES, count_other_traces, other_traces_text, walk
 from ..reader.recorder import is_recorder_trace
 from ..reader.writer import write_atomically
 
 __all__ = ["Anonymization", "anonymize", "anonymized_copies", "find_logs", "key_tokens"]
+
+REWRITES = "anonymize rewrites Darshan logs and DFTracer traces"
 
 
 
@@ -34,7 +37,7 @@ class Anonymization:
     def skipped_note(self) -> str | None:
         """One line on the traces left out, or None."""
         held = other_traces_text(self.skipped)
-        return f"left out, not anonymised: {held} (anonymize rewrites Darshan logs only)" if held else None
+        return f"left out, not anonymised: {held} ({REWRITES})" if held else None
 
     @property
     def failed(self) -> int:
@@ -129,8 +132,9 @@ def key_tokens(output, key_file=None, keep_exe_name: bool = False) -> tuple:
 
 
 def anonymize_log(path, target: Path, tokens: Tokens, force: bool = False) -> Report:
-    """Anonymise the log at `path` into the file `target` (atomically; its folder made); its report."""
-    done = anonymize_file(path, tokens)
+    """Anonymise the log (or DFTracer trace file) at `path` into the file `target` (atomically; its folder
+    made); its report."""
+    done = anonymized(path, tokens)
     target.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(target, done.pieces, force=force)
     done.report.output = str(target)
@@ -146,7 +150,7 @@ def anonymized_copies(paths, folder: Path, tokens: Tokens) -> list:
         top = folder / tokens.component(os.path.basename(os.path.normpath(arg)).encode()).decode() \
             if os.path.isdir(arg) else folder
         for path, rel in find_logs([arg]):
-            done = anonymize_file(path, tokens)
+            done = anonymized(path, tokens)
             target = (top / tokens.path(rel.encode()).decode() if rel else top) / done.name
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(target, done.pieces)
@@ -154,17 +158,24 @@ def anonymized_copies(paths, folder: Path, tokens: Tokens) -> list:
     return out
 
 
+def anonymized(path, tokens: Tokens):
+    """The anonymised copy of one Darshan log or DFTracer trace file (told by its name)."""
+    return anonymize_trace(path, tokens) if str(path).endswith(TRACE_SUFFIXES) else anonymize_file(path, tokens)
+
+
+def output_name(path, tokens: Tokens) -> str:
+    return trace_name(path, tokens) if str(path).endswith(TRACE_SUFFIXES) else anonymized_name(path, tokens)
+
+
 def refuse_other_traces(arg: str, what: str = "anonymize") -> None:
-    """LogError when `arg` is a Recorder or DFTracer trace: anonymising rewrites Darshan logs only."""
-    kind = ("a Recorder trace" if os.path.isdir(arg) and is_recorder_trace(arg)
-            else "a DFTracer trace" if is_dftracer_trace(arg) else None)
-    if kind:
-        raise LogError(f"{what} rewrites Darshan logs only; this is {kind}", arg)
+    """LogError when `arg` is a Recorder trace: anonymising rewrites Darshan logs and DFTracer traces."""
+    if os.path.isdir(arg) and is_recorder_trace(arg):
+        raise LogError(f"{what} rewrites Darshan logs and DFTracer traces; this is a Recorder trace", arg)
 
 
 def find_logs(paths, skipped: Counter | None = None) -> list:
-    """[(log path, folder under OUT relative to its argument)]: files as given, folders walked for logs. Other
-    tracers' traces met in the folders (left out: anonymising rewrites Darshan logs) are counted in `skipped`."""
+    """[(log path, folder under OUT relative to its argument)]: files as given, folders walked for Darshan logs
+    and DFTracer trace files. Recorder traces met in the folders (left out) are counted in `skipped`."""
     found = []
     for arg in map(str, paths):
         refuse_other_traces(arg)
@@ -173,12 +184,13 @@ def find_logs(paths, skipped: Counter | None = None) -> list:
             for root, _, files in walk(arg):
                 rel = os.path.relpath(root, arg)
                 inside += [(os.path.join(root, f), "" if rel == "." else rel) for f in files
-                           if f.endswith(LOG_SUFFIXES)]
+                           if f.endswith(LOG_SUFFIXES + TRACE_SUFFIXES)]
                 count_other_traces(files, others)
+            others.pop("DFTracer trace files", None)  # anonymised with the logs
             if not inside:
                 held = other_traces_text(others)
-                raise LogError("no Darshan log (*.darshan, *.darshan_partial) in this folder"
-                               + (f" (it holds {held}: anonymize rewrites Darshan logs only)" if held else ""), arg)
+                raise LogError("no Darshan log (*.darshan, *.darshan_partial) or DFTracer trace file (*.pfw, "
+                               "*.pfw.gz) in this folder" + (f" (it holds {held}: {REWRITES})" if held else ""), arg)
             found += inside
             if skipped is not None:
                 skipped.update(others)
@@ -200,7 +212,7 @@ def _targets(found: list, out: Path, single: bool, tokens: Tokens, force: bool, 
     plan, seen = [], {}
     for path, rel in found:
         try:
-            name = anonymized_name(path, tokens)
+            name = output_name(path, tokens)
         except LogError as exc:
             failed(exc)
             continue

@@ -93,8 +93,10 @@ BAD_INPUT = {
     "cut": (lambda d, logs: written(d / "cut.darshan", (logs / "pairs/aligned.darshan").read_bytes()[:2000]),
             "truncated"),
     "folder without logs": (lambda d, logs: (d / "nolog").mkdir() or d / "nolog", "no Darshan log"),
-    "a Recorder trace": (lambda d, logs: logs / "recorder/shared_header", "Darshan logs only; this is a Recorder"),
-    "a DFTracer trace": (lambda d, logs: logs / "dftracer/loader_gz", "Darshan logs only; this is a DFTracer"),
+    "a Recorder trace": (lambda d, logs: logs / "recorder/shared_header",
+                         "Darshan logs and DFTracer traces; this is a Recorder"),
+    "a .pfw that is not a trace": (lambda d, logs: written(d / "t.pfw", b"hello, not json\n"),
+                                   "not a DFTracer trace file"),
 }
 
 
@@ -107,7 +109,7 @@ def test_bad_input_is_one_line_and_status_2(logs_dir, tmp_path, make, says):
     assert not (tmp_path / "out.darshan").exists()
 
 
-NO_KEY_CASES = ["text", "cut", "a DFTracer trace"]
+NO_KEY_CASES = ["text", "cut", "a .pfw that is not a trace"]
 
 
 @pytest.mark.parametrize("make, says", [BAD_INPUT[k] for k in NO_KEY_CASES], ids=NO_KEY_CASES)
@@ -116,7 +118,7 @@ def test_bad_input_leaves_no_new_key(logs_dir, tmp_path, make, says, command):
     """Without --key-file, a log that cannot be anonymised leaves no key behind (a stray secret) and says so in
     one line, with no note of a key: `anonymize` and `export --anonymize` alike."""
     r = run_iolens(*command, make(tmp_path, logs_dir), "-o", tmp_path / "out", check=False)
-    assert r.returncode == 2 and says.replace("Darshan logs only", "") in r.stderr and "key" not in r.stderr
+    assert r.returncode == 2 and says in r.stderr and "key" not in r.stderr
     assert r.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == []
 
@@ -464,9 +466,11 @@ def _inflated_regions(data: bytes) -> tuple:
     return out, bo
 
 
-def test_other_tracers_traces_in_a_folder_are_left_out_and_said(logs_dir, tmp_path):
-    """A job folder holding Darshan logs and a DFTracer trace (an AI job traced by both): the logs are
-    anonymised, the trace files are not copied, and the terminal and the JSON report say how many were left."""
+def test_a_job_under_two_tracers_is_anonymised_whole_and_still_lines_up(logs_dir, tmp_path):
+    """A job folder holding Darshan logs and a DFTracer trace (an AI job traced by both): both anonymised with
+    one key, so `compare FOLDER` still lines every file up as on the originals and `jobs` still ties the
+    spawned workers to their parent (Python's own command-line words are kept, and said); Recorder traces in a
+    folder are left out and said."""
     job = tmp_path / "job"
     job.mkdir()
     darshan = sorted((logs_dir / "dftracer/loader_gz_darshan").glob("*.darshan"))
@@ -474,14 +478,21 @@ def test_other_tracers_traces_in_a_folder_are_left_out_and_said(logs_dir, tmp_pa
     for p in darshan + traces:
         (job / p.name).symlink_to(p)
     key = key_file(tmp_path)
-    r = anonymize(job, "-o", tmp_path / "out", "--key-file", key, "--json", "--report", tmp_path / "r.json")
-    said = f"left out, not anonymised: {len(traces)} DFTracer trace files (anonymize rewrites Darshan logs only)"
-    assert said in r.stderr
+    r = anonymize(job, "-o", tmp_path / "out", "--key-file", key, "--json")
     report = json.loads(r.stdout)
-    assert report["skipped"] == {"DFTracer trace files": len(traces)} and len(report["logs"]) == len(darshan)
-    assert json.loads((tmp_path / "r.json").read_text())["skipped"] == report["skipped"]
-    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
-    assert len(written) == len(darshan) and all(p.name.endswith(".darshan") for p in written)
+    assert report["skipped"] == {} and len(report["logs"]) == len(darshan) + len(traces)
+    assert any("command line after the program" in log["kept"] for log in report["logs"])
+    written = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert len([n for n in written if n.endswith(".darshan")]) == len(darshan)
+    assert len([n for n in written if n.endswith(".pfw.gz")]) == len(traces)
+    before = json.loads(run_main("compare", "--json", job).stdout)
+    after = json.loads(run_main("compare", "--json", tmp_path / "out").stdout)
+    def lineup(result):  # (agree?, bytes read, bytes written) of every file, in any order (the names differ)
+        return sorted((f["same"], f["bytes_read"], f["bytes_written"]) for f in result["files"]["bytes"])
+
+    assert lineup(after) == lineup(before) and sum(same for same, _, _ in lineup(before)) >= 24  # the shards
+    steps = [(s["processes"], s["tracers"]) for j in jobs_json(tmp_path / "out")["jobs"] for s in j["steps"]]
+    assert steps == [(s["processes"], s["tracers"]) for j in jobs_json(job)["jobs"] for s in j["steps"]]
     only_traces = tmp_path / "traces"
     only_traces.mkdir()
     shutil.copytree(logs_dir / "recorder", only_traces / "sub")

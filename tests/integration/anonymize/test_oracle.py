@@ -120,8 +120,13 @@ def compare_job(ref_o, ref_a, report, diffs) -> None:
     eo, ea = ref_o["exe"], ref_a["exe"]
     if re.split(r"\S+", eo) != re.split(r"\S+", ea) and not any("command line" in d for d in report.dropped):
         diffs.append(f"exe shape {eo[:40]!r} -> {ea[:40]!r}")
-    if any(w == v for w, v in zip(eo.split(), ea.split()) if w not in ("<unknown", "args>")):
+    # ...but for Python's multiprocessing workers and helpers, whose words after the program are Python's own
+    python_child = "--multiprocessing-fork" in eo or "from multiprocessing." in eo
+    words = list(zip(eo.split(), ea.split()))
+    if any(w == v for w, v in (words[:1] if python_child else words) if w not in ("<unknown", "args>")):
         diffs.append("a command-line word kept")
+    if python_child and "command line after the program" not in report.kept:
+        diffs.append("a multiprocessing command line kept without saying so")
     mo, ma = ref_o["mounts"], ref_a["mounts"]
     if len(mo) != len(ma) and not any("mount-table" in d for d in report.dropped):
         diffs.append(f"{len(mo)} mounts became {len(ma)}")

@@ -28,6 +28,9 @@ REPLACED = {
     "hint_values": "MPI-IO hint values that are not plain settings",
     "pool_names": "Lustre pool names",
     "log_name": "log file name",
+    "trace_hashes": "DFTracer hashes of names (files, hosts, command lines), keyed stand-ins in every event",
+    "trace_strings": "other strings of the trace (paths tokenised per component, the rest replaced)",
+    "trace_name": "trace file name (its hash)",
 }
 
 
@@ -43,6 +46,7 @@ class Report:
     dropped: list = field(default_factory=list)
     cleared: list = field(default_factory=list)  # bytes no reader uses (padding, stale pointers), zeroed
     not_judged: list = field(default_factory=list)
+    unchanged: str = UNCHANGED
 
     def count(self, what: str, n: int = 1) -> None:
         if n:
@@ -53,19 +57,20 @@ class Report:
             "output": self.output, "log_format": self.log_format, "byte_order": self.byte_order,
             "compression": self.compression, "unfinished": self.unfinished,
             "replaced": {k: self.replaced[k] for k in REPLACED if self.replaced[k]},
-            "kept": dict(self.kept), "unchanged": UNCHANGED, "dropped": list(self.dropped),
+            "kept": dict(self.kept), "unchanged": self.unchanged, "dropped": list(self.dropped),
             "cleared": list(self.cleared), "not_judged": list(self.not_judged),
         }
 
     def lines(self) -> list:
         """The report as text, one line per fact."""
-        out = [f"{self.output}: log format {self.log_format} ({self.byte_order} endian, {self.compression})"
-               + (", unfinished" if self.unfinished else "")]
+        form = (f"log format {self.log_format} ({self.byte_order} endian, {self.compression})" if self.byte_order
+                else f"{self.log_format} ({self.compression})")
+        out = [f"{self.output}: {form}" + (", unfinished" if self.unfinished else "")]
         replaced = [f"{self.replaced[k]:,} {REPLACED[k]}" for k in REPLACED if self.replaced[k]]
         out += ["  replaced: " + "; ".join(replaced)] if replaced else ["  replaced: nothing"]
         out += [f"  kept: {what}: {why}" for what, why in self.kept.items()]
         out += [f"  dropped: {what}" for what in self.dropped]
         out += [f"  cleared: {what}" for what in self.cleared]
         out += [f"  not judged: {what}" for what in self.not_judged]
-        out.append(f"  unchanged: {UNCHANGED}")
+        out.append(f"  unchanged: {self.unchanged}")
         return out

@@ -46,6 +46,14 @@ PLAIN_VALUE = re.compile(rb"(?i)[0-9]+(\.[0-9]+)?([kmgt]i?b?)?|true|false|enable
                          rb"|auto|on|off|yes|no|none|[*0-9:,._+-]+")
 HINT_KEY = re.compile(rb"[A-Za-z0-9_.-]+")
 LIB_VER = re.compile(rb"[0-9][0-9A-Za-z.+_-]*")
+# Python's multiprocessing starts its workers and helpers with fixed command lines (`-c "from multiprocessing.spawn
+# import spawn_main; spawn_main(...)" --multiprocessing-fork`): their words are Python's, not the user's, and
+# `iolens jobs` ties a spawned worker to its parent by them; only the program is replaced
+PYTHON_CHILD_KEPT = ("Python's own words (a multiprocessing worker's or helper's `-c \"from multiprocessing.spawn "
+                     "import spawn_main; ...\" --multiprocessing-fork`): `iolens jobs` ties a spawned worker to its "
+                     "parent by them; the program is replaced")
+PYTHON_CHILD = re.compile(rb"""(?:^|\s)-c\s+["']?\s*from\s+multiprocessing\.(?:spawn|resource_tracker|forkserver|"""
+                          rb"""semaphore_tracker)\s+import\s|(?:^|\s)--multiprocessing-fork(?:\s|$)""")
 
 # File-system types a mount table may hold (Linux, HPC): kept. Any other type is replaced (it could be a
 # FUSE program's own name), as is the program part of an unknown `fuse.*` type.
@@ -128,6 +136,16 @@ class Tokens:
             self.originals.setdefault(kind, {})[value] = cached
         return cached
 
+    def hex_hash(self, kind: str, value: str) -> str:
+        """A keyed stand-in for a tracer's hash of a name (hex, as long as the original): the same name's
+        hash gives the same stand-in in every file of every trace under one key."""
+        cached = self._cache.get((kind, value))
+        if cached is None:
+            cached = self.mac(kind, value.encode()).hex()[:max(len(value), 8)]
+            self._cache[(kind, value)] = cached
+            self.originals.setdefault(kind + " hash", {})[value] = cached
+        return cached
+
     def number(self, kind: str, value: int, top: int = 1 << 31) -> int:
         """A positive integer below `top` standing for `value`."""
         token = 1 + int.from_bytes(self.mac(kind, str(value).encode())[:8], "little") % (top - 1)
@@ -171,12 +189,13 @@ class Tokens:
             text, tail = text[:-len(UNKNOWN_ARGS)], UNKNOWN_ARGS + tail
         pieces = re.split(rb"(\s+)", text)
         first = next((i for i, p in enumerate(pieces) if p and not p.isspace()), None)
+        python_child = PYTHON_CHILD.search(text) is not None
         out = []
         for i, piece in enumerate(pieces):
             if not piece or piece.isspace():
                 out.append(piece)
             else:
-                out.append(self.program(piece) if i == first else self.path(piece))
+                out.append(self.program(piece) if i == first else piece if python_child else self.path(piece))
         return b"".join(out) + tail
 
     def program(self, word: bytes) -> bytes:

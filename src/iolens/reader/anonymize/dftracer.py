@@ -1,0 +1,196 @@
+"""Anonymised DFTracer trace files: the same JSON lines, with keyed tokens for everything that identifies the user.
+
+A trace names files, hosts and command lines once, in its metadata events (FH, HH, SH: a name and the hash
+the other events use), and carries those hashes in every event. The names are replaced as in a Darshan log
+(one token per path component, so a relative name still joins its process's working directory), the hashes
+by keyed stand-ins of the same length (a tracer's hash of a path would confirm a guessed path), and every
+other string the trace holds is judged: a plain setting kept, a path tokenised, anything else replaced. The
+events' numbers (times, durations, sizes, offsets, return values, pids, epochs, steps) and the span categories
+and names the loop analysis reads are kept.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import zlib
+
+from ...errors import LogError
+from ..dftracer import TRACE_SUFFIXES
+from .log import Anonymized
+from .report import Report
+from .tokens import PYTHON_CHILD, PYTHON_CHILD_KEPT, Tokens, plain_value
+
+# the hashes events carry, by the metadata event that names them
+HASH_KINDS = {"fhash": "FH", "cwd": "FH", "hhash": "HH", "cmd_hash": "SH", "exec_hash": "SH"}
+NAME_KINDS = {"FH": "file", "HH": "host", "SH": "command"}
+KEPT_METADATA = {"CM", "thread_name"}  # the time unit; a thread's number
+KEPT_STRINGS = {"date"}  # the process's start, as Darshan logs keep start times
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+TRACE_NAME = re.compile(r"(?P<head>.*?)(?P<hash>[0-9a-f]{8,})(?P<tail>-(app|preload)\.pfw(\.gz)?)$")
+UNCHANGED = ("every event's time stamp, duration, size, offset, return value, flags and ids; pids and thread ids; "
+             "span categories and names (the framework's: fetch, step, capture, epoch, ...); epochs and steps; "
+             "the time unit")
+KEPT = {
+    "span categories and names": "the framework's own (dataloader/fetch, compute/step, checkpoint/capture, "
+                                 "pipeline/epoch): what the training-loop analysis reads",
+    "pids and thread ids": "process numbers: they tie workers to their parent and line a job's two tracers up, "
+                           "as Darshan logs keep them",
+    "start dates": "when each process started, as Darshan logs keep start times",
+}
+
+
+def anonymize_trace(path, tokens: Tokens) -> Anonymized:
+    """The anonymised copy of one DFTracer trace file (`.pfw` or `.pfw.gz`, written as it came): its name,
+    report and bytes. A cut-off end (a gzip stream or a line stopped mid-way) is dropped and said; a line that
+    is not an event is dropped, never copied blind. LogError (one line) when nothing in it is an event."""
+    path = str(path)
+    compressed = path.endswith(".gz")
+    data, cut = _text(path, compressed)
+    report = Report(log_format="DFTracer trace", compression="gzip" if compressed else "none",
+                    unchanged=UNCHANGED, kept=dict(KEPT))
+    lines, events, dropped = [], 0, 0
+    pieces = data.split(b"\n")
+    for n, line in enumerate(pieces):
+        text = line.strip()
+        if not text or text in (b"[", b"]"):
+            lines.append(text)
+            continue
+        comma = text.endswith(b",")
+        try:
+            event = json.loads(text[:-1] if comma else text)
+        except ValueError:
+            if n == len(pieces) - 1:
+                cut = True  # the last line stops mid-event
+            else:
+                dropped += 1
+            continue
+        if not isinstance(event, dict):
+            dropped += 1
+            continue
+        lines.append(json.dumps(_event(event, tokens, report), separators=(",", ":")).encode() + (b"," if comma else b""))
+        events += 1
+    if not events and (dropped or cut):
+        raise LogError("not a DFTracer trace file iolens can read (no whole event in it)", path)
+    if dropped:
+        report.dropped.append(f"{dropped:,} line(s) that are not DFTracer events")
+    if cut:
+        report.dropped.append("the cut-off end of the file (a line or gzip stream stopped mid-way)")
+        report.unfinished = True
+    body = b"\n".join(lines)
+    body += b"\n" if body and not body.endswith(b"\n") else b""  # an empty file (the runtime leaves some) stays so
+    body = gzip.compress(body, mtime=0) if compressed and body else body
+    name = trace_name(path, tokens)
+    report.count("trace_name")
+    return Anonymized(name, [(0, body)], report)
+
+
+def trace_name(path, tokens: Tokens) -> str:
+    """`trace-<hash>-app.pfw[.gz]` with a keyed hash (a process's two files keep one); any other name tokenised."""
+    base = os.path.basename(str(path))
+    m = TRACE_NAME.fullmatch(base)
+    if m:
+        return m["head"] + tokens.hex_hash("trace-file", m["hash"]) + m["tail"]
+    suffix = next(s for s in sorted(TRACE_SUFFIXES, key=len, reverse=True) if base.endswith(s)) \
+        if base.endswith(TRACE_SUFFIXES) else ""
+    return tokens.component(base[:len(base) - len(suffix)].encode()).decode() + suffix
+
+
+def _text(path: str, compressed: bool) -> tuple:
+    """(bytes, cut?): the file's text; a gzip stream that stops early gives what it held before."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except IsADirectoryError:
+        raise LogError("is a directory, not a DFTracer trace file", path) from None
+    except OSError as exc:
+        raise LogError(exc.strerror or str(exc), path) from None
+    if not compressed or not raw:  # an empty file (the runtime leaves some, .gz or not) is empty
+        return raw, False
+    out, stream = [], zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        while raw:
+            out.append(stream.decompress(raw))
+            raw = stream.unused_data
+            if raw:
+                stream = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip members one after the other
+    except zlib.error:
+        if not out:
+            raise LogError("not a gzip file", path) from None
+        return b"".join(out), True
+    return b"".join(out), not stream.eof
+
+
+def _event(event: dict, tokens: Tokens, report: Report) -> dict:
+    kind = event.get("name") if event.get("ph") in (4, "M") else None
+    args = event.get("args")
+    if isinstance(args, dict):
+        if kind in NAME_KINDS:
+            event["args"] = _named(kind, args, tokens, report)
+        elif kind in KEPT_METADATA:
+            event["args"] = {k: _hash(k, v, tokens) if k in HASH_KINDS else
+                             (v if (k, kind) != ("name", "thread_name") or str(v).isdigit() else
+                              _string(v, tokens, report)) for k, v in args.items()}
+        else:
+            event["args"] = {k: _value(k, v, tokens, report) for k, v in args.items()}
+    for key, value in list(event.items()):  # the span's category and name, and the event kind, kept
+        if key not in ("name", "cat", "args", "ph") and isinstance(value, str):
+            event[key] = _string(value, tokens, report)
+    return event
+
+
+def _named(kind: str, args: dict, tokens: Tokens, report: Report) -> dict:
+    """An FH/HH/SH event: its name replaced, its value (the hash others use) a keyed stand-in."""
+    out = {}
+    for k, v in args.items():
+        if k == "name" and isinstance(v, str):
+            if kind == "FH":
+                out[k] = tokens.path(v.encode()).decode()
+                report.count("names")
+            elif kind == "HH":
+                out[k] = tokens.hostname(v.encode()).decode()
+                report.count("hostnames")
+            else:
+                words = v.split(";")
+                child = PYTHON_CHILD.search(" ".join(words).encode()) is not None  # Python's words: kept
+                if child:
+                    report.kept["command line after the program"] = PYTHON_CHILD_KEPT
+                out[k] = ";".join([tokens.program(words[0].encode()).decode()]
+                                  + [w if child else tokens.path(w.encode()).decode() for w in words[1:]])
+                report.count("command_words", sum(1 for w in words if w))
+        elif k == "value" and isinstance(v, str):
+            out[k] = tokens.hex_hash(NAME_KINDS[kind], v)
+            report.count("trace_hashes")
+        else:
+            out[k] = _value(k, v, tokens, report)
+    return out
+
+
+def _hash(key: str, value, tokens: Tokens):
+    return tokens.hex_hash(NAME_KINDS[HASH_KINDS[key]], value) if isinstance(value, str) else value
+
+
+def _value(key: str, value, tokens: Tokens, report: Report):
+    """One argument: a hash mapped, numbers kept, nested tables judged one value at a time, strings judged."""
+    if key in HASH_KINDS:
+        return _hash(key, value, tokens)
+    if isinstance(value, dict):  # a setting's name kept; any other key replaced as a string
+        return {(k if IDENTIFIER.fullmatch(k) else _string(k, tokens, report)): _value(k, v, tokens, report)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_value(key, v, tokens, report) for v in value]
+    if isinstance(value, str) and key not in KEPT_STRINGS:
+        return _string(value, tokens, report)
+    return value
+
+
+def _string(value: str, tokens: Tokens, report: Report) -> str:
+    """A plain setting (a number, on/off, a word in capitals such as US or FULL) kept; a path tokenised one
+    component at a time; anything else replaced."""
+    if plain_value(value.encode()) or re.fullmatch(r"[A-Z][A-Z0-9_]*", value):
+        return value
+    report.count("trace_strings")
+    if "/" in value:
+        return tokens.path(value.encode()).decode()
+    return tokens.word("string", value.encode()).decode()
