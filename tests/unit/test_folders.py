@@ -59,8 +59,9 @@ def test_every_command_finds_the_same_logs_through_the_link(tmp_path):
     assert set(find_logs([tree])) == want_finished
     assert set(find_job_logs([tree])) == want_finished | {str(tree / "a/deep/3.darshan_partial")}
     assert set(expand([tree])) == set(find_job_logs([tree]))
-    found = anonymize_find_logs([str(tree)])
-    assert (str(tree / "again/4.darshan"), "again") in found and len(found) == 4
+    found = anonymize_find_logs([str(tree)])  # Darshan logs and DFTracer trace files, each with its folder
+    assert (str(tree / "again/4.darshan"), "again") in found and (str(tree / "trace-0.pfw"), "") in found
+    assert len(found) == 5
 
 
 def test_a_linked_folder_that_holds_a_link_out_is_refused_by_the_server(tmp_path):
