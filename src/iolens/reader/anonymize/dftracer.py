@@ -48,7 +48,7 @@ def anonymize_trace(path, tokens: Tokens) -> Anonymized:
     path = str(path)
     compressed = path.endswith(".gz")
     data, cut = _text(path, compressed)
-    report = Report(log_format="DFTracer trace", compression="gzip" if compressed else "none",
+    report = Report(log_format="DFTracer trace", compression="gzip" if compressed else "plain text",
                     unchanged=UNCHANGED, kept=dict(KEPT))
     lines, events, dropped = [], 0, 0
     pieces = data.split(b"\n")
@@ -147,10 +147,10 @@ def _named(kind: str, args: dict, tokens: Tokens, report: Report) -> dict:
         if k == "name" and isinstance(v, str):
             if kind == "FH":
                 out[k] = tokens.path(v.encode()).decode()
-                report.count("names")
+                report.count("trace_file_names")
             elif kind == "HH":
                 out[k] = tokens.hostname(v.encode()).decode()
-                report.count("hostnames")
+                report.count("trace_host_names")
             else:
                 words = v.split(";")
                 child = PYTHON_CHILD.search(" ".join(words).encode()) is not None  # Python's words: kept

@@ -28,6 +28,8 @@ REPLACED = {
     "hint_values": "MPI-IO hint values that are not plain settings",
     "pool_names": "Lustre pool names",
     "log_name": "log file name",
+    "trace_file_names": "file names (one token per path component)",
+    "trace_host_names": "host names",
     "trace_hashes": "DFTracer hashes of names (files, hosts, command lines), keyed stand-ins in every event",
     "trace_strings": "other strings of the trace (paths tokenised per component, the rest replaced)",
     "trace_name": "trace file name (its hash)",
