@@ -84,6 +84,7 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
     """
     require_extra("fleet", "iolens fleet build")  # before anything is read: one line naming the extra
     thresholds = thresholds_of(overrides, config)
+    fleet_pipeline.check_new_store_has_logs(paths, store, group_by)
     tokens = None
     if anonymize:
         if group_by == "job":

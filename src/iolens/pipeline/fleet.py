@@ -1,18 +1,39 @@
 """Many logs: the fleet store (`iolens fleet build`) and its page (`iolens fleet report`). Needs `iolens[fleet]`."""
 from __future__ import annotations
 
+import os
+from collections import Counter
+
 from ..errors import LogError
 from ..fleet import build as fleet_builder
 from ..fleet import store as fleet_store
 from ..fleet.anonymized import PER_JOB_ANONYMIZED, own_key
-from ..fleet.jobs import is_per_job
+from ..fleet.jobs import find_job_logs, is_per_job
+from ..fleet.scan import find_logs
 from ..fleet.recompute import with_thresholds
 from ..reader.anonymize import Tokens
+from ..reader.folders import other_traces_text
 from ..views.html.fleet import write_fleet_report
 from .anonymize import key_tokens
 from .judge import as_thresholds
 
-__all__ = ["PER_JOB_ANONYMIZED", "fleet_build", "fleet_report", "store_tokens"]
+__all__ = ["PER_JOB_ANONYMIZED", "check_new_store_has_logs", "fleet_build", "fleet_report", "store_tokens"]
+
+
+def check_new_store_has_logs(paths, store, group_by: str | None = None) -> None:
+    """LogError (one line) when a store that does not exist yet would be made from PATHS that hold no Darshan log:
+    a mistyped folder, or one of another tracer's traces, is said before an empty store (or a key) is written.
+    An existing store is brought up to date as it is (finding nothing new is news then)."""
+    if os.path.exists(store):
+        return
+    others = Counter()
+    found = find_job_logs(paths, others) if group_by == "job" else find_logs(paths, others)
+    if not found:
+        held = other_traces_text(others)
+        kinds = "*.darshan, *.darshan_partial" if group_by == "job" else "*.darshan"
+        raise LogError(f"no Darshan log ({kinds}) under {', '.join(map(str, paths))}"
+                       + (f" (they hold {held}: the fleet reads Darshan logs)" if held else "")
+                       + "; nothing written", str(store))
 
 
 def fleet_build(paths, store, **options) -> dict:

@@ -17,7 +17,7 @@ from iolens.analysis.summary import dxt_summary, layer_summary
 from iolens.fleet import store as fleet_store
 from iolens.fleet.build import build, find_logs
 
-from support.cli import run_iolens
+from support.cli import run_iolens, run_main
 from support.corpus import all_logs
 from support.fleet_stores import run_cli
 
@@ -229,3 +229,19 @@ def test_other_tracers_traces_are_left_out_and_said(logs_dir, tmp_path):
     assert json.loads(r.stdout)["other_traces"] == {"DFTracer trace files": len(traces)}
     r = run_iolens("fleet", "build", job, "-o", tmp_path / "per-job", "--group-by", "job", "--scheduler", "threads")
     assert f"iolens: note: left out: {len(traces)} DFTracer trace files" in r.stderr  # one row per job: the same
+
+
+@pytest.mark.parametrize("group_by", [[], ["--group-by", "job"]], ids=["per-log", "per-job"])
+def test_a_new_store_from_no_log_is_one_line_and_writes_nothing(logs_dir, tmp_path, group_by):
+    """An empty folder, or one of another tracer's traces, given for a new store: one line naming what is there,
+    exit 2, no store and no key written; an existing store is brought up to date from it (nothing new)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for folder, says in ((empty, "no Darshan log"), (logs_dir / "dftracer/loader_gz", "they hold 9 DFTracer")):
+        r = run_main("fleet", "build", folder, "-o", tmp_path / "store", *group_by, "--anonymize", check=False)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and says in r.stderr and "nothing written" in r.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
+    run_iolens("fleet", "build", logs_dir / "pairs/aligned.darshan", "-o", tmp_path / "store", *group_by,
+               "--scheduler", "threads", "-q")
+    r = run_iolens("fleet", "build", empty, "-o", tmp_path / "store", *group_by, "--scheduler", "threads")
+    assert "0 found" in r.stdout or "0 logs" in r.stdout
