@@ -28,6 +28,13 @@ NAME_KINDS = {"FH": "file", "HH": "host", "SH": "command"}
 KEPT_METADATA = {"CM", "thread_name"}  # the time unit; a thread's number
 KEPT_STRINGS = {"date"}  # the process's start, as Darshan logs keep start times
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+# A complete event with flat arguments (most of a trace: one system call each), as JSON with no escapes: its
+# strings are judged in its own text, without a parse and a dump (the same judgement as `_event`'s)
+_KEY = rb'"[A-Za-z_][A-Za-z0-9_]*":'
+_FLAT = rb'(?:"[^"\\]*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)'
+_PAIRS = rb"(?:" + _KEY + _FLAT + rb"(?:," + _KEY + _FLAT + rb")*)"
+FLAT_EVENT = re.compile(rb"\{" + _PAIRS + rb'(?:,"args":\{' + _PAIRS + rb"?\})?\}")
+STRING_PAIR = re.compile(rb'"([A-Za-z_][A-Za-z0-9_]*)":"([^"\\]*)"')
 TRACE_NAME = re.compile(r"(?P<head>.*?)(?P<hash>[0-9a-f]{8,})(?P<tail>-(app|preload)\.pfw(\.gz)?)$")
 UNCHANGED = ("every event's time stamp, duration, size, offset, return value, flags and ids; pids and thread ids; "
              "span categories and names (the framework's: fetch, step, capture, epoch, ...); epochs and steps; "
@@ -51,6 +58,7 @@ def anonymize_trace(path, tokens: Tokens) -> Anonymized:
     report = Report(log_format="DFTracer trace", compression="gzip" if compressed else "plain text",
                     unchanged=UNCHANGED, kept=dict(KEPT))
     lines, events, dropped = [], 0, 0
+    seen: dict = {}  # a flat event's `"key":"value"` -> its replacement (the same hashes recur in every event)
     pieces = data.split(b"\n")
     for n, line in enumerate(pieces):
         text = line.strip()
@@ -58,6 +66,11 @@ def anonymize_trace(path, tokens: Tokens) -> Anonymized:
             lines.append(text)
             continue
         comma = text.endswith(b",")
+        fast = _flat_event(text[:-1] if comma else text, tokens, report, seen)
+        if fast is not None:
+            lines.append(fast + (b"," if comma else b""))
+            events += 1
+            continue
         try:
             event = json.loads(text[:-1] if comma else text)
         except ValueError:
@@ -140,6 +153,30 @@ def _event(event: dict, tokens: Tokens, report: Report) -> dict:
     return event
 
 
+def _flat_event(text: bytes, tokens: Tokens, report: Report, seen: dict):
+    """A complete event with flat arguments rewritten in its own text, or None (metadata events, nested values,
+    escapes, anything that is not such an event: `_event` on the parsed line). `seen` remembers each argument's
+    replacement."""
+    if not FLAT_EVENT.fullmatch(text) or b'"ph":4' in text or b'"ph":"M"' in text:
+        return None
+    head, sep, args = text.partition(b'"args":{')
+
+    def top(m):  # the event's own strings: its kind, category and name kept, any other judged
+        if m.group(1) in (b"name", b"cat", b"ph"):
+            return m.group(0)
+        return b'"' + m.group(1) + b'":"' + _string(m.group(2).decode(), tokens, report).encode() + b'"'
+
+    def argument(m):
+        whole = m.group(0)
+        done = seen.get(whole)
+        if done is None:
+            new = _value(m.group(1).decode(), m.group(2).decode(), tokens, report)
+            done = seen[whole] = b'"' + m.group(1) + b'":"' + new.encode() + b'"'
+        return done
+
+    return STRING_PAIR.sub(top, head) + sep + STRING_PAIR.sub(argument, args)
+
+
 def _named(kind: str, args: dict, tokens: Tokens, report: Report) -> dict:
     """An FH/HH/SH event: its name replaced, its value (the hash others use) a keyed stand-in."""
     out = {}
@@ -190,7 +227,9 @@ def _string(value: str, tokens: Tokens, report: Report) -> str:
     component at a time; anything else replaced."""
     if plain_value(value.encode()) or re.fullmatch(r"[A-Z][A-Z0-9_]*", value):
         return value
-    report.count("trace_strings")
+    if value not in report.strings:
+        report.strings.add(value)
+        report.count("trace_strings")
     if "/" in value:
         return tokens.path(value.encode()).decode()
     return tokens.word("string", value.encode()).decode()

@@ -31,7 +31,7 @@ REPLACED = {
     "trace_file_names": "file names (one token per path component)",
     "trace_host_names": "host names",
     "trace_hashes": "DFTracer hashes of names (files, hosts, command lines), keyed stand-ins in every event",
-    "trace_strings": "other strings of the trace (paths tokenised per component, the rest replaced)",
+    "trace_strings": "other distinct strings of the trace (paths tokenised per component, the rest replaced)",
     "trace_name": "trace file name (its hash)",
 }
 
@@ -49,6 +49,7 @@ class Report:
     cleared: list = field(default_factory=list)  # bytes no reader uses (padding, stale pointers), zeroed
     not_judged: list = field(default_factory=list)
     unchanged: str = UNCHANGED
+    strings: set = field(default_factory=set, repr=False)  # the distinct strings counted as trace_strings
 
     def count(self, what: str, n: int = 1) -> None:
         if n:
