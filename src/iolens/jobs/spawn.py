@@ -1,13 +1,7 @@
 """Python multiprocessing's spawned processes, tied to the process that spawned them.
 
-With the `spawn` start method (PyTorch's DataLoader with `multiprocessing_context="spawn"`, the default on macOS)
-Python starts each worker as a new interpreter, and its helpers (the resource tracker, the fork server) too:
-
-    PYTHON [options] -c "from multiprocessing.spawn import spawn_main; spawn_main(...)" --multiprocessing-fork
-    PROGRAM --multiprocessing-fork tracker_fd=7 pipe_handle=12          (a frozen program)
-    PYTHON [options] -c "from multiprocessing.resource_tracker import main;main(6)"
-    PYTHON [options] -c "from multiprocessing.forkserver import main; main(...)"
-
+With the `spawn` start method Python starts each worker as a new interpreter, and its helpers (the resource
+tracker, the fork server) too, each with a command line of its own (reader/python_children.py: `kind`).
 Darshan records a parent only for a fork (`fork_parent`), so each such process leaves a log with no parent. Its
 parent is inferred here: among the processes of its job (the caller's `members`) of the same user running the
 same interpreter (the first word of the command line: equal, or the parent's a bare name found on PATH equal to
@@ -20,26 +14,12 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
-from typing import Optional
 
-# a spawned worker: `-c` running spawn_main, then the --multiprocessing-fork marker; or a frozen program's form
-_WORKER = re.compile(r"""(?:^|\s)-c\s+["']?\s*from\s+multiprocessing\.spawn\s+import\s+spawn_main\b"""
-                     r""".*\s["']?--multiprocessing-fork\b""")
-_FROZEN_WORKER = re.compile(r"""^\S+\s+--multiprocessing-fork(?:\s|$)""")
-# a helper the parent starts the same way (semaphore_tracker: Python 3.7)
-_HELPER = re.compile(r"""(?:^|\s)-c\s+["']?\s*from\s+multiprocessing\.(resource_tracker|forkserver|semaphore_tracker)"""
-                     r"""\s+import\s+main\b""")
+from ..reader.python_children import kind
+
 _QUOTES = "\"'"
 
-
-def kind(command: str) -> Optional[str]:
-    """"worker" (a spawned worker), "helper" (multiprocessing's resource tracker, fork server, semaphore
-    tracker) or None for any other command line."""
-    command = command or ""
-    if _WORKER.search(command) or _FROZEN_WORKER.search(command):
-        return "worker"
-    return "helper" if _HELPER.search(command) else None
+__all__ = ["interpreter", "kind", "parents", "same_interpreter"]
 
 
 def interpreter(command: str) -> str:

@@ -20,7 +20,7 @@ from ...errors import LogError
 from ..dftracer import TRACE_SUFFIXES
 from .log import Anonymized
 from .report import Report
-from .tokens import PYTHON_CHILD, PYTHON_CHILD_KEPT, Tokens, plain_value
+from .tokens import PYTHON_CHILD_KEPT, Tokens, plain_value, python_child
 
 # the hashes events carry, by the metadata event that names them
 HASH_KINDS = {"fhash": "FH", "cwd": "FH", "hhash": "HH", "cmd_hash": "SH", "exec_hash": "SH"}
@@ -189,12 +189,10 @@ def _named(kind: str, args: dict, tokens: Tokens, report: Report) -> dict:
                 out[k] = tokens.hostname(v.encode()).decode()
                 report.count("trace_host_names")
             else:
-                words = v.split(";")
-                child = PYTHON_CHILD.search(" ".join(words).encode()) is not None  # Python's words: kept
-                if child:
+                words = [w.encode() for w in v.split(";")]
+                if python_child(b" ".join(words)):
                     report.kept["command line after the program"] = PYTHON_CHILD_KEPT
-                out[k] = ";".join([tokens.program(words[0].encode()).decode()]
-                                  + [w if child else tokens.path(w.encode()).decode() for w in words[1:]])
+                out[k] = b";".join(tokens.argv(words)).decode()
                 report.count("command_words", sum(1 for w in words if w))
         elif k == "value" and isinstance(v, str):
             out[k] = tokens.hex_hash(NAME_KINDS[kind], v)

@@ -13,7 +13,7 @@ import struct
 
 from ...errors import LogError
 from .report import Report
-from .tokens import DARSHAN_METADATA, LIB_VER, PYTHON_CHILD, PYTHON_CHILD_KEPT, TRUNCATED, Tokens, hints_text
+from .tokens import DARSHAN_METADATA, LIB_VER, PYTHON_CHILD_KEPT, TRUNCATED, Tokens, hints_text, python_child
 
 RECORD_SIZE = 4096  # DARSHAN_JOB_RECORD_SIZE: what libdarshan-util reads of the job region
 METADATA_LEN = 1024
@@ -103,7 +103,7 @@ def rewrite_exe_and_mounts(text: bytes, tokens: Tokens, report: Report, limit: i
     command, mount_lines = split_exe(text)
     new_command = tokens.command_line(command)
     report.count("command_words", len(command.split()))
-    if PYTHON_CHILD.search(command):
+    if python_child(command):
         report.kept["command line after the program"] = PYTHON_CHILD_KEPT
     mounts, kept_types = [], set()
     for line in mount_lines:

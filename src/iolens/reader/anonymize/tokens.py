@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from ...errors import LogError
+from ..python_children import kind
 from ..writer import write_atomically
 
 WORD = 10  # base32 characters of a text token: 50 bits
@@ -46,14 +47,17 @@ PLAIN_VALUE = re.compile(rb"(?i)[0-9]+(\.[0-9]+)?([kmgt]i?b?)?|true|false|enable
                          rb"|auto|on|off|yes|no|none|[*0-9:,._+-]+")
 HINT_KEY = re.compile(rb"[A-Za-z0-9_.-]+")
 LIB_VER = re.compile(rb"[0-9][0-9A-Za-z.+_-]*")
-# Python's multiprocessing starts its workers and helpers with fixed command lines (`-c "from multiprocessing.spawn
-# import spawn_main; spawn_main(...)" --multiprocessing-fork`): their words are Python's, not the user's, and
-# `iolens jobs` ties a spawned worker to its parent by them; only the program is replaced
+# Python's multiprocessing starts its workers and helpers with fixed command lines (reader/python_children.py):
+# their words are Python's, not the user's, and `iolens jobs` ties a spawned worker to its parent by them; only
+# the program is replaced
 PYTHON_CHILD_KEPT = ("Python's own words (a multiprocessing worker's or helper's `-c \"from multiprocessing.spawn "
                      "import spawn_main; ...\" --multiprocessing-fork`): `iolens jobs` ties a spawned worker to its "
                      "parent by them; the program is replaced")
-PYTHON_CHILD = re.compile(rb"""(?:^|\s)-c\s+["']?\s*from\s+multiprocessing\.(?:spawn|resource_tracker|forkserver|"""
-                          rb"""semaphore_tracker)\s+import\s|(?:^|\s)--multiprocessing-fork(?:\s|$)""")
+
+
+def python_child(command: bytes) -> bool:
+    """A command line Python's multiprocessing gave a worker or helper it started as a new interpreter."""
+    return kind(command.decode("utf-8", "replace")) is not None
 
 # File-system types a mount table may hold (Linux, HPC): kept. Any other type is replaced (it could be a
 # FUSE program's own name), as is the program part of an unknown `fuse.*` type.
@@ -188,15 +192,14 @@ class Tokens:
         if text.endswith(UNKNOWN_ARGS):
             text, tail = text[:-len(UNKNOWN_ARGS)], UNKNOWN_ARGS + tail
         pieces = re.split(rb"(\s+)", text)
-        first = next((i for i, p in enumerate(pieces) if p and not p.isspace()), None)
-        python_child = PYTHON_CHILD.search(text) is not None
-        out = []
-        for i, piece in enumerate(pieces):
-            if not piece or piece.isspace():
-                out.append(piece)
-            else:
-                out.append(self.program(piece) if i == first else piece if python_child else self.path(piece))
-        return b"".join(out) + tail
+        words = iter(self.argv([p for p in pieces if p and not p.isspace()]))
+        return b"".join(p if not p or p.isspace() else next(words) for p in pieces) + tail
+
+    def argv(self, words: list) -> list:
+        """A command's words: the program as `program` gives it, every argument as a path; a multiprocessing
+        worker's or helper's arguments kept (Python's own: PYTHON_CHILD_KEPT)."""
+        keep = python_child(b" ".join(words))
+        return [self.program(w) if i == 0 else w if keep else self.path(w) for i, w in enumerate(words)]
 
     def program(self, word: bytes) -> bytes:
         if not self.keep_exe_name:
