@@ -57,17 +57,17 @@ def compare(*logs, labels=None, baseline_runs: int = 1, noise_ratio: float = NOI
     labels = list(labels or [])
     labels += [_default_label(log.path) for log in loaded[len(labels):]]
     runs = [_run(log, label) for log, label in zip(loaded, labels)]
-    judged = [r for r in runs if r["tracer"] == runs[0]["tracer"]]  # the baseline's tracer's runs get verdicts
-    measure = "loop_io_wait" if all(r["loop"] for r in judged) else "io_time"
-    rule = noise_rule([measured(r, measure) for r in runs[:baseline_runs] if r in judged], noise_ratio, noise_seconds,
-                      measure)
     base = runs[0]
+    judged = [r["tracer"] == base["tracer"] for r in runs]  # the baseline's tracer's runs get verdicts
+    measure = "loop_io_wait" if all(r["loop"] for r, j in zip(runs, judged) if j) else "io_time"
+    rule = noise_rule([measured(r, measure) for r, j in zip(runs[:baseline_runs], judged) if j], noise_ratio,
+                      noise_seconds, measure)
     for i, run in enumerate(runs):
         run["baseline"] = i < baseline_runs
         run["ratio"] = {k: _ratio(run[k], base[k]) for k in RATIO_KEYS}
         run["verdict"] = ({"verdict": BASELINE, "speedup": None, "factor": None, "reason": "baseline"} if i == 0 else
-                          not_judged(base["tracer"], run["tracer"]) if run["tracer"] != base["tracer"] else
-                          verdict(rule, measured(run, measure)))
+                          verdict(rule, measured(run, measure)) if judged[i] else
+                          not_judged(base["tracer"], run["tracer"]))
     configs = [r.pop("config") for r in runs]
     files = match_files([r.pop("file_names") for r in runs])
     files["bytes"] = file_bytes_lineup(files["matched"], [r.pop("file_bytes") for r in runs])
