@@ -8,11 +8,11 @@ from ..errors import LogError
 from ..fleet import build as fleet_builder
 from ..fleet import store as fleet_store
 from ..fleet.anonymized import PER_JOB_ANONYMIZED, own_key
-from ..fleet.jobs import find_job_logs, is_per_job
+from ..fleet.jobs import is_per_job
 from ..fleet.scan import find_logs
 from ..fleet.recompute import with_thresholds
 from ..reader.anonymize import Tokens
-from ..reader.folders import other_traces_text
+from ..reader.folders import LOG_SUFFIX, LOG_SUFFIXES, count_other_traces, other_traces_text, walk
 from ..views.html.fleet import write_fleet_report
 from .anonymize import key_tokens
 from .judge import as_thresholds
@@ -27,13 +27,28 @@ def check_new_store_has_logs(paths, store, group_by: str | None = None) -> None:
     if os.path.exists(store):
         return
     others = Counter()
-    found = find_job_logs(paths, others) if group_by == "job" else find_logs(paths, others)
-    if not found:
+    if not _holds_a_log(paths, LOG_SUFFIXES if group_by == "job" else (LOG_SUFFIX,), others):
         held = other_traces_text(others)
         kinds = "*.darshan, *.darshan_partial" if group_by == "job" else "*.darshan"
         raise LogError(f"no Darshan log ({kinds}) under {', '.join(map(str, paths))}"
                        + (f" (they hold {held}: the fleet reads Darshan logs)" if held else "")
                        + "; nothing written", str(store))
+
+
+def _holds_a_log(paths, suffixes: tuple, others: Counter) -> bool:
+    """Whether PATHS name a log: a folder's walk stops at its first (the build walks it again), a file, glob or
+    list file is as the build finds it (LogError for a path that is not there); other tracers' traces met
+    meanwhile are counted in `others`."""
+    for path in map(str, paths):
+        if not os.path.isdir(path):
+            if find_logs([path], others):
+                return True
+            continue
+        for _, _, files in walk(path):
+            if any(f.endswith(suffixes) for f in files):
+                return True
+            count_other_traces(files, others)
+    return False
 
 
 def fleet_build(paths, store, **options) -> dict:
