@@ -22,7 +22,6 @@ __all__ = ["Anonymization", "anonymize", "anonymized_copies", "find_logs", "key_
 REWRITES = "anonymize rewrites Darshan logs and DFTracer traces"
 
 
-
 @dataclass
 class Anonymization:
     """What `anonymize` did: the key, each log written (its input and report, `report.output` the file), and

@@ -12,7 +12,6 @@ from ..reader.dftracer import TRACE_SUFFIXES, is_dftracer_trace
 from ..reader.folders import NOTHING_HERE
 from ..reader.recorder import is_recorder_trace
 
-
 __all__ = ["describe_jobs", "holds_two_tracers", "open", "open_tracers", "summary"]
 
 

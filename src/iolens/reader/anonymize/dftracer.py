@@ -65,14 +65,15 @@ def anonymize_trace(path, tokens: Tokens) -> Anonymized:
         if not text or text in (b"[", b"]"):
             lines.append(text)
             continue
-        comma = text.endswith(b",")
-        fast = _flat_event(text[:-1] if comma else text, tokens, report, seen)
+        comma = b"," if text.endswith(b",") else b""
+        text = text[:-1] if comma else text
+        fast = _flat_event(text, tokens, report, seen)
         if fast is not None:
-            lines.append(fast + (b"," if comma else b""))
+            lines.append(fast + comma)
             events += 1
             continue
         try:
-            event = json.loads(text[:-1] if comma else text)
+            event = json.loads(text)
         except ValueError:
             if n == len(pieces) - 1:
                 cut = True  # the last line stops mid-event
@@ -82,7 +83,7 @@ def anonymize_trace(path, tokens: Tokens) -> Anonymized:
         if not isinstance(event, dict):
             dropped += 1
             continue
-        lines.append(json.dumps(_event(event, tokens, report), separators=(",", ":")).encode() + (b"," if comma else b""))
+        lines.append(json.dumps(_event(event, tokens, report), separators=(",", ":")).encode() + comma)
         events += 1
     if not events and (dropped or cut):
         raise LogError("not a DFTracer trace file iolens can read (no whole event in it)", path)
@@ -105,8 +106,7 @@ def trace_name(path, tokens: Tokens) -> str:
     m = TRACE_NAME.fullmatch(base)
     if m:
         return m["head"] + tokens.hex_hash("trace-file", m["hash"]) + m["tail"]
-    suffix = next(s for s in sorted(TRACE_SUFFIXES, key=len, reverse=True) if base.endswith(s)) \
-        if base.endswith(TRACE_SUFFIXES) else ""
+    suffix = max((s for s in TRACE_SUFFIXES if base.endswith(s)), key=len, default="")
     return tokens.component(base[:len(base) - len(suffix)].encode()).decode() + suffix
 
 
@@ -142,15 +142,23 @@ def _event(event: dict, tokens: Tokens, report: Report) -> dict:
         if kind in NAME_KINDS:
             event["args"] = _named(kind, args, tokens, report)
         elif kind in KEPT_METADATA:
-            event["args"] = {k: _hash(k, v, tokens) if k in HASH_KINDS else
-                             (v if (k, kind) != ("name", "thread_name") or str(v).isdigit() else
-                              _string(v, tokens, report)) for k, v in args.items()}
+            event["args"] = {k: _kept(kind, k, v, tokens, report) for k, v in args.items()}
         else:
             event["args"] = {k: _value(k, v, tokens, report) for k, v in args.items()}
     for key, value in list(event.items()):  # the span's category and name, and the event kind, kept
         if key not in ("name", "cat", "args", "ph") and isinstance(value, str):
             event[key] = _string(value, tokens, report)
     return event
+
+
+def _kept(kind: str, key: str, value, tokens: Tokens, report: Report):
+    """An argument of a CM or thread_name event: kept (the time unit), but a hash mapped and a thread name
+    that is not the thread's number judged."""
+    if key in HASH_KINDS:
+        return _hash(key, value, tokens)
+    if kind == "thread_name" and key == "name" and not str(value).isdigit():
+        return _string(value, tokens, report)
+    return value
 
 
 def _flat_event(text: bytes, tokens: Tokens, report: Report, seen: dict):
