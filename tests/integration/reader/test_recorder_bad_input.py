@@ -44,10 +44,24 @@ def test_missing_rank_file(copy):
     assert "missing 2.cst" in one_error_line(copy)
 
 
-def test_wrong_version(copy):
-    (copy / "VERSION").write_text("2.3.3")
+@pytest.mark.parametrize("version", ["2.2.1", "3.0.0"])
+def test_release_not_read(copy, version):
+    """A release iolens does not know the layout of: named, with the releases it reads."""
+    (copy / "VERSION").write_text(version)
     line = one_error_line(copy)
-    assert "version 2.3.3" in line and "2.4" in line
+    assert f"version {version}" in line and all(r in line for r in ("2.3", "2.4", "2.5"))
+
+
+def test_pattern_recognition_is_refused(tmp_path, logs_dir):
+    """Recorder 2.5 can store offsets as patterns (opt-in): said in one line, not read as numbers."""
+    from support.recordertools import write_trace
+
+    folder = write_trace(tmp_path / "t", logs_dir / "recorder" / "shared_header",
+                         [[("MPI_Barrier", 0, ["MPI_COMM_WORLD"], 0.1, 0.2)]], release="2.5")
+    meta = bytearray((folder / "recorder.mt").read_bytes())
+    meta[38] = 1  # interprocess_pattern_recognition
+    (folder / "recorder.mt").write_bytes(bytes(meta))
+    assert "RECORDER_INTERPROCESS_PATTERN_RECOGNITION=1" in one_error_line(folder)
 
 
 @pytest.mark.parametrize("name", ["0.cst", "1.cfg", "3.ts", "recorder.mt"])
