@@ -211,3 +211,10 @@ def recorder2text_times(folder: Path, rank: int):
         for index in range(min(n_calls, len(ticks))):
             emit(index)
     return out
+
+
+def rewrite_dump(real: Path, folder: Path, release: str, merged: bool = False, zlib_timestamps: bool = True) -> Path:
+    """A real trace's calls, as its recorder2text dump prints them, written in `release`'s layout."""
+    nprocs = len(list((real / "_text").glob("*.txt")))
+    ranks = [[(f, d, a, float(s), float(e)) for f, d, a, s, e in dump_calls(real, r)] for r in range(nprocs)]
+    return write_trace(folder, real, ranks, release=release, merged=merged, zlib_timestamps=zlib_timestamps)

@@ -104,3 +104,31 @@ def test_huge_repeat_count_is_refused_fast(copy):
     with pytest.raises(LogError, match="more calls than the timestamps hold"):
         iolens.read(copy)
     assert time.perf_counter() - began < 60  # no expansion into gigabytes (that would take minutes)
+
+
+@pytest.mark.parametrize("name", ["recorder.cst", "ug.cfg", "ug.mt", "recorder.ts", "recorder.mt"])
+def test_cut_files_of_release_25(copy_25, name):
+    """Recorder 2.5's shared files (one signature table, the unique grammars, every rank's timestamps)."""
+    data = (copy_25 / name).read_bytes()
+    for cut in sorted({0, 3, 17, len(data) // 3, len(data) // 2, len(data) - 5, len(data) - 1}):
+        (copy_25 / name).write_bytes(data[:cut])
+        with pytest.raises(LogError) as err:
+            iolens.read(copy_25)
+        assert str(copy_25) in str(err.value) and "\n" not in str(err.value)
+    assert "trace" in one_error_line(copy_25) or name in one_error_line(copy_25)
+    (copy_25 / name).unlink()
+    said = one_error_line(copy_25)  # without recorder.mt the folder is no Recorder trace at all
+    assert f"missing {name}" in said or (name == "recorder.mt" and "no log or trace" in said)
+
+
+def test_seeded_random_damage_of_release_25(copy_25):
+    rng = random.Random(25)
+    originals = {p.name: p.read_bytes() for p in copy_25.iterdir() if p.is_file() and p.name != "VERSION"}
+    for name, data in originals.items():
+        for _ in range(25):
+            damaged = bytearray(data)
+            for _ in range(rng.randint(1, 4)):
+                damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+            (copy_25 / name).write_bytes(bytes(damaged))
+            reads_or_says_why(copy_25)
+        (copy_25 / name).write_bytes(data)

@@ -19,7 +19,7 @@ import iolens
 from iolens.model.recorder.calls import LAYERS
 
 from support.cli import run_iolens as run
-from support.recordertools import dump_calls, recorder2text_times, write_trace
+from support.recordertools import dump_calls, recorder2text_times, rewrite_dump, write_trace
 
 TRACES = ("seqwrite_mpiio", "shared_header", "small_records")
 LAYOUTS = {  # id: (release, merged across ranks, zlib timestamps)
@@ -34,10 +34,7 @@ SEGMENT_COLUMNS = ["module", "file_id", "rank", "op", "offset", "length", "start
 
 def rewrite(real: Path, folder: Path, layout: str) -> Path:
     """The real trace's calls, as its dump prints them, written in another release's layout."""
-    release, merged, zlib_times = LAYOUTS[layout]
-    nprocs = len(list((real / "_text").glob("*.txt")))
-    ranks = [[(f, d, a, float(s), float(e)) for f, d, a, s, e in dump_calls(real, r)] for r in range(nprocs)]
-    return write_trace(folder, real, ranks, release=release, merged=merged, zlib_timestamps=zlib_times)
+    return rewrite_dump(real, folder, *LAYOUTS[layout])
 
 
 def printed(log, row: dict) -> tuple:
