@@ -17,7 +17,7 @@ MPI_TYPE_BYTES = {
     "MPI_UNSIGNED_LONG_LONG": 8, "MPI_DOUBLE": 8, "MPI_INT64_T": 8, "MPI_UINT64_T": 8, "MPI_LONG_DOUBLE": 16,
     "MPI_C_DOUBLE_COMPLEX": 16, "MPI_DOUBLE_COMPLEX": 16, "MPI_C_FLOAT_COMPLEX": 8, "MPI_COMPLEX": 8,
 }
-# POSIX argument positions as Recorder 2.4 stores them (it names the file where the call took a descriptor)
+# POSIX argument positions as Recorder 2.3–2.5 store them (it names the file where the call took a descriptor)
 PREADWRITE = ("pwrite", "pwrite64", "pread", "pread64")  # (path, buf, count, offset)
 READWRITE = ("write", "read")  # (path, buf, count)
 VECTORED = ("writev", "readv")  # (path, total bytes, iovcnt)
