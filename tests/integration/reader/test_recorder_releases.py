@@ -152,3 +152,20 @@ def test_real_trace_of_another_release(folder):
     assert log.segments.height > 0
     for command in ("info", "diagnose"):
         assert run(command, "--json", str(folder)).returncode == 0
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_calls_without_arguments(tmp_path, logs_dir, layout):
+    """A signature with no argument text (none of the shared traces has one) beside others, in every layout."""
+    release, merged, zlib_times = LAYOUTS[layout]
+    calls = [("MPI_Wtime", 0, []), ("MPI_Barrier", 0, ["MPI_COMM_WORLD"]), ("MPI_Wtime", 0, []),
+             ("pwrite", 1, ["/tmp/a_b", "%p", "10", "7"])]
+    ranks = [[(f, d, a, 0.1 * k + 0.01, 0.1 * k + 0.05) for k, (f, d, a) in enumerate(calls)]] * 2
+    folder = write_trace(tmp_path / layout, logs_dir / "recorder" / "shared_header", ranks, release=release,
+                         merged=merged, zlib_timestamps=zlib_times)
+    log = iolens.read(folder)
+    for rank in (0, 1):
+        rows = log.calls.filter(pl.col("rank") == rank).sort("seq")
+        assert rows["func"].to_list() == [f for f, _d, _a in calls]
+        assert rows["args"].to_list() == [a for _f, _d, a in calls]
+    assert log.segments.select("offset", "length").rows() == [(7, 10), (7, 10)]

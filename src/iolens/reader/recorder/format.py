@@ -184,24 +184,42 @@ def _parse_signatures(data: bytes, name: str, n_funcs: int, head: int = 16) -> t
     if (entries and (terms.min() < 0 or terms.max() >= entries or np.bincount(terms).max() != 1)) or (
             (arg_len != key_len - _KEY_FIXED).any() or ((func >= n_funcs) & (func != USER_FUNCTION)).any()):
         return _parse_signatures_one_by_one(data, name, n_funcs, head)
-    # every text ends with the space after its last argument: make that byte the separator (an empty text
-    # gets a separator of its own)
-    seg_len = np.maximum(arg_len, 1).astype(np.int64)
-    seg_end = np.cumsum(seg_len)
-    within = np.arange(int(seg_end[-1]) if entries else 0, dtype=np.int64) - np.repeat(seg_end - seg_len, seg_len)
-    out = buf[np.repeat(args_at, seg_len) + within]
-    out[seg_end - 1] = ord("\n")
-    if entries and ((buf[args_at + arg_len - 1] != ord(" ")) & (arg_len > 0)).any():
+    found = _argument_texts(buf, args_at, arg_len)
+    if found is None or (found[1] + (arg_len > 0) != argc).any():
         return _parse_signatures_one_by_one(data, name, n_funcs, head)
-    texts = out.tobytes().decode("utf-8", "replace").split("\n")[:-1] if entries else []
-    if len(texts) != entries:  # a newline inside an argument
-        return _parse_signatures_one_by_one(data, name, n_funcs, head)
-    spaces = np.add.reduceat((out == ord(" ")).astype(np.int64), seg_end - seg_len) if entries else 0
-    if (spaces + (arg_len > 0) != argc).any():
-        return _parse_signatures_one_by_one(data, name, n_funcs, head)
+    texts = found[0]
     order = np.argsort(terms)
     return (func[order].copy(), depth[order].copy(), tid[order], [texts[k] for k in order.tolist()],
             argc[order].copy())
+
+
+def _argument_texts(buf: np.ndarray, args_at: np.ndarray, arg_len: np.ndarray):
+    """(each signature's argument text without its trailing space, the spaces left in it), or None where the
+    bytes are not as Recorder writes them. The texts are picked out of the table with one boolean mask
+    (index arrays as long as the table would cost a pass over memory eight times its size) and decoded as
+    one string, the space after each text's last argument made the separator."""
+    full = arg_len > 0
+    if not full.any():
+        return [""] * len(arg_len), np.zeros(len(arg_len), dtype=np.int64)
+    # region starts and ends never meet (a head lies between two regions): +1 in, -1 out, summed in order
+    edges = np.zeros(len(buf) + 1, dtype=np.int8)
+    edges[args_at[full]] = 1
+    edges[(args_at + arg_len)[full]] = -1
+    out = buf[np.cumsum(edges[:-1], dtype=np.int8).view(bool)]
+    ends = np.cumsum(arg_len[full].astype(np.int64)) - 1
+    if (out[ends] != ord(" ")).any():
+        return None
+    out[ends] = ord("\n")
+    texts = out.tobytes().decode("utf-8", "replace").split("\n")[:-1]
+    if len(texts) != len(ends):  # a newline inside an argument
+        return None
+    space_at = np.flatnonzero(out == ord(" "))
+    spaces = np.zeros(len(arg_len), dtype=np.int64)
+    spaces[full] = np.searchsorted(space_at, ends) - np.searchsorted(space_at, ends - arg_len[full] + 1)
+    if full.all():
+        return texts, spaces
+    filled = iter(texts)
+    return [next(filled) if f else "" for f in full.tolist()], spaces
 
 
 def _parse_signatures_one_by_one(data: bytes, name: str, n_funcs: int, head: int = 16) -> tuple:

@@ -197,7 +197,7 @@ class TraceFiles:
         data, blocks = self._once("recorder.ts", self._rank_blocks)
         begin, end = blocks[rank]
         if self.header.zlib_timestamps and end > begin:
-            out, stop = unzlib(data[:end], begin, "recorder.ts")
+            out, stop = unzlib(memoryview(data)[:end], begin, "recorder.ts")  # a view: no copy per rank
             if stop != end:
                 raise LogError(f"corrupt recorder.ts: rank {rank}'s block holds more than its compressed data")
             return out, "recorder.ts"
