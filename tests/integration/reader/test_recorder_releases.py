@@ -169,3 +169,25 @@ def test_calls_without_arguments(tmp_path, logs_dir, layout):
         assert rows["func"].to_list() == [f for f, _d, _a in calls]
         assert rows["args"].to_list() == [a for _f, _d, a in calls]
     assert log.segments.select("offset", "length").rows() == [(7, 10), (7, 10)]
+
+
+def test_mpi_not_traced(tmp_path, logs_dir):
+    """Recorder 2.5 leaves MPI calls untraced by default (its metadata says so): no barrier orders the ranks,
+    so conflicts are judged as on a Darshan log, and the trace's notes say why."""
+    real = logs_dir / "recorder" / "shared_header"
+    folder = rewrite_dump(real, tmp_path / "t", "2.5", merged=True)
+    meta = bytearray((folder / "recorder.mt").read_bytes())
+    meta[5] = 0  # mpi_tracing, the second of the six bools after the rank count
+    (folder / "recorder.mt").write_bytes(bytes(meta))
+    info = json.loads(run("info", "--json", str(folder)).stdout)
+    assert any("did not trace MPI calls" in note for note in info["job"]["notes"])
+
+    def conflict_metrics(path):
+        insights = json.loads(run("diagnose", "--json", "--all", str(path)).stdout)["insights"]
+        return [i["evidence"]["metrics"] for i in insights if i["code"] == "CONFLICT"]
+
+    per_model = conflict_metrics(real)
+    assert per_model and all("synchronised_MPI_IO" in m for m in per_model)
+    plain = conflict_metrics(folder)
+    assert plain and not any(key.startswith("synchronised") for m in plain for key in m)
+    assert sum(m["pairs"] for m in plain) == sum(m["pairs"] for m in per_model)

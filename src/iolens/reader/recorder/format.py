@@ -49,6 +49,7 @@ class RecorderRaw:
     time_resolution: float
     func_names: list
     ranks: list = field(default_factory=list)  # RankTrace per rank
+    untraced: tuple = ()  # layers Recorder did not trace ("MPI": Recorder 2.5's default)
 
     def func_classes(self) -> np.ndarray:
         """Recorder's class of every function id 0..255: 0 POSIX, 1 MPI-IO, 2 MPI, 3 HDF5, 4 user function
@@ -110,7 +111,8 @@ def _read_header(folder: str, path: str) -> tuple:
     names = data[release.metadata_size:].decode("ascii", "replace").split("\n")[:-1]
     if not names or len(names) > 255:
         raise LogError(f"corrupt recorder.mt: {len(names)} function names")
-    raw = RecorderRaw(path, version, header.nprocs, header.start_ts, header.time_resolution, names)
+    raw = RecorderRaw(path, version, header.nprocs, header.start_ts, header.time_resolution, names,
+                      untraced=header.untraced)
     return raw, TraceFiles(folder, release, header)
 
 

@@ -51,6 +51,7 @@ class Header:
     time_resolution: float
     interprocess: bool  # one signature table and the unique grammars for all ranks (ug.mt)
     zlib_timestamps: bool
+    untraced: tuple = ()  # layers Recorder was told not to trace (2.5 says which; 2.3 and 2.4 trace all)
 
 
 def release_of(version: str) -> Release:
@@ -92,14 +93,16 @@ def _header_23_24(data: bytes, release: Release) -> Header:
 def _header_25(data: bytes) -> Header:
     # int ranks; bool posix, mpi, mpiio, hdf5 tracing, store_tid, store_call_depth; double start, resolution;
     # int ts buffer; bool ts_compression, interprocess_compression, inter- and intraprocess pattern recognition
-    (nprocs, *_tracing, start_ts, resolution, _buffer, ts_zlib, interprocess, inter_pattern,
-     intra_pattern) = struct.unpack_from("<i6B6xddi4B", data)
+    (nprocs, posix, mpi, mpiio, hdf5, _tid, _depth, start_ts, resolution, _buffer, ts_zlib, interprocess,
+     inter_pattern, intra_pattern) = struct.unpack_from("<i6B6xddi4B", data)
     if inter_pattern or intra_pattern:
         which = "RECORDER_INTERPROCESS_PATTERN_RECOGNITION" if inter_pattern else \
             "RECORDER_INTRAPROCESS_PATTERN_RECOGNITION"
         raise LogError(f"Recorder 2.5 trace made with {which}=1 stores offsets as patterns, not values: "
                        "iolens cannot read it")
-    return Header(nprocs, start_ts, resolution, bool(interprocess), bool(ts_zlib))
+    untraced = tuple(layer for layer, on in (("POSIX", posix), ("MPI", mpi), ("MPI-IO", mpiio), ("HDF5", hdf5))
+                     if not on)  # 2.5 leaves MPI (RECORDER_MPI_TRACING) off by default
+    return Header(nprocs, start_ts, resolution, bool(interprocess), bool(ts_zlib), untraced)
 
 
 def read_file(folder: str, name: str) -> bytes:
