@@ -137,6 +137,8 @@ pub struct FileResult {
     pub meta: Vec<Meta>,
     pub internal: Vec<Internal>,
     pub aggregated: Vec<Aggregated>,
+    named_files: rustc_hash::FxHashSet<u32>, // files calls named by path (`fname`), said once as FH events
+    meta_ids: FxHashMap<i64, (u64, i64)>, // pid -> metadata events numbered (DFTracer 1.0.x numbers them), max id
     pub lines: u64,
     pub bad_lines: u64,
     pub first_bad: Option<(u64, String)>,
@@ -180,6 +182,7 @@ struct IoArgs {
     fd: i64,
     flags: i64,
     append_mode: bool,
+    named: bool, // `file` is the path itself (`fname`, DFTracer 1.0.0-1.0.5), not a hash an FH event names
 }
 
 /// A hash argument (`fhash`, `hhash`) or a name (`fname`, `hostname`): a string (DFTracer 2 writes hashes as
@@ -200,14 +203,18 @@ fn hash_code(c: &mut Cursor, strings: &mut Strings) -> Result<u32, ()> {
 
 impl IoArgs {
     const NONE: IoArgs = IoArgs { file: NO_STR, host: NO_STR, ret: NA, size: NA, offset: NA, whence: NA, fd: NA,
-                                  flags: NA, append_mode: false };
+                                  flags: NA, append_mode: false, named: false };
 
     /// Read the arguments object at the cursor.
     fn parse(c: &mut Cursor, strings: &mut Strings) -> Result<IoArgs, ()> {
         let mut a = IoArgs::NONE;
         c.object(|k, c| {
             match k.raw {
-                b"fhash" | b"fname" => a.file = hash_code(c, strings)?,
+                b"fhash" => a.file = hash_code(c, strings)?,
+                b"fname" => {
+                    a.file = hash_code(c, strings)?;
+                    a.named = a.file != NO_STR;
+                }
                 b"hhash" | b"hostname" => a.host = hash_code(c, strings)?,
                 b"ret" => a.ret = c.int()?.unwrap_or(NA),
                 b"size" => a.size = c.int()?.unwrap_or(NA),
@@ -477,6 +484,11 @@ impl FileResult {
                         Ok(())
                     })?;
                 }
+                if id != NA {
+                    let e = self.meta_ids.entry(pid).or_insert((0, NA));
+                    e.0 += 1;
+                    e.1 = e.1.max(id);
+                }
                 self.meta.push(Meta { pid, event, name: key, value });
                 Ok(())
             }
@@ -514,7 +526,12 @@ impl FileResult {
     #[allow(clippy::too_many_arguments)]
     fn io_event(&mut self, stdio: bool, name: Str, pid: i64, tid: i64, ts: i64, dur: i64, id: i64,
                 a: IoArgs) -> Result<(), ()> {
-        let IoArgs { file, host, ret, size, offset, whence, fd, flags, append_mode } = a;
+        let IoArgs { file, host, ret, size, offset, whence, fd, flags, append_mode, named } = a;
+        if named && self.named_files.insert(file) {
+            // a path named in the call: the file's name is itself (as an FH event would say)
+            let path = self.strings.list[file as usize].clone();
+            self.meta.push(Meta { pid, event: "FH".into(), name: path.clone(), value: path });
+        }
         let func = self.strings.code(name);
         let proc = self.proc_of(pid, host, ts, ts + dur, id);
         let k = call_kind(name.raw, stdio, flags, append_mode);
@@ -649,6 +666,13 @@ pub fn read_file(path: &str, seen: &AtomicU64, stop: &AtomicBool) -> FileResult 
     } else {
         let mut r = counted;
         lines(&mut r, &mut out, stop);
+    }
+    // metadata events DFTracer 1.0.x numbered among the process's events: not lost (to its first process row)
+    for (pid, (n, max)) in std::mem::take(&mut out.meta_ids) {
+        if let Some(p) = out.procs.iter_mut().find(|p| p.pid == pid) {
+            p.with_id += n;
+            p.max_id = p.max_id.max(max);
+        }
     }
     out
 }

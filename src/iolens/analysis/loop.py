@@ -2,14 +2,21 @@
 time goes (waiting for data, computing, checkpointing), what its data-loader workers did, and what each epoch read.
 
 Spans are classed by DFTracer's AI categories (`dftracer.python.ai`: dataloader/fetch, compute/step,
-checkpoint/capture, pipeline/epoch, data/item, ...), by their `cat` (and a `fetch` name in any category):
+checkpoint/capture, pipeline/epoch, data/item, ...), by their `cat` (and a `fetch` name in any category), and by
+the module categories DLIO's own `Profile` (`dft_fn`) spans carry (dlio_benchmark's common/constants.py:
+`data_loader`, `ai_framework`, `checkpoint`, `reader`, `dlio_benchmark`; names are `Class.method`):
 
-    wait        the loop waits for a batch: `dataloader` spans (fetch, fetch.iter), not `*.block` (the loop's own
-                body between two fetches, which `dft_ai.dataloader.fetch.iter` also records)
-    compute     `compute` spans (forward, backward, step)
-    checkpoint  `checkpoint` spans, not `restart` (capture, checkpoint.io.write, ...)
-    pipeline    `pipeline` spans (epoch, train, evaluate, test): the loop's extent
-    produce     the same `dataloader` spans and `data` spans (item, preprocess) in a worker: making a batch
+    wait        the loop waits for a batch: `dataloader` spans (fetch, fetch.iter) and DLIO's `data_loader`
+                `*.iter` ones (`dft_fn.iter`'s wait for the next item: `loop.iter`), not `*.block`/`*.yield`
+                (the loop's own body between two items, which those iterators also record) nor a set-up
+                (`*.init`, `__init__`, `worker_init`)
+    compute     `compute` spans (forward, backward, step); DLIO's `ai_framework` `*.compute`
+    checkpoint  `checkpoint` spans (capture, checkpoint.io.write, DLIO's save_checkpoint, save_state), not a
+                restart or load, nor a set-up (`checkpoint.init`, `__init__`, the model tensors it allocates)
+    pipeline    `pipeline` spans (epoch, train, evaluate, test); DLIO's `DLIOBenchmark._train`/`._eval`: the loop's
+                extent
+    produce     the same `dataloader` spans, `data` spans (item, preprocess), DLIO's other `data_loader` spans
+                (`TorchDataset.__getitem__`) and its `reader` spans in a worker: making a batch
 
 The loop's processes are the main processes (no traced parent) with wait or compute spans; its workers the other
 processes that read data. Times are seconds on the trace's clock; a process's nested spans of one kind count once
@@ -32,14 +39,20 @@ def span_kind(role: pl.Expr | None = None) -> pl.Expr:
     """The kind of each span (KINDS, or null), from `cat` and `name`; `role`: the process's role, whose
     `dataloader` spans are waits in the loop and production in a worker (without it: waits)."""
     cat, name = pl.col("cat").str.to_lowercase(), pl.col("name").str.to_lowercase()
-    block = name.str.ends_with(".block")
-    loader = ((cat == "dataloader") | name.str.starts_with("fetch")) & ~block
+    body = name.str.ends_with(".block") | name.str.ends_with(".yield")
+    setup = name.str.ends_with(".init") | name.str.ends_with("__init__") | name.str.ends_with("worker_init")
+    dlio_loader = cat == "data_loader"  # DLIO's MODULE_DATA_LOADER
+    loader = (((cat == "dataloader") | name.str.starts_with("fetch") | (dlio_loader & name.str.ends_with(".iter")))
+              & ~body & ~setup)
     in_loop = pl.lit(True) if role is None else role != "worker"
+    not_written = name.str.contains(r"restart|load|init|get_tensor|madvise")  # a checkpoint read back, or set up
     return (pl.when(loader & in_loop).then(pl.lit("wait"))
-            .when(loader | (cat == "data")).then(pl.lit("produce"))
-            .when(cat == "compute").then(pl.lit("compute"))
-            .when((cat == "checkpoint") & ~name.str.contains("restart")).then(pl.lit("checkpoint"))
-            .when(cat == "pipeline").then(pl.lit("pipeline"))
+            .when(loader | (((cat == "data") | dlio_loader | (cat == "reader")) & ~body & ~setup)).then(pl.lit("produce"))
+            .when((cat == "compute") | ((cat == "ai_framework") & name.str.ends_with("compute")))
+            .then(pl.lit("compute"))
+            .when((cat == "checkpoint") & ~not_written).then(pl.lit("checkpoint"))
+            .when((cat == "pipeline") | ((cat == "dlio_benchmark") & name.str.contains(r"\._(train|eval)$")))
+            .then(pl.lit("pipeline"))
             .otherwise(pl.lit(None, pl.String)))
 
 
