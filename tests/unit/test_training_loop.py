@@ -136,6 +136,24 @@ def codes(ctx) -> dict:
     ("pipeline", "epoch", "main", "pipeline"),
     ("comm", "all_reduce", "main", None),
     ("MyApp", "fetch_batch", "main", "wait"),  # a fetch by name in any category
+    ("dataloader", "dataloader.init", "main", None),  # dft_ai's `init`: a set-up, no wait
+    # DLIO's own spans (dlio_benchmark: `Profile(MODULE_...)`, common/constants.py; names Class.method)
+    ("data_loader", "loop.iter", "main", "wait"),  # dlp.iter(...) (dft_fn.iter): the wait for the next batch
+    ("data_loader", "loop.yield", "main", None),  # ... and the loop's body (DFTracer 1.0.x and 2.x dft_fn.iter)
+    ("data_loader", "TorchDataLoader.read", "main", None),  # the loader's set-up in the loop's process: no wait
+    ("data_loader", "TorchDataset.__getitem__", "worker", "produce"),
+    ("data_loader", "TorchDataset.worker_init", "worker", None),
+    ("reader", "NPZReader.read_index", "worker", "produce"),
+    ("ai_framework", "TorchFramework.compute", "main", "compute"),
+    ("ai_framework", "TorchFramework.get_loader", "main", None),
+    ("checkpoint", "PyTorchCheckpointing.save_checkpoint", "main", "checkpoint"),
+    ("checkpoint", "PyTorchCheckpointing.__init__", "main", None),  # allocates the model: no checkpoint
+    ("checkpoint", "checkpoint.init", "main", None),  # dft_ai.checkpoint.init (DLIO's checkpointing __init__)
+    ("checkpoint", "PyTorchCheckpointing.get_tensor_core", "main", None),
+    ("checkpoint", "PyTorchCheckpointing.load_checkpoint", "main", None),  # a restart
+    ("pipeline", "epoch.block", "main", "pipeline"),  # dft_ai.pipeline.epoch.iter(..., include_iter=False)
+    ("dlio_benchmark", "DLIOBenchmark._train", "main", "pipeline"),
+    ("dlio_benchmark", "DLIOBenchmark.run", "main", None),
 ])
 def test_span_kinds(cat, name, role, kind):
     frame = pl.DataFrame({"cat": [cat], "name": [name], "role": [role]})

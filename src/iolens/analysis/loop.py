@@ -15,7 +15,7 @@ the module categories DLIO's own `Profile` (`dft_fn`) spans carry (dlio_benchmar
                 restart or load, nor a set-up (`checkpoint.init`, `__init__`, the model tensors it allocates)
     pipeline    `pipeline` spans (epoch, train, evaluate, test); DLIO's `DLIOBenchmark._train`/`._eval`: the loop's
                 extent
-    produce     the same `dataloader` spans, `data` spans (item, preprocess), DLIO's other `data_loader` spans
+    produce     the same `dataloader` spans, `data` spans (item, preprocess), and DLIO's other `data_loader` spans
                 (`TorchDataset.__getitem__`) and its `reader` spans in a worker: making a batch
 
 The loop's processes are the main processes (no traced parent) with wait or compute spans; its workers the other
@@ -47,7 +47,8 @@ def span_kind(role: pl.Expr | None = None) -> pl.Expr:
     in_loop = pl.lit(True) if role is None else role != "worker"
     not_written = name.str.contains(r"restart|load|init|get_tensor|madvise")  # a checkpoint read back, or set up
     return (pl.when(loader & in_loop).then(pl.lit("wait"))
-            .when(loader | (((cat == "data") | dlio_loader | (cat == "reader")) & ~body & ~setup)).then(pl.lit("produce"))
+            .when(loader | (((cat == "data") | ((dlio_loader | (cat == "reader")) & ~in_loop)) & ~body & ~setup))
+            .then(pl.lit("produce"))
             .when((cat == "compute") | ((cat == "ai_framework") & name.str.ends_with("compute")))
             .then(pl.lit("compute"))
             .when((cat == "checkpoint") & ~not_written).then(pl.lit("checkpoint"))
