@@ -10,7 +10,7 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from ...reader.dftracer import NA, NO_STRING, DFTracerRaw, read_trace
+from ...reader.dftracer import COUNTER_PHASES, NA, NO_STRING, DFTracerRaw, read_trace
 from ...reader.log import ModuleInfo
 from ..call_trace import CallTraceLog
 from ..contract import Provenance
@@ -150,7 +150,21 @@ class DFTracerTrace(CallTraceLog):
     def partial(self) -> bool:
         """Some trace file was cut, held lines that are no event, or events of kinds not read; or the calls
         are not whole events: summed (aggregation mode) or without their arguments (no metadata)."""
-        return any(f.partial for f in self.raw.files) or bool(self.raw.aggregated) or self._bare_calls
+        return (any(f.partial and not self._left_unfinished(f) for f in self.raw.files) or bool(self.raw.aggregated)
+                or self._bare_calls)
+
+    def _left_unfinished(self, f) -> bool:
+        """A `-preload` trace file that only ends early (a gzip stream without its end, a last line cut) while
+        the same process's `-app` file is in the trace: DFTracer's preload library flushed its log (a small
+        DFTRACER_WRITE_BUFFER_SIZE) and abandoned it unfinished when the Python API started the `-app` one. Not
+        damage: the job's own events are in the `-app` file."""
+        name = os.path.basename(f.path)
+        if "-preload.pfw" not in name or f.bad_lines or not (f.cut or (f.error and "ends early" in f.error)):
+            return False
+        if any(ph not in COUNTER_PHASES for ph in f.unknown):
+            return False
+        app = name.split("-preload.pfw")[0] + "-app.pfw"
+        return any(os.path.basename(g.path).startswith(app) for g in self.raw.files)
 
     @cached_property
     def _bare_calls(self) -> bool:
@@ -163,6 +177,10 @@ class DFTracerTrace(CallTraceLog):
     def _notes(self) -> list:
         out = []
         for f in self.raw.files:
+            if self._left_unfinished(f):
+                out.append(f"{os.path.basename(f.path)}: the preload library's log, left unfinished by DFTracer when "
+                           f"the Python API started the process's own (its -app file); its whole events are read")
+                continue
             for problem in f.problems():
                 out.append(f"{os.path.basename(f.path)}: {problem}; its other events are read")
         out += self._config_notes()
