@@ -127,7 +127,10 @@ def test_aggregation_mode(traced, tmp_path):
     assert sorted(main_threads.select("count", "bytes").rows()) == [(17, 65536), (17, 65536)]
     assert agg.filter(pl.col("cat") == "checkpoint")["count"].sum() == truth["spans"]["checkpoint/capture"]
     info = run_iolens("info", str(trace_dir))
-    assert info.returncode == 0 and "aggregation mode" in info.stdout
+    assert info.returncode == 0 and "Aggregated records" in info.stdout and "aggregation mode" in info.stdout
+    per_function = json.loads(run_iolens("info", "--json", str(trace_dir)).stdout)["dftracer"]["aggregated"]
+    fsync = next(row for row in per_function if row["name"] == "fsync")
+    assert (fsync["count"], fsync["ranks"]) == (1, 1)  # the checkpoint's, once: not again for the forked child
     export = run_iolens("export", str(trace_dir), "-o", str(tmp_path / "out"), "--format", "csv")
     assert export.returncode == 0 and (tmp_path / "out" / "aggregated.csv").is_file()
 
