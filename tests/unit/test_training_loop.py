@@ -183,6 +183,17 @@ def test_waits_and_summary_match_the_spans():
     assert (w["rank"], w["batches"], w["reads"], w["bytes"]) == (1, 10, 90, 10 * 8 * 16 * KiB)
 
 
+def test_parents_unknown_the_computing_process_runs_the_loop():
+    """DFTracer without metadata: no process's parent is known, every process a root ("main"); the loop is the
+    process that computes, the others its workers (their fetches production, not the loop's waits)."""
+    procs, spans, calls = training(steps=10, wait=0.02, startup=0.3, compute=0.005)
+    unknown = procs.with_columns(role=pl.lit("main"), ppid=pl.lit(None, pl.Int64))
+    loop, known = Loop(unknown, spans, calls), Loop(procs.with_columns(ppid=pl.lit(1, pl.Int64)), spans, calls)
+    assert loop.ranks == known.ranks == [0]
+    assert loop.summary == known.summary
+    assert loop.workers.select("rank", "batches").rows() == [(1, 10)]
+
+
 def test_waits_from_gaps_without_fetch_spans():
     """No wait spans: the loop waits between two compute spans while a worker's read is in flight."""
     procs, spans, calls = training(steps=6, wait=0.02, startup=0.02, loop_spans=False)

@@ -93,13 +93,28 @@ def clipped_length(intervals: pl.DataFrame, start: float, end: float) -> float:
                                   .clip(lower_bound=0).sum()).item() or 0.0)
 
 
+def _with_roles(processes: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
+    """The processes, their roles as the loop sees them. When the trace names no process's parent (DFTracer without metadata: its
+    start events carry no `ppid`), every process is a root ("main"); then the processes that compute (or hold
+    the pipeline's spans) run the loop and the others are taken as its workers, so that their fetches are
+    production, not the loop's waits."""
+    if processes.height < 2 or "ppid" not in processes.columns or processes["ppid"].null_count() < processes.height:
+        return processes
+    kind = spans.select("rank", kind=span_kind())
+    loop = kind.filter(pl.col("kind").is_in(["compute", "pipeline"]))["rank"].unique().to_list()
+    if not loop:
+        return processes
+    return processes.with_columns(role=pl.when(pl.col("rank").is_in(loop)).then(pl.lit("main"))
+                                  .otherwise(pl.lit("worker")))
+
+
 class Loop:
     """The training loop of a log with spans (`Loop.of(log)`, None without spans or without a loop)."""
 
     def __init__(self, processes: pl.DataFrame, spans: pl.DataFrame, calls: pl.DataFrame):
-        self.processes = processes
+        self.processes = _with_roles(processes, spans)
         self.calls = calls
-        role = processes.select("rank", pl.col("role").cast(pl.String))
+        role = self.processes.select("rank", pl.col("role").cast(pl.String))
         self.spans = (spans.join(role, on="rank", how="left")
                       .with_columns(kind=span_kind(pl.col("role").fill_null("main")))
                       .filter(pl.col("kind").is_not_null()))

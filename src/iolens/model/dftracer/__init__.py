@@ -216,6 +216,11 @@ class DFTracerTrace(CallTraceLog):
         if self._bare_calls:
             out.append("the calls carry no arguments (DFTracer ran without DFTRACER_INC_METADATA=1): which file "
                        "each names and the bytes it moved are not in the trace; calls are counted and timed only")
+        procs = self.layout.processes
+        if procs.height > 1 and procs["ppid"].null_count() == procs.height:
+            out.append("which process started which is not in the trace (its start events name no parent: DFTracer "
+                       "without DFTRACER_INC_METADATA=1): every process is shown as a main process; the training "
+                       "loop takes the processes that compute as its own and the others as its workers")
         off = set()
         for _, _, name, args in self.raw.internal:
             cfg = args.get("cfg") if name == "end" else None
