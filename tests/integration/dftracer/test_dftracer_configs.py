@@ -162,3 +162,41 @@ def test_dlio_instrumented_loop(traced, tmp_path, old):
     assert found["EPOCH_REREAD"]["epochs"] == 2
     assert found["EPOCH_REREAD"]["reread_bytes"] == 6 * 256 * 1024  # every shard again in epoch 2
     assert found["DATALOADER_STALL"]["steps"] == loop.waits.height
+
+
+def _utility(name: str):
+    """One of DFTracer's own utilities, from the installed package (its bin/ folder)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("dftracer")
+    tool = Path(spec.origin).parent / "bin" / name if spec and spec.origin else None
+    if tool is None or not tool.exists():
+        pytest.skip(f"the dftracer package has no {name}")
+    return tool
+
+
+def test_dftracers_own_utilities_output(traced, tmp_path):
+    """What DFTracer's utilities write from a trace reads as the trace: dftracer_pgzip's gzip members (each file
+    compressed in chunks, in place) and dftracer_split's chunks (many processes to a file)."""
+    import shutil
+    import subprocess
+
+    trace_dir, truth = traced(COUNTED, tmp_path / "work", "--spans", "--fork", gzip=False)
+    want = counted(iolens.read(str(trace_dir)), tmp_path / "work")
+    assert want == program_counts(truth)
+    pgz = tmp_path / "pgzip"
+    shutil.copytree(trace_dir, pgz)
+    # (it compresses every file but the empty -preload one, and then exits 1 for that one)
+    subprocess.run([str(_utility("dftracer_pgzip")), "-d", str(pgz), "--chunk-size", "4096"], capture_output=True,
+                   timeout=120)
+    assert sorted(p.name.endswith(".pfw.gz") for p in pgz.iterdir() if p.stat().st_size) == [True, True]
+    split = tmp_path / "split"
+    subprocess.run([str(_utility("dftracer_split")), "-d", str(pgz), "-o", str(split), "--compress"], check=True,
+                   capture_output=True, timeout=120)
+    assert [p.name for p in split.iterdir()] == ["app-1_chunk0.pfw.gz"]  # both processes in one chunk
+    for folder in (pgz, split):
+        trace = iolens.read(str(folder))
+        assert counted(trace, tmp_path / "work") == want and not trace.partial
+        assert trace.processes.select("pid", "role").sort("pid").rows() == sorted(
+            (int(pid), "main" if int(pid) == truth["main_pid"] else "worker") for pid in truth["counts"])
