@@ -166,3 +166,23 @@ def test_version_numbers(tmp_path, version, shown):
                        "args": {"version": version}})
     (tmp_path / "t.pfw").write_text(line + "\n")
     assert iolens.read(str(tmp_path / "t.pfw")).job["lib_version"] == shown
+
+
+def test_dlio_profiler_0_0_x_trace(tmp_path):
+    """DFTracer's predecessor, dlio-profiler 0.0.x (src/dlio_profiler/writer/chrome_writer.cpp at tag v0.0.5):
+    every value a string (`"pid":"7"`, `"ts":"..."`, `"ret":"4096"`), the file named in the call (`fname`), no
+    start or metadata events."""
+    lines = ["["]
+    for i, (name, args) in enumerate([("open64", {"ret": "3"}), ("read", {"ret": "4096", "count": "4096"}),
+                                      ("read", {"ret": "0", "count": "4096"}), ("close", {"ret": "0"})]):
+        lines.append(("   " if i == 0 else "") + json.dumps(
+            {"id": str(i), "name": name, "cat": "POSIX", "pid": "7", "tid": "7", "ts": str(1_000_000 + 10 * i),
+             "dur": "3", "ph": "X", "args": {"hostname": "node03", "fname": "/data/a.npz", **args}}))
+    lines.append("]")
+    (tmp_path / "dlp-python-7.pfw").write_text("\n".join(lines))
+    t = iolens.read(str(tmp_path / "dlp-python-7.pfw"))
+    assert not t.partial
+    assert t.processes.select("pid", "host", "role").rows() == [(7, "node03", "main")]
+    assert t.calls.select("func", "path", "bytes", "offset").rows() == [
+        ("open64", "/data/a.npz", None, None), ("read", "/data/a.npz", 4096, 0), ("read", "/data/a.npz", 0, 4096),
+        ("close", "/data/a.npz", None, None)]

@@ -200,3 +200,13 @@ def test_dftracers_own_utilities_output(traced, tmp_path):
         assert counted(trace, tmp_path / "work") == want and not trace.partial
         assert trace.processes.select("pid", "role").sort("pid").rows() == sorted(
             (int(pid), "main" if int(pid) == truth["main_pid"] else "worker") for pid in truth["counts"])
+
+
+def test_data_dir_restricted(traced, tmp_path):
+    """DFTRACER_DATA_DIR naming the program's folder: only its files traced (no interpreter imports)."""
+    work = tmp_path / "work"
+    trace_dir, truth = traced(COUNTED, work, "--spans", "--fork", gzip=False, env={"DFTRACER_DATA_DIR": str(work)})
+    trace = iolens.read(str(trace_dir))
+    assert counted(trace, work) == program_counts(truth)
+    named = trace.calls.filter(pl.col("path").is_not_null())["path"].unique().to_list()
+    assert named and all(p.startswith(str(work)) for p in named)
