@@ -501,7 +501,8 @@ impl FileResult {
                 if let Some(a) = args {
                     let strings = &mut self.strings;
                     Cursor::new(a).object(|k, c| {
-                        if (k.raw == b"hhash" || k.raw == b"hostname") && !matches!(c.peek_value(), Some(b'{') | Some(b'[')) {
+                        let host_key = k.raw == b"hhash" || k.raw == b"hostname";
+                        if host_key && !matches!(c.peek_value(), Some(b'{') | Some(b'[')) {
                             host = hash_code(c, strings)?;
                             return Ok(());
                         }

@@ -41,8 +41,9 @@ def v108(path):
          "args": {"hhash": HOST, "name": "/data/shard_0.npz", "value": FILE}},
     ]
     ts = 1_700_000_000_000_010
-    for i, (name, args) in enumerate([("open64", {"flags": 0, "ret": 3}), ("read", {"fd": 3, "count": 4096, "ret": 4096}),
-                                      ("read", {"fd": 3, "count": 4096, "ret": 100}), ("close", {"fd": 3, "ret": 0})]):
+    calls = [("open64", {"flags": 0, "ret": 3}), ("read", {"fd": 3, "count": 4096, "ret": 4096}),
+             ("read", {"fd": 3, "count": 4096, "ret": 100}), ("close", {"fd": 3, "ret": 0})]
+    for i, (name, args) in enumerate(calls):
         ev.append({"id": 6 + i, "name": name, "cat": "POSIX", "pid": 4000, "tid": 4000, "ts": ts + 10 * i, "dur": 3,
                    "ph": "X", "args": {"hhash": HOST, "fhash": FILE, **args, "level": 2, "p_idx": 10}})
     ev.append({"id": 10, "name": "loop.iter", "cat": "data_loader", "pid": 4000, "tid": 4000,
@@ -64,8 +65,9 @@ def v105(path):
                              "cmd": "python;dlio_benchmark;workload=unet3d", "ppid": 1, "level": 1, "p_idx": -1}},
     ]
     ts = 1_700_000_000_000_010
-    for i, (name, args) in enumerate([("open64", {"flags": 0, "ret": 3}), ("read", {"fd": 3, "count": 4096, "ret": 4096}),
-                                      ("read", {"fd": 3, "count": 4096, "ret": 0}), ("close", {"fd": 3, "ret": 0})]):
+    calls = [("open64", {"flags": 0, "ret": 3}), ("read", {"fd": 3, "count": 4096, "ret": 4096}),
+             ("read", {"fd": 3, "count": 4096, "ret": 0}), ("close", {"fd": 3, "ret": 0})]
+    for i, (name, args) in enumerate(calls):
         ev.append({"id": 3 + i, "name": name, "cat": "POSIX", "pid": 5000, "tid": 5000, "ts": ts + 10 * i, "dur": 3,
                    "ph": "X", "args": {"hostname": "node02", "fname": "/data/img_0.npz", **args, "level": 1,
                                        "p_idx": -1}})
@@ -160,7 +162,8 @@ def test_calls_without_arguments_are_counted_and_said(tmp_path):
     assert t.partial and any("the calls carry no arguments" in n for n in t.notes)
 
 
-@pytest.mark.parametrize("version, shown", [(20003, "2.0.3"), (100008, "1.0.8"), (100005, "1.0.5"), ("100010", "1.0.10")])
+@pytest.mark.parametrize("version, shown", [(20003, "2.0.3"), (100008, "1.0.8"), (100005, "1.0.5"),
+                                            ("100010", "1.0.10")])
 def test_version_numbers(tmp_path, version, shown):
     line = json.dumps({"id": 1, "name": "start", "cat": "dftracer", "pid": 1, "tid": 1, "ts": 5, "dur": 0, "ph": "X",
                        "args": {"version": version}})

@@ -94,10 +94,10 @@ def clipped_length(intervals: pl.DataFrame, start: float, end: float) -> float:
 
 
 def _with_roles(processes: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
-    """The processes, their roles as the loop sees them. When the trace names no process's parent (DFTracer without metadata: its
-    start events carry no `ppid`), every process is a root ("main"); then the processes that compute (or hold
-    the pipeline's spans) run the loop and the others are taken as its workers, so that their fetches are
-    production, not the loop's waits."""
+    """The processes, their roles as the loop sees them. When the trace names no process's parent (DFTracer
+    without metadata: its start events carry no `ppid`), every process is a root ("main"); then the processes
+    that compute (or hold the pipeline's spans) run the loop and the others are taken as its workers, so that
+    their fetches are production, not the loop's waits."""
     if processes.height < 2 or "ppid" not in processes.columns or processes["ppid"].null_count() < processes.height:
         return processes
     kind = spans.select("rank", kind=span_kind())

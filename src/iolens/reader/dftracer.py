@@ -159,7 +159,7 @@ def read_trace(path: str, progress=None, threads: int | None = None, files=None)
     procs = {k: np.array([row[i] for row in got["procs"]], dtype=np.int64)
              for i, k in enumerate(("pid", "host", "events", "first", "last", "max_id", "with_id", "file"))}
     aggregated, inherited = _own_records(
-        [(proc, tid, ts, cat, name, _args(args)) for proc, tid, ts, cat, name, args in got["aggregated"]],
+        [(proc, tid, ts, cat, name, _args(args)) for proc, tid, ts, cat, name, args in got.get("aggregated", ())],
         procs["pid"], internal)
     procs["host"] = np.where(procs["host"] == NO_STRING, -1, procs["host"])
     return DFTracerRaw(str(path), files, got["strings"], got["io"], got["spans"], procs, got["meta"], internal,

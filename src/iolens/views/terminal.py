@@ -132,9 +132,9 @@ def _dftracer_tables(dft: dict) -> list:
         for col in ("category", "name", "events", "time", "bytes", "processes"):
             agg.add_column(col, justify="left" if col in ("category", "name") else "right")
         for row in dft["aggregated"]:
+            moved = human_bytes(row["bytes"]) if row["bytes"] is not None else ""
             agg.add_row(Text(row["cat"]), Text(row["name"]), human_count(row["count"]),
-                        human_seconds(row["time"] or 0.0), human_bytes(row["bytes"]) if row["bytes"] is not None else "",
-                        str(row["ranks"]))
+                        human_seconds(row["time"] or 0.0), moved, str(row["ranks"]))
         out.append(agg)
     return out
 

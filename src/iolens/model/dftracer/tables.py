@@ -94,7 +94,8 @@ class Layout:
                 "host": hosts.get(host, host) if host else None,
                 # DFTracer 2 and 1.0.6-1.0.8 name the command by a hash (SH event; 1.0.x: a number), 1.0.0-1.0.5
                 # write it in the start event (`cmd`)
-                "command": _command(self.commands.get(_text(start_args.get("cmd_hash"))) or _text(start_args.get("cmd"))),
+                "command": _command(self.commands.get(_text(start_args.get("cmd_hash")))
+                                    or _text(start_args.get("cmd"))),
                 "start": (p["first"] - self.t0) / self.ticks, "end": (p["last"] - self.t0) / self.ticks,
                 "events": p["events"], "lost_events": max(expected - p["with_id"], 0),
                 "_cwd": self.files.get(_text(start_args.get("cwd"))),
