@@ -316,3 +316,14 @@ def test_io_hidden_behind_compute(job, demoted):
     assert [i.severity for i in found] == (["info", "info", "warning"] if demoted else ["warning"] * 3)
     if demoted:
         assert "overlaps its compute" in found[0].summary
+
+
+def test_checkpoint_writes_without_sizes():
+    """DFTracer without metadata: write calls with neither size nor return value count as unsized writes (their
+    time is still writing), not as no writes."""
+    procs, spans, calls = training(steps=8, ckpt_every=4, ckpt_time=0.05, ckpt_writes=4)
+    sized = Loop(procs, spans, calls.with_columns(ret=pl.col("bytes"))).checkpoints
+    bare = Loop(procs, spans, calls.with_columns(bytes=pl.lit(None, pl.Int64), ret=pl.lit(None, pl.Int64))).checkpoints
+    assert sized["unsized"].to_list() == [0, 0] and sized["writes"].to_list() == [4, 4]
+    assert bare["unsized"].to_list() == [4, 4] and bare["writes"].to_list() == [0, 0]
+    assert bare["write_time"].to_list() == pytest.approx(sized["write_time"].to_list())

@@ -239,29 +239,34 @@ class Loop:
     def checkpoints(self) -> pl.DataFrame:
         """One row per checkpoint of the loop (its checkpoint spans' union): rank, start, end, time, epoch, step,
         and the calls inside: bytes (written), writes, fsyncs (fsync, fdatasync), write_time, fsync_time,
-        io_time (every call), files (written)."""
+        io_time (every call), files (written), unsized (write calls the trace gives no size or return value:
+        DFTracer without metadata)."""
         ckpt = merged(self._of("checkpoint"), keep=("epoch", "step")).with_row_index("checkpoint")
         if ckpt.is_empty():
             return ckpt.with_columns(time=pl.lit(0.0), bytes=pl.lit(0, pl.Int64), writes=pl.lit(0, pl.Int64),
                                      fsyncs=pl.lit(0, pl.Int64), write_time=pl.lit(0.0), fsync_time=pl.lit(0.0),
-                                     io_time=pl.lit(0.0), files=pl.lit(0, pl.UInt32))
-        calls = self.calls.filter(pl.col("rank").is_in(self.ranks)).select("rank", "func", "file_id", "start",
-                                                                            "end", "bytes")
+                                     io_time=pl.lit(0.0), files=pl.lit(0, pl.UInt32), unsized=pl.lit(0, pl.Int64))
+        sized = "ret" in self.calls.columns  # (a call's return value: null when the trace gives no arguments)
+        calls = self.calls.filter(pl.col("rank").is_in(self.ranks)).select(
+            "rank", "func", "file_id", "start", "end", "bytes", *(["ret"] if sized else []))
         calls = inside(calls, ckpt).filter(pl.col("_in").is_not_null())
         write = pl.col("func").str.contains("write") & pl.col("bytes").is_not_null()
+        unsized = (pl.col("func").str.contains("write") & pl.col("bytes").is_null() & pl.col("ret").is_null()
+                   if sized else pl.lit(False))
         sync = pl.col("func").is_in(["fsync", "fdatasync", "fsync64"])
         dur = pl.col("end") - pl.col("start")
         per = calls.group_by("_in").agg(
             pl.col("bytes").filter(write).sum().alias("bytes"), write.sum().cast(pl.Int64).alias("writes"),
-            sync.sum().cast(pl.Int64).alias("fsyncs"), dur.filter(write).sum().alias("write_time"),
+            sync.sum().cast(pl.Int64).alias("fsyncs"), dur.filter(write | unsized).sum().alias("write_time"),
             dur.filter(sync).sum().alias("fsync_time"), dur.sum().alias("io_time"),
-            pl.col("file_id").filter(write).n_unique().alias("files"))
+            pl.col("file_id").filter(write).n_unique().alias("files"),
+            unsized.sum().cast(pl.Int64).alias("unsized"))
         return (ckpt.join(per, left_on="checkpoint", right_on="_in", how="left")
                 .with_columns(time=pl.col("end") - pl.col("start"))
                 .with_columns(pl.col(c).fill_null(0) for c in ("bytes", "writes", "fsyncs", "write_time",
-                                                               "fsync_time", "io_time", "files"))
+                                                               "fsync_time", "io_time", "files", "unsized"))
                 .select("rank", "start", "end", "time", "epoch", "step", "bytes", "writes", "fsyncs",
-                        "write_time", "fsync_time", "io_time", "files"))
+                        "write_time", "fsync_time", "io_time", "files", "unsized"))
 
     # --- the workers and their data -------------------------------------------------------------
     @cached_property
