@@ -106,6 +106,18 @@ pub struct Meta {
     pub value: String,
 }
 
+/// An aggregated record (DFTracer 2, DFTRACER_ENABLE_AGGREGATION=1): one function's (or span's) events of
+/// a process's thread over an interval (`ts`, its start), their count (`dft_cnt`) and sums (`dur_sum`,
+/// `ret_sum`, ...: or `dur`, `ret` alone for one event) in `args`, as JSON text.
+pub struct Aggregated {
+    pub proc: u32,
+    pub tid: i64,
+    pub ts: i64,
+    pub cat: String,
+    pub name: String,
+    pub args: String,
+}
+
 /// DFTracer's own complete events (category `dftracer`: start, end): their arguments as JSON text.
 pub struct Internal {
     pub proc: u32,
@@ -124,6 +136,9 @@ pub struct FileResult {
     last_proc: Option<(i64, u32, u32)>,
     pub meta: Vec<Meta>,
     pub internal: Vec<Internal>,
+    pub aggregated: Vec<Aggregated>,
+    named_files: rustc_hash::FxHashSet<u32>, // files calls named by path (`fname`), said once as FH events
+    meta_ids: FxHashMap<i64, (u64, i64)>, // pid -> metadata events numbered (DFTracer 1.0.x numbers them), max id
     pub lines: u64,
     pub bad_lines: u64,
     pub first_bad: Option<(u64, String)>,
@@ -152,6 +167,7 @@ enum Ph {
     Missing,
     Complete,
     Meta,
+    Aggregated, // DFTracer 2's aggregation mode (`ph` 3): a function's calls summed over an interval
     Other(String),
 }
 
@@ -166,19 +182,40 @@ struct IoArgs {
     fd: i64,
     flags: i64,
     append_mode: bool,
+    named: bool, // `file` is the path itself (`fname`, DFTracer 1.0.0-1.0.5), not a hash an FH event names
+}
+
+/// A hash argument (`fhash`, `hhash`) or a name (`fname`, `hostname`): a string (DFTracer 2 writes hashes as
+/// hex strings, DFTracer 1.0.0-1.0.5 names as text) or a number (DFTracer 1.0.6-1.0.8 wrote hashes as decimal
+/// integers: `"fhash":1234`, chrome_writer.cpp at v1.0.8), coded by its text (the FH/HH events' value, read
+/// as text too).
+fn hash_code(c: &mut Cursor, strings: &mut Strings) -> Result<u32, ()> {
+    c.ws();
+    if c.peek() == Some(b'"') {
+        return Ok(strings.code(c.string()?));
+    }
+    let raw = c.skip_value()?;
+    if raw == b"null" {
+        return Ok(NO_STR);
+    }
+    Ok(strings.code(Str { raw, escaped: false }))
 }
 
 impl IoArgs {
     const NONE: IoArgs = IoArgs { file: NO_STR, host: NO_STR, ret: NA, size: NA, offset: NA, whence: NA, fd: NA,
-                                  flags: NA, append_mode: false };
+                                  flags: NA, append_mode: false, named: false };
 
     /// Read the arguments object at the cursor.
     fn parse(c: &mut Cursor, strings: &mut Strings) -> Result<IoArgs, ()> {
         let mut a = IoArgs::NONE;
         c.object(|k, c| {
             match k.raw {
-                b"fhash" | b"fname" => a.file = strings.code(c.string()?),
-                b"hhash" | b"hostname" => a.host = strings.code(c.string()?),
+                b"fhash" => a.file = hash_code(c, strings)?,
+                b"fname" => {
+                    a.file = hash_code(c, strings)?;
+                    a.named = a.file != NO_STR;
+                }
+                b"hhash" | b"hostname" => a.host = hash_code(c, strings)?,
                 b"ret" => a.ret = c.int()?.unwrap_or(NA),
                 b"size" => a.size = c.int()?.unwrap_or(NA),
                 b"offset" => a.offset = c.int()?.unwrap_or(NA),
@@ -230,6 +267,18 @@ impl FileResult {
         if id != NA {
             p.max_id = p.max_id.max(id);
             p.with_id += 1;
+        }
+        k
+    }
+
+    /// The file's index of process (pid, host) without counting an event nor moving its times (an aggregated
+    /// record's time is its interval's start, before the process's first event); a process first seen so
+    /// starts there.
+    fn proc_seen(&mut self, pid: i64, host: u32, ts: i64) -> u32 {
+        let next = self.procs.len() as u32;
+        let k = *self.proc_index.entry((pid, host)).or_insert(next);
+        if k == next {
+            self.procs.push(Proc { pid, host, events: 0, first: ts, last: ts, max_id: NA, with_id: 0 });
         }
         k
     }
@@ -333,6 +382,7 @@ impl FileResult {
                     } else {
                         match c.int()? {
                             Some(1) => Ph::Complete,
+                            Some(3) => Ph::Aggregated,
                             Some(4) => Ph::Meta,
                             other => Ph::Other(other.map_or("null".into(), |v| v.to_string())),
                         }
@@ -345,7 +395,8 @@ impl FileResult {
                 b"id" => id = c.int()?.unwrap_or(NA),
                 b"args" => {
                     c.ws();
-                    if c.peek() == Some(b'{') && cat.is_some_and(|cat| is_io(cat.raw)) {
+                    let whole = matches!(ph, Ph::Aggregated | Ph::Meta);
+                    if c.peek() == Some(b'{') && !whole && cat.is_some_and(|cat| is_io(cat.raw)) {
                         // a call's arguments (most events): read in place, not skipped and read again
                         io_args = Some(IoArgs::parse(c, strings)?);
                     } else {
@@ -394,10 +445,10 @@ impl FileResult {
                     if let Some(a) = args {
                         let strings = &mut self.strings;
                         Cursor::new(a).object(|k, c| {
-                            if k.raw == b"hhash" {
+                            if k.raw == b"hhash" || k.raw == b"hostname" {
                                 c.ws();
-                                if c.peek() == Some(b'"') {
-                                    host = strings.code(c.string()?);
+                                if !matches!(c.peek(), Some(b'{') | Some(b'[')) {
+                                    host = hash_code(c, strings)?;
                                     return Ok(());
                                 }
                             }
@@ -433,7 +484,36 @@ impl FileResult {
                         Ok(())
                     })?;
                 }
+                if id != NA {
+                    let e = self.meta_ids.entry(pid).or_insert((0, NA));
+                    e.0 += 1;
+                    e.1 = e.1.max(id);
+                }
                 self.meta.push(Meta { pid, event, name: key, value });
+                Ok(())
+            }
+            Ph::Aggregated => {
+                let (name, cat) = (name.ok_or(())?, cat.ok_or(())?);
+                if ts == NA || pid == NA {
+                    return Err(());
+                }
+                let mut host = NO_STR;
+                if let Some(a) = args {
+                    let strings = &mut self.strings;
+                    Cursor::new(a).object(|k, c| {
+                        let host_key = k.raw == b"hhash" || k.raw == b"hostname";
+                        if host_key && !matches!(c.peek_value(), Some(b'{') | Some(b'[')) {
+                            host = hash_code(c, strings)?;
+                            return Ok(());
+                        }
+                        c.skip_value().map(|_| ())
+                    })?;
+                }
+                let proc = self.proc_seen(pid, host, ts);
+                self.aggregated.push(Aggregated {
+                    proc, tid, ts, cat: unescape(cat), name: unescape(name),
+                    args: args.map(|a| String::from_utf8_lossy(a).into_owned()).unwrap_or_default(),
+                });
                 Ok(())
             }
             Ph::Other(what) => {
@@ -447,7 +527,12 @@ impl FileResult {
     #[allow(clippy::too_many_arguments)]
     fn io_event(&mut self, stdio: bool, name: Str, pid: i64, tid: i64, ts: i64, dur: i64, id: i64,
                 a: IoArgs) -> Result<(), ()> {
-        let IoArgs { file, host, ret, size, offset, whence, fd, flags, append_mode } = a;
+        let IoArgs { file, host, ret, size, offset, whence, fd, flags, append_mode, named } = a;
+        if named && self.named_files.insert(file) {
+            // a path named in the call: the file's name is itself (as an FH event would say)
+            let path = self.strings.list[file as usize].clone();
+            self.meta.push(Meta { pid, event: "FH".into(), name: path.clone(), value: path });
+        }
         let func = self.strings.code(name);
         let proc = self.proc_of(pid, host, ts, ts + dur, id);
         let k = call_kind(name.raw, stdio, flags, append_mode);
@@ -487,7 +572,9 @@ impl FileResult {
                 match k.raw {
                     b"epoch" => epoch = c.int()?.unwrap_or(NA),
                     b"step" => step = c.int()?.unwrap_or(NA),
-                    b"hhash" => host = strings.code(c.string()?),
+                    b"hhash" | b"hostname" if !matches!(c.peek_value(), Some(b'{') | Some(b'[')) => {
+                        host = hash_code(c, strings)?
+                    }
                     key => {
                         let v = c.skip_value()?;
                         other.push(if other.is_empty() { b'{' } else { b',' });
@@ -580,6 +667,13 @@ pub fn read_file(path: &str, seen: &AtomicU64, stop: &AtomicBool) -> FileResult 
     } else {
         let mut r = counted;
         lines(&mut r, &mut out, stop);
+    }
+    // metadata events DFTracer 1.0.x numbered among the process's events: not lost (to its first process row)
+    for (pid, (n, max)) in std::mem::take(&mut out.meta_ids) {
+        if let Some(p) = out.procs.iter_mut().find(|p| p.pid == pid) {
+            p.with_id += n;
+            p.max_id = p.max_id.max(max);
+        }
     }
     out
 }
@@ -717,6 +811,7 @@ pub struct Merged {
     pub procs: Vec<(Proc, usize)>, // with the index of its file
     pub meta: Vec<Meta>,
     pub internal: Vec<Internal>,
+    pub aggregated: Vec<Aggregated>,
     pub t0: i64,
     pub ticks: i64,
 }
@@ -811,6 +906,7 @@ pub fn merge(results: Vec<FileResult>) -> Merged {
     let mut spans = MergedSpans::default();
     let mut procs = Vec::new();
     let mut internal = Vec::new();
+    let mut aggregated = Vec::new();
     let tk = ticks as f64;
     // the biggest file's columns first, then the others: rows stay grouped by file
     let mut order: Vec<usize> = (0..results.len()).collect();
@@ -834,7 +930,7 @@ pub fn merge(results: Vec<FileResult>) -> Merged {
             p.host = if p.host == NO_STR { NO_STR } else { map[p.host as usize] };
             procs.push((p, f));
         }
-        let events = (r.io.ts.len() + r.spans.ts.len() + r.internal.len()) as u64;
+        let events = (r.io.ts.len() + r.spans.ts.len() + r.internal.len() + r.aggregated.len()) as u64;
         let shift = |v: Vec<u32>| -> Vec<u32> { v.into_iter().map(|p| p + first_proc).collect() };
         let i = r.io;
         let (start, end) = (seconds(&i.ts, None, t0, tk), seconds(&i.ts, Some(&i.dur), t0, tk));
@@ -866,6 +962,10 @@ pub fn merge(results: Vec<FileResult>) -> Merged {
             e.proc += first_proc;
             internal.push(e);
         }
+        for mut e in r.aggregated {
+            e.proc += first_proc;
+            aggregated.push(e);
+        }
         statuses[f] = Some(FileStatus {
             lines: r.lines, bad_lines: r.bad_lines, first_bad: r.first_bad,
             unknown: r.unknown.into_iter().collect(), cut: r.cut, error: r.error, gzip: r.gzip,
@@ -873,7 +973,7 @@ pub fn merge(results: Vec<FileResult>) -> Merged {
         });
     }
     files.extend(statuses.into_iter().map(|s| s.unwrap()));
-    Merged { files, strings, io, spans, procs, meta, internal, t0, ticks }
+    Merged { files, strings, io, spans, procs, meta, internal, aggregated, t0, ticks }
 }
 
 /// Where a read or write was in its file (`offset`) and how that is known (`source`: 0 not a read or

@@ -47,6 +47,13 @@ impl<'a> Cursor<'a> {
         self.b.get(self.i).copied()
     }
 
+    /// The first byte of the next value (white space skipped).
+    #[inline]
+    pub fn peek_value(&mut self) -> Option<u8> {
+        self.ws();
+        self.peek()
+    }
+
     #[inline]
     pub fn eat(&mut self, c: u8) -> Result<(), Bad> {
         self.ws();

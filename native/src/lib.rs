@@ -118,7 +118,8 @@ fn shrunk<T>(mut v: Vec<T>) -> Vec<T> {
 /// cut, error (a reason or None), gzip, bytes, events, pids), `strings` (names, categories, hashes: the
 /// columns hold their index, u32 maximum for none), `io` and `spans` (dicts of numpy columns; `proc` is a
 /// row of `procs`; start and end in seconds from `t0`), `procs` [(pid, host, events, first, last, max_id,
-/// with_id, file)], `meta` [(pid, event, name, value)], `internal` [(proc, ts, name, args JSON)], `t0`,
+/// with_id, file)], `meta` [(pid, event, name, value)], `internal` [(proc, ts, name, args JSON)], `aggregated`
+/// [(proc, tid, ts, cat, name, args JSON)] (DFTracer 2's aggregation mode), `t0`,
 /// `ticks` (trace units a second). Missing integers are i64 minimum (whence, fd: -1).
 #[pyfunction]
 #[pyo3(signature = (paths, threads, progress=None))]
@@ -224,6 +225,9 @@ fn merged_dict(py: Python<'_>, m: dftracer::Merged) -> PyResult<Bound<'_, PyDict
     let internal: Vec<(u32, i64, String, String)> =
         m.internal.into_iter().map(|e| (e.proc, e.ts, e.name, e.args)).collect();
     d.set_item("internal", internal)?;
+    let aggregated: Vec<(u32, i64, i64, String, String, String)> =
+        m.aggregated.into_iter().map(|e| (e.proc, e.tid, e.ts, e.cat, e.name, e.args)).collect();
+    d.set_item("aggregated", aggregated)?;
     d.set_item("t0", m.t0)?;
     d.set_item("ticks", m.ticks)?;
     Ok(d)

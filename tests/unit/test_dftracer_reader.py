@@ -279,14 +279,27 @@ def test_a_truncated_gzip_file_is_read_as_far_as_it_inflates(tmp_path):
 def test_bad_lines_and_unknown_kinds_are_skipped_and_said(tmp_path):
     lines = Trace().posix("read", "/d/a", ret=1).text().splitlines()
     lines.insert(3, "not json at all")
-    lines.insert(4, json.dumps({"name": "c", "cat": "app", "ph": "C", "pid": 100, "ts": 5, "args": {}}))
+    lines.insert(4, json.dumps({"name": "b", "cat": "app", "ph": "B", "pid": 100, "ts": 5, "args": {}}))
     lines.insert(5, '{"name": "x", "cat": "POSIX", "ph": 1}')  # no time, no process
     (tmp_path / "t.pfw").write_text("\n".join(lines) + "\n")
     t = iolens.read(str(tmp_path / "t.pfw"))
     assert t.calls.height == 1 and t.partial
     notes = " ".join(t.notes)
     assert "2 line(s) are not DFTracer events (first: line 4, 'not json at all')" in notes
-    assert "1 event(s) of a kind iolens does not read (ph C)" in notes
+    assert "1 event(s) of a kind iolens does not read (ph B)" in notes
+
+
+def test_counter_events_are_said_but_lose_no_io(tmp_path):
+    """DFTracer 2's counter events (ph 2, Chrome's "C": psutil or PAPI readings) are no I/O: said, not partial."""
+    lines = Trace().posix("read", "/d/a", ret=1).text().splitlines()
+    lines.insert(3, json.dumps({"name": "cpu", "cat": "sys", "type": 7, "ts": 1_000_005, "ph": 2, "pid": 100,
+                                "tid": 100, "args": {"hhash": HOST, "percent": 12.5}}))
+    lines.insert(4, json.dumps({"name": "mem", "cat": "sys", "ph": "C", "pid": 100, "ts": 1_000_006, "args": {}}))
+    (tmp_path / "t.pfw").write_text("\n".join(lines) + "\n")
+    t = iolens.read(str(tmp_path / "t.pfw"))
+    assert t.calls.height == 1 and not t.partial
+    notes = " ".join(t.notes)
+    assert "1 counter event(s) (ph 2" in notes and "1 counter event(s) (ph C" in notes
 
 
 @pytest.mark.parametrize("content,message", [

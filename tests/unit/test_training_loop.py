@@ -136,6 +136,24 @@ def codes(ctx) -> dict:
     ("pipeline", "epoch", "main", "pipeline"),
     ("comm", "all_reduce", "main", None),
     ("MyApp", "fetch_batch", "main", "wait"),  # a fetch by name in any category
+    ("dataloader", "dataloader.init", "main", None),  # dft_ai's `init`: a set-up, no wait
+    # DLIO's own spans (dlio_benchmark: `Profile(MODULE_...)`, common/constants.py; names Class.method)
+    ("data_loader", "loop.iter", "main", "wait"),  # dlp.iter(...) (dft_fn.iter): the wait for the next batch
+    ("data_loader", "loop.yield", "main", None),  # ... and the loop's body (DFTracer 1.0.x and 2.x dft_fn.iter)
+    ("data_loader", "TorchDataLoader.read", "main", None),  # the loader's set-up in the loop's process: no wait
+    ("data_loader", "TorchDataset.__getitem__", "worker", "produce"),
+    ("data_loader", "TorchDataset.worker_init", "worker", None),
+    ("reader", "NPZReader.read_index", "worker", "produce"),
+    ("ai_framework", "TorchFramework.compute", "main", "compute"),
+    ("ai_framework", "TorchFramework.get_loader", "main", None),
+    ("checkpoint", "PyTorchCheckpointing.save_checkpoint", "main", "checkpoint"),
+    ("checkpoint", "PyTorchCheckpointing.__init__", "main", None),  # allocates the model: no checkpoint
+    ("checkpoint", "checkpoint.init", "main", None),  # dft_ai.checkpoint.init (DLIO's checkpointing __init__)
+    ("checkpoint", "PyTorchCheckpointing.get_tensor_core", "main", None),
+    ("checkpoint", "PyTorchCheckpointing.load_checkpoint", "main", None),  # a restart
+    ("pipeline", "epoch.block", "main", "pipeline"),  # dft_ai.pipeline.epoch.iter(..., include_iter=False)
+    ("dlio_benchmark", "DLIOBenchmark._train", "main", "pipeline"),
+    ("dlio_benchmark", "DLIOBenchmark.run", "main", None),
 ])
 def test_span_kinds(cat, name, role, kind):
     frame = pl.DataFrame({"cat": [cat], "name": [name], "role": [role]})
@@ -163,6 +181,17 @@ def test_waits_and_summary_match_the_spans():
     assert loop.waits["kind"].to_list() == ["startup"] + ["steady"] * 9
     w = loop.workers.row(0, named=True)
     assert (w["rank"], w["batches"], w["reads"], w["bytes"]) == (1, 10, 90, 10 * 8 * 16 * KiB)
+
+
+def test_parents_unknown_the_computing_process_runs_the_loop():
+    """DFTracer without metadata: no process's parent is known, every process a root ("main"); the loop is the
+    process that computes, the others its workers (their fetches production, not the loop's waits)."""
+    procs, spans, calls = training(steps=10, wait=0.02, startup=0.3, compute=0.005)
+    unknown = procs.with_columns(role=pl.lit("main"), ppid=pl.lit(None, pl.Int64))
+    loop, known = Loop(unknown, spans, calls), Loop(procs.with_columns(ppid=pl.lit(1, pl.Int64)), spans, calls)
+    assert loop.ranks == known.ranks == [0]
+    assert loop.summary == known.summary
+    assert loop.workers.select("rank", "batches").rows() == [(1, 10)]
 
 
 def test_waits_from_gaps_without_fetch_spans():
@@ -287,3 +316,14 @@ def test_io_hidden_behind_compute(job, demoted):
     assert [i.severity for i in found] == (["info", "info", "warning"] if demoted else ["warning"] * 3)
     if demoted:
         assert "overlaps its compute" in found[0].summary
+
+
+def test_checkpoint_writes_without_sizes():
+    """DFTracer without metadata: write calls with neither size nor return value count as unsized writes (their
+    time is still writing), not as no writes."""
+    procs, spans, calls = training(steps=8, ckpt_every=4, ckpt_time=0.05, ckpt_writes=4)
+    sized = Loop(procs, spans, calls.with_columns(ret=pl.col("bytes"))).checkpoints
+    bare = Loop(procs, spans, calls.with_columns(bytes=pl.lit(None, pl.Int64), ret=pl.lit(None, pl.Int64))).checkpoints
+    assert sized["unsized"].to_list() == [0, 0] and sized["writes"].to_list() == [4, 4]
+    assert bare["unsized"].to_list() == [4, 4] and bare["writes"].to_list() == [0, 0]
+    assert bare["write_time"].to_list() == pytest.approx(sized["write_time"].to_list())

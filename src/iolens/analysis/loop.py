@@ -2,14 +2,21 @@
 time goes (waiting for data, computing, checkpointing), what its data-loader workers did, and what each epoch read.
 
 Spans are classed by DFTracer's AI categories (`dftracer.python.ai`: dataloader/fetch, compute/step,
-checkpoint/capture, pipeline/epoch, data/item, ...), by their `cat` (and a `fetch` name in any category):
+checkpoint/capture, pipeline/epoch, data/item, ...), by their `cat` (and a `fetch` name in any category), and by
+the module categories DLIO's own `Profile` (`dft_fn`) spans carry (dlio_benchmark's common/constants.py:
+`data_loader`, `ai_framework`, `checkpoint`, `reader`, `dlio_benchmark`; names are `Class.method`):
 
-    wait        the loop waits for a batch: `dataloader` spans (fetch, fetch.iter), not `*.block` (the loop's own
-                body between two fetches, which `dft_ai.dataloader.fetch.iter` also records)
-    compute     `compute` spans (forward, backward, step)
-    checkpoint  `checkpoint` spans, not `restart` (capture, checkpoint.io.write, ...)
-    pipeline    `pipeline` spans (epoch, train, evaluate, test): the loop's extent
-    produce     the same `dataloader` spans and `data` spans (item, preprocess) in a worker: making a batch
+    wait        the loop waits for a batch: `dataloader` spans (fetch, fetch.iter) and DLIO's `data_loader`
+                `*.iter` ones (`dft_fn.iter`'s wait for the next item: `loop.iter`), not `*.block`/`*.yield`
+                (the loop's own body between two items, which those iterators also record) nor a set-up
+                (`*.init`, `__init__`, `worker_init`)
+    compute     `compute` spans (forward, backward, step); DLIO's `ai_framework` `*.compute`
+    checkpoint  `checkpoint` spans (capture, checkpoint.io.write, DLIO's save_checkpoint, save_state), not a
+                restart or load, nor a set-up (`checkpoint.init`, `__init__`, the model tensors it allocates)
+    pipeline    `pipeline` spans (epoch, train, evaluate, test); DLIO's `DLIOBenchmark._train`/`._eval`: the loop's
+                extent
+    produce     the same `dataloader` spans, `data` spans (item, preprocess), and DLIO's other `data_loader` spans
+                (`TorchDataset.__getitem__`) and its `reader` spans in a worker: making a batch
 
 The loop's processes are the main processes (no traced parent) with wait or compute spans; its workers the other
 processes that read data. Times are seconds on the trace's clock; a process's nested spans of one kind count once
@@ -32,14 +39,21 @@ def span_kind(role: pl.Expr | None = None) -> pl.Expr:
     """The kind of each span (KINDS, or null), from `cat` and `name`; `role`: the process's role, whose
     `dataloader` spans are waits in the loop and production in a worker (without it: waits)."""
     cat, name = pl.col("cat").str.to_lowercase(), pl.col("name").str.to_lowercase()
-    block = name.str.ends_with(".block")
-    loader = ((cat == "dataloader") | name.str.starts_with("fetch")) & ~block
+    body = name.str.ends_with(".block") | name.str.ends_with(".yield")
+    setup = name.str.ends_with(".init") | name.str.ends_with("__init__") | name.str.ends_with("worker_init")
+    dlio_loader = cat == "data_loader"  # DLIO's MODULE_DATA_LOADER
+    loader = (((cat == "dataloader") | name.str.starts_with("fetch") | (dlio_loader & name.str.ends_with(".iter")))
+              & ~body & ~setup)
     in_loop = pl.lit(True) if role is None else role != "worker"
+    not_written = name.str.contains(r"restart|load|init|get_tensor|madvise")  # a checkpoint read back, or set up
     return (pl.when(loader & in_loop).then(pl.lit("wait"))
-            .when(loader | (cat == "data")).then(pl.lit("produce"))
-            .when(cat == "compute").then(pl.lit("compute"))
-            .when((cat == "checkpoint") & ~name.str.contains("restart")).then(pl.lit("checkpoint"))
-            .when(cat == "pipeline").then(pl.lit("pipeline"))
+            .when(loader | (((cat == "data") | ((dlio_loader | (cat == "reader")) & ~in_loop)) & ~body & ~setup))
+            .then(pl.lit("produce"))
+            .when((cat == "compute") | ((cat == "ai_framework") & name.str.ends_with("compute")))
+            .then(pl.lit("compute"))
+            .when((cat == "checkpoint") & ~not_written).then(pl.lit("checkpoint"))
+            .when((cat == "pipeline") | ((cat == "dlio_benchmark") & name.str.contains(r"\._(train|eval)$")))
+            .then(pl.lit("pipeline"))
             .otherwise(pl.lit(None, pl.String)))
 
 
@@ -79,13 +93,28 @@ def clipped_length(intervals: pl.DataFrame, start: float, end: float) -> float:
                                   .clip(lower_bound=0).sum()).item() or 0.0)
 
 
+def _with_roles(processes: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
+    """The processes, their roles as the loop sees them. When the trace names no process's parent (DFTracer
+    without metadata: its start events carry no `ppid`), every process is a root ("main"); then the processes
+    that compute (or hold the pipeline's spans) run the loop and the others are taken as its workers, so that
+    their fetches are production, not the loop's waits."""
+    if processes.height < 2 or "ppid" not in processes.columns or processes["ppid"].null_count() < processes.height:
+        return processes
+    kind = spans.select("rank", kind=span_kind())
+    loop = kind.filter(pl.col("kind").is_in(["compute", "pipeline"]))["rank"].unique().to_list()
+    if not loop:
+        return processes
+    return processes.with_columns(role=pl.when(pl.col("rank").is_in(loop)).then(pl.lit("main"))
+                                  .otherwise(pl.lit("worker")))
+
+
 class Loop:
     """The training loop of a log with spans (`Loop.of(log)`, None without spans or without a loop)."""
 
     def __init__(self, processes: pl.DataFrame, spans: pl.DataFrame, calls: pl.DataFrame):
-        self.processes = processes
+        self.processes = _with_roles(processes, spans)
         self.calls = calls
-        role = processes.select("rank", pl.col("role").cast(pl.String))
+        role = self.processes.select("rank", pl.col("role").cast(pl.String))
         self.spans = (spans.join(role, on="rank", how="left")
                       .with_columns(kind=span_kind(pl.col("role").fill_null("main")))
                       .filter(pl.col("kind").is_not_null()))
@@ -210,29 +239,34 @@ class Loop:
     def checkpoints(self) -> pl.DataFrame:
         """One row per checkpoint of the loop (its checkpoint spans' union): rank, start, end, time, epoch, step,
         and the calls inside: bytes (written), writes, fsyncs (fsync, fdatasync), write_time, fsync_time,
-        io_time (every call), files (written)."""
+        io_time (every call), files (written), unsized (write calls the trace gives no size or return value:
+        DFTracer without metadata)."""
         ckpt = merged(self._of("checkpoint"), keep=("epoch", "step")).with_row_index("checkpoint")
         if ckpt.is_empty():
             return ckpt.with_columns(time=pl.lit(0.0), bytes=pl.lit(0, pl.Int64), writes=pl.lit(0, pl.Int64),
                                      fsyncs=pl.lit(0, pl.Int64), write_time=pl.lit(0.0), fsync_time=pl.lit(0.0),
-                                     io_time=pl.lit(0.0), files=pl.lit(0, pl.UInt32))
-        calls = self.calls.filter(pl.col("rank").is_in(self.ranks)).select("rank", "func", "file_id", "start",
-                                                                            "end", "bytes")
+                                     io_time=pl.lit(0.0), files=pl.lit(0, pl.UInt32), unsized=pl.lit(0, pl.Int64))
+        sized = "ret" in self.calls.columns  # (a call's return value: null when the trace gives no arguments)
+        calls = self.calls.filter(pl.col("rank").is_in(self.ranks)).select(
+            "rank", "func", "file_id", "start", "end", "bytes", *(["ret"] if sized else []))
         calls = inside(calls, ckpt).filter(pl.col("_in").is_not_null())
         write = pl.col("func").str.contains("write") & pl.col("bytes").is_not_null()
+        unsized = (pl.col("func").str.contains("write") & pl.col("bytes").is_null() & pl.col("ret").is_null()
+                   if sized else pl.lit(False))
         sync = pl.col("func").is_in(["fsync", "fdatasync", "fsync64"])
         dur = pl.col("end") - pl.col("start")
         per = calls.group_by("_in").agg(
             pl.col("bytes").filter(write).sum().alias("bytes"), write.sum().cast(pl.Int64).alias("writes"),
-            sync.sum().cast(pl.Int64).alias("fsyncs"), dur.filter(write).sum().alias("write_time"),
+            sync.sum().cast(pl.Int64).alias("fsyncs"), dur.filter(write | unsized).sum().alias("write_time"),
             dur.filter(sync).sum().alias("fsync_time"), dur.sum().alias("io_time"),
-            pl.col("file_id").filter(write).n_unique().alias("files"))
+            pl.col("file_id").filter(write).n_unique().alias("files"),
+            unsized.sum().cast(pl.Int64).alias("unsized"))
         return (ckpt.join(per, left_on="checkpoint", right_on="_in", how="left")
                 .with_columns(time=pl.col("end") - pl.col("start"))
                 .with_columns(pl.col(c).fill_null(0) for c in ("bytes", "writes", "fsyncs", "write_time",
-                                                               "fsync_time", "io_time", "files"))
+                                                               "fsync_time", "io_time", "files", "unsized"))
                 .select("rank", "start", "end", "time", "epoch", "step", "bytes", "writes", "fsyncs",
-                        "write_time", "fsync_time", "io_time", "files"))
+                        "write_time", "fsync_time", "io_time", "files", "unsized"))
 
     # --- the workers and their data -------------------------------------------------------------
     @cached_property

@@ -16,6 +16,20 @@ def span_summary(spans: pl.DataFrame) -> list:
     return per.to_dicts()
 
 
+def aggregated_summary(aggregated: pl.DataFrame) -> list:
+    """[{cat, name, count, time, bytes, ranks}] per function or span of DFTracer's aggregated records (its
+    aggregation mode): the events summed, their time (seconds), the bytes reads and writes moved (None where the
+    records cannot say), in how many processes; most events first."""
+    if aggregated.is_empty():
+        return []
+    per = (aggregated.group_by("cat", "name")
+           .agg(pl.col("count").sum(), pl.col("time").sum(),
+                pl.when(pl.col("bytes").is_not_null().any()).then(pl.col("bytes").sum()).alias("bytes"),
+                pl.col("rank").n_unique().alias("ranks"))
+           .sort(["count", "cat", "name"], descending=[True, False, False]))
+    return per.to_dicts()
+
+
 def process_summary(processes: pl.DataFrame, calls: pl.DataFrame, spans: pl.DataFrame) -> list:
     """[{rank, label, role, pid, host, calls, reads, bytes_read, writes, bytes_written, spans, lost_events}]
     in rank order (reads and writes: the POSIX and STDIO ones that returned)."""

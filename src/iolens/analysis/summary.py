@@ -11,7 +11,7 @@ from ..reader.recover import parse_log_name
 from . import measures
 from .calls import call_summary
 from .measures import TableCounters, recorded
-from .spans import process_summary, span_summary
+from .spans import aggregated_summary, process_summary, span_summary
 from .units import fmt_bytes, fmt_count
 
 
@@ -192,6 +192,8 @@ def job_summary(log: Log) -> dict:
         if extra.get("spans") is not None:  # the application's spans above its calls: per process and kind
             section = {"processes": process_summary(log.processes, calls, extra["spans"]),
                        "spans": span_summary(extra["spans"]), **section}
+        if extra.get("aggregated") is not None:  # DFTracer's aggregation mode: its summed records
+            section["aggregated"] = aggregated_summary(extra["aggregated"])
         out[log.kind] = section
     return out
 

@@ -22,6 +22,9 @@ from .regions import _native, workers
 TRACE_SUFFIXES = (".pfw", ".pfw.gz")
 NA = np.iinfo(np.int64).min  # an integer the event does not carry
 NO_STRING = np.iinfo(np.uint32).max
+# DFTracer 2's counter events (`ph` 2; Chrome's "C"): time series of telemetry, not I/O: not read, and a trace
+# holding them is not partial for that
+COUNTER_PHASES = ("2", "C")
 
 
 @dataclass
@@ -40,7 +43,8 @@ class TraceFile:
 
     @property
     def partial(self) -> bool:
-        return bool(self.bad_lines or self.unknown or self.cut or self.error)
+        lost = {ph: n for ph, n in self.unknown.items() if ph not in COUNTER_PHASES}
+        return bool(self.bad_lines or lost or self.cut or self.error)
 
     def problems(self) -> list:
         """One phrase per thing this file lost."""
@@ -53,7 +57,10 @@ class TraceFile:
             line, text = self.first_bad or (0, "")
             out.append(f"{self.bad_lines:,} line(s) are not DFTracer events (first: line {line}, {shown(text)!r})")
         for ph, n in sorted(self.unknown.items()):
-            out.append(f"{n:,} event(s) of a kind iolens does not read (ph {ph}) skipped")
+            if ph in COUNTER_PHASES:
+                out.append(f"{n:,} counter event(s) (ph {ph}: readings such as psutil's or PAPI's, no I/O) not read")
+            else:
+                out.append(f"{n:,} event(s) of a kind iolens does not read (ph {ph}) skipped")
         return out
 
 
@@ -68,6 +75,9 @@ class DFTracerRaw:
     #              max_id, with_id, file: the index of its TraceFile)
     meta: list = field(default_factory=list)  # (pid, event, name, value) of metadata events
     internal: list = field(default_factory=list)  # (proc, ts, name, args dict) of DFTracer's own events
+    aggregated: list = field(default_factory=list)  # (proc, tid, ts, cat, name, args dict): DFTracer 2's
+    #              aggregation mode (ph 3), a function's events of a thread summed over an interval
+    inherited: int = 0  # aggregated records a forked child repeated from its parent (dropped)
     t0: int = 0  # the earliest event's start, in trace units: `start` and `end` are seconds from it
     ticks: int = 10**6  # trace units a second (the CM time_metric event; microseconds unless it says)
 
@@ -145,18 +155,44 @@ def read_trace(path: str, progress=None, threads: int | None = None, files=None)
         files.append(TraceFile(p, f["gzip"], f["lines"], f["bad_lines"], f["first_bad"], dict(f["unknown"]), f["cut"],
                                f["error"], f["events"], frozenset(f["pids"])))
     _refuse_garbage(str(path), files)
-    internal = []
-    for proc, ts, name, args in got["internal"]:
-        try:
-            parsed = json.loads(args) if args else {}
-        except ValueError:
-            parsed = {}
-        internal.append((proc, ts, name, parsed if isinstance(parsed, dict) else {}))
+    internal = [(proc, ts, name, _args(args)) for proc, ts, name, args in got["internal"]]
     procs = {k: np.array([row[i] for row in got["procs"]], dtype=np.int64)
              for i, k in enumerate(("pid", "host", "events", "first", "last", "max_id", "with_id", "file"))}
+    aggregated, inherited = _own_records(
+        [(proc, tid, ts, cat, name, _args(args)) for proc, tid, ts, cat, name, args in got.get("aggregated", ())],
+        procs["pid"], internal)
     procs["host"] = np.where(procs["host"] == NO_STRING, -1, procs["host"])
     return DFTracerRaw(str(path), files, got["strings"], got["io"], got["spans"], procs, got["meta"], internal,
-                       got["t0"], got["ticks"])
+                       aggregated, inherited, got["t0"], got["ticks"])
+
+
+def _own_records(records: list, pids: np.ndarray, internal: list) -> tuple:
+    """(the aggregated records, how many were dropped): a process forked without exec starts with a copy of
+    its parent's aggregation state, and DFTracer 2.2 writes those records again in the child's file under the
+    child's pid (with the parent's thread ids); a child's record equal to one of its parent's (interval,
+    thread, category, name, sums) is that copy, not the child's I/O."""
+    if not records:
+        return records, 0
+    ppid = {int(pids[proc]): a.get("ppid") for proc, _, name, a in internal if name == "start"}
+
+    def key(rec):
+        _, tid, ts, cat, name, args = rec
+        return tid, ts, cat, name, json.dumps({k: v for k, v in args.items() if k != "hhash"}, sort_keys=True)
+
+    by_pid = {}
+    for rec in records:
+        by_pid.setdefault(int(pids[rec[0]]), set()).add(key(rec))
+    own = [rec for rec in records if key(rec) not in by_pid.get(ppid.get(int(pids[rec[0]])), ())]
+    return own, len(records) - len(own)
+
+
+def _args(text: str) -> dict:
+    """An event's arguments (JSON text) as a dict; {} when they are none or not an object."""
+    try:
+        parsed = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def _refuse_garbage(path: str, files: list) -> None:

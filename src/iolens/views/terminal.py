@@ -126,6 +126,16 @@ def _dftracer_tables(dft: dict) -> list:
             spans.add_row(Text(row["cat"]), Text(row["name"]), human_count(row["count"]), human_seconds(row["time"]),
                           str(row["ranks"]))
         out.append(spans)
+    if dft.get("aggregated"):
+        agg = Table(title="Aggregated records (DFTracer's aggregation mode: no single calls)", title_justify="left",
+                    show_edge=False)
+        for col in ("category", "name", "events", "time", "bytes", "processes"):
+            agg.add_column(col, justify="left" if col in ("category", "name") else "right")
+        for row in dft["aggregated"]:
+            moved = human_bytes(row["bytes"]) if row["bytes"] is not None else ""
+            agg.add_row(Text(row["cat"]), Text(row["name"]), human_count(row["count"]),
+                        human_seconds(row["time"] or 0.0), moved, str(row["ranks"]))
+        out.append(agg)
     return out
 
 

@@ -41,21 +41,27 @@ def _preload() -> Path:
 
 @pytest.fixture
 def traced(tmp_path):
-    """traced(script, *args, gzip=True) -> (trace folder, the program's stdout parsed as JSON): runs a Python
-    program (a path, or the text of one) under DFTracer as its README says (preload library, Python API)."""
+    """traced(script, *args, gzip=True, env=None) -> (trace folder, the program's stdout parsed as JSON): runs a
+    Python program (a path, or the text of one) under DFTracer as its README says (preload library, Python API);
+    `env`: DFTracer settings changed (a None value unsets one, e.g. LD_PRELOAD)."""
     preload = _preload()
 
-    def run(script, *args, gzip=True):
+    def run(script, *args, gzip=True, env=None):
         if not isinstance(script, Path):
             path = tmp_path / "program.py"
             path.write_text(script)
             script = path
         trace = tmp_path / "trace"
         trace.mkdir(exist_ok=True)
-        env = {**os.environ, "DFTRACER_ENABLE": "1", "DFTRACER_INC_METADATA": "1", "DFTRACER_INIT": "PRELOAD",
-               "DFTRACER_DATA_DIR": "all", "DFTRACER_LOG_FILE": str(trace / "trace"), "LD_PRELOAD": str(preload),
-               "DFTRACER_TRACE_COMPRESSION": "1" if gzip else "0"}
-        done = subprocess.run([sys.executable, str(script), *map(str, args)], env=env, cwd=tmp_path,
+        settings = {**os.environ, "DFTRACER_ENABLE": "1", "DFTRACER_INC_METADATA": "1", "DFTRACER_INIT": "PRELOAD",
+                    "DFTRACER_DATA_DIR": "all", "DFTRACER_LOG_FILE": str(trace / "trace"), "LD_PRELOAD": str(preload),
+                    "DFTRACER_TRACE_COMPRESSION": "1" if gzip else "0"}
+        for key, value in (env or {}).items():
+            if value is None:
+                settings.pop(key, None)
+            else:
+                settings[key] = value
+        done = subprocess.run([sys.executable, str(script), *map(str, args)], env=settings, cwd=tmp_path,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         return trace, json.loads(done.stdout.strip().splitlines()[-1])

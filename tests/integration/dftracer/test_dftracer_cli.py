@@ -121,12 +121,12 @@ def test_unknown_event_kinds_and_bad_lines_are_flagged(dftracer_logs, tmp_path):
     trace = _copy(dftracer_logs, tmp_path, "loader_plain")
     main = trace / "trace-7c6cc0ff977dc874-app.pfw"
     lines = main.read_text().splitlines()
-    lines.insert(10, json.dumps({"name": "power", "cat": "sys", "ph": "C", "pid": 1, "ts": 1, "args": {"w": 3}}))
+    lines.insert(10, json.dumps({"name": "power", "cat": "sys", "ph": "B", "pid": 1, "ts": 1, "args": {"w": 3}}))
     lines.insert(11, "}{ not an event")
     main.write_text("\n".join(lines) + "\n")
     job = json.loads(run("info", "--json", trace).stdout)["job"]
     assert job["partial"]
-    assert any("1 event(s) of a kind iolens does not read (ph C)" in n for n in job["notes"])
+    assert any("1 event(s) of a kind iolens does not read (ph B)" in n for n in job["notes"])
     assert any("1 line(s) are not DFTracer events (first: line 12" in n for n in job["notes"])
 
 

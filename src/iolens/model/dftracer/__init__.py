@@ -10,12 +10,12 @@ from functools import cached_property
 import numpy as np
 import polars as pl
 
-from ...reader.dftracer import DFTracerRaw, read_trace
+from ...reader.dftracer import COUNTER_PHASES, NA, NO_STRING, DFTracerRaw, read_trace
 from ...reader.log import ModuleInfo
 from ..call_trace import CallTraceLog
 from ..contract import Provenance
 from .counters import counters_table
-from .tables import Layout, calls_table, io_frame, process_table, segments_table, spans_table
+from .tables import Layout, aggregated_table, calls_table, io_frame, process_table, segments_table, spans_table
 
 __all__ = ["DFTracerTrace", "read_dftracer"]
 
@@ -77,7 +77,10 @@ class DFTracerTrace(CallTraceLog):
         return {r: h for r, h in self.processes.select("rank", "host").iter_rows() if h}
 
     def extra_tables(self) -> dict:
-        return {"calls": self.calls, "spans": self.spans}
+        out = {"calls": self.calls, "spans": self.spans}
+        if self.raw.aggregated:  # DFTracer's aggregation mode: its summed records
+            out["aggregated"] = self.aggregated
+        return out
 
     # --- calls, spans --------------------------------------------------------------------------
     @cached_property
@@ -100,6 +103,12 @@ class DFTracerTrace(CallTraceLog):
         """One row per application event: span_id, rank, tid, cat, name, start, end, epoch, step, parent
         (the enclosing span's span_id in the same thread), depth, args (its other arguments, JSON)."""
         return spans_table(self.layout)
+
+    @cached_property
+    def aggregated(self) -> pl.DataFrame:
+        """One row per aggregated record (DFTracer's aggregation mode): rank, tid, cat, name, start, count
+        (events summed), time (their summed duration, s), bytes (reads and writes), path (when named)."""
+        return aggregated_table(self.layout)
 
     # --- job ---------------------------------------------------------------------------------
     @cached_property
@@ -139,14 +148,42 @@ class DFTracerTrace(CallTraceLog):
 
     @property
     def partial(self) -> bool:
-        """Some trace file was cut, held lines that are no event, or events of kinds not read."""
-        return any(f.partial for f in self.raw.files)
+        """Some trace file was cut, held lines that are no event, or events of kinds not read; or the calls
+        are not whole events: summed (aggregation mode) or without their arguments (no metadata)."""
+        return (any(f.partial and not self._left_unfinished(f) for f in self.raw.files) or bool(self.raw.aggregated)
+                or self._bare_calls)
+
+    def _left_unfinished(self, f) -> bool:
+        """A `-preload` trace file that only ends early (a gzip stream without its end, a last line cut) while
+        the same process's `-app` file is in the trace: DFTracer's preload library flushed its log (a small
+        DFTRACER_WRITE_BUFFER_SIZE) and abandoned it unfinished when the Python API started the `-app` one. Not
+        damage: the job's own events are in the `-app` file."""
+        name = os.path.basename(f.path)
+        if "-preload.pfw" not in name or f.bad_lines or not (f.cut or (f.error and "ends early" in f.error)):
+            return False
+        if any(ph not in COUNTER_PHASES for ph in f.unknown):
+            return False
+        app = name.split("-preload.pfw")[0] + "-app.pfw"
+        return any(os.path.basename(g.path).startswith(app) for g in self.raw.files)
+
+    @cached_property
+    def _bare_calls(self) -> bool:
+        """The calls carry no arguments (DFTRACER_INC_METADATA=0): no file, return value nor size."""
+        io = self.raw.io
+        if not len(io.get("start", ())):
+            return False
+        return bool((io["file"] == NO_STRING).all() and (io["ret"] == NA).all())
 
     def _notes(self) -> list:
         out = []
         for f in self.raw.files:
+            if self._left_unfinished(f):
+                out.append(f"{os.path.basename(f.path)}: the preload library's log, left unfinished by DFTracer when "
+                           f"the Python API started the process's own (its -app file); its whole events are read")
+                continue
             for problem in f.problems():
                 out.append(f"{os.path.basename(f.path)}: {problem}; its other events are read")
+        out += self._config_notes()
         lost = self.layout.processes.sort("rank").filter(pl.col("lost_events") > 0)
         if lost.height:
             each = ", ".join(f"pid {pid}: {n:,}" for pid, n in lost.select("pid", "lost_events").iter_rows())
@@ -160,6 +197,39 @@ class DFTracerTrace(CallTraceLog):
         if missing:
             out.append(f"{len(missing)} file hash(es) have no FH metadata event naming them (DFTRACER_INC_METADATA=1 "
                        f"writes them): shown as <file HASH>")
+        return out
+
+    def _config_notes(self) -> list:
+        """What the way DFTracer ran leaves out of the trace: summed records, calls without arguments, layers it
+        did not trace (its end event's `cfg`)."""
+        out = []
+        if self.raw.aggregated:
+            n = len(self.raw.aggregated)
+            out.append(f"{n:,} aggregated record(s) (DFTracer's aggregation mode, DFTRACER_ENABLE_AGGREGATION=1): "
+                       f"calls and spans summed per process, thread, function and interval, in the `aggregated` "
+                       f"table; they are not single calls (no offsets, and no files unless named), so the calls, "
+                       f"segments, counters and diagnosis do not hold them")
+            if self.raw.inherited:
+                out.append(f"{self.raw.inherited:,} aggregated record(s) that forked processes repeated from their "
+                           f"parent (DFTracer copies its aggregation state into a child forked without exec) are "
+                           f"not counted twice")
+        if self._bare_calls:
+            out.append("the calls carry no arguments (DFTracer ran without DFTRACER_INC_METADATA=1): which file "
+                       "each names and the bytes it moved are not in the trace; calls are counted and timed only")
+        procs = self.layout.processes
+        if procs.height > 1 and procs["ppid"].null_count() == procs.height:
+            out.append("which process started which is not in the trace (its start events name no parent: DFTracer "
+                       "without DFTRACER_INC_METADATA=1): every process is shown as a main process; the training "
+                       "loop takes the processes that compute as its own and the others as its workers")
+        off = set()
+        for _, _, name, args in self.raw.internal:
+            cfg = args.get("cfg") if name == "end" else None
+            if isinstance(cfg, dict):
+                off |= {layer for layer in ("io", "posix", "stdio") if cfg.get(layer) in (0, False, "0")}
+        if off:
+            named = "I/O (DFTRACER_DISABLE_IO=1)" if "io" in off else " and ".join(
+                f"{layer.upper()} (DFTRACER_DISABLE_{layer.upper()}=1)" for layer in sorted(off))
+            out.append(f"DFTracer did not trace {named}: those calls are not in the trace")
         return out
 
     @cached_property
@@ -200,9 +270,12 @@ class DFTracerTrace(CallTraceLog):
 
 
 def _version(v) -> str:
-    """DFTracer's start event says 20003 for 2.0.3."""
+    """DFTracer's start event says 20003 for 2.0.3 (DFTracer 2), 100008 for 1.0.8 (DFTracer 1.0.x:
+    MAJOR * 100000 + MINOR * 100 + PATCH, dftracer_config.hpp.in at v1.0.8)."""
     try:
         n = int(v)
     except (TypeError, ValueError):
         return str(v)
+    if n >= 100000:
+        return f"{n // 100000}.{n // 100 % 1000}.{n % 100}"
     return f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else str(n)

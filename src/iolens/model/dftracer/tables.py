@@ -69,6 +69,11 @@ class Layout:
         raw = self.raw
         hosts = raw.string_map("HH")
         frame = pl.DataFrame(rows).with_row_index("_row")
+        summed = {}  # a process row's events that aggregated records hold (not lost: summed)
+        for proc, _, _, _, _, a in raw.aggregated:
+            summed[proc] = summed.get(proc, 0) + _count(a)
+        frame = frame.with_columns(with_id=pl.col("with_id") + pl.col("_row").replace_strict(
+            summed, default=0, return_dtype=pl.Int64))
         starts = {proc: (ts, a) for proc, ts, name, a in raw.internal if name == "start"}
         ends = {proc: (ts, a) for proc, ts, name, a in raw.internal if name == "end"}
         start_rows = pl.DataFrame({"_row": list(starts), "_start_ts": [v[0] for v in starts.values()]},
@@ -87,11 +92,14 @@ class Layout:
             out.append({
                 "_rows": p["_row"], "pid": p["pid"], "ppid": start_args.get("ppid"),
                 "host": hosts.get(host, host) if host else None,
-                "command": _command(self.commands.get(start_args.get("cmd_hash", ""))),
+                # DFTracer 2 and 1.0.6-1.0.8 name the command by a hash (SH event; 1.0.x: a number), 1.0.0-1.0.5
+                # write it in the start event (`cmd`)
+                "command": _command(self.commands.get(_text(start_args.get("cmd_hash")))
+                                    or _text(start_args.get("cmd"))),
                 "start": (p["first"] - self.t0) / self.ticks, "end": (p["last"] - self.t0) / self.ticks,
                 "events": p["events"], "lost_events": max(expected - p["with_id"], 0),
-                "_cwd": self.files.get(start_args.get("cwd", "")),
-                "version": start_args.get("version"),
+                "_cwd": self.files.get(_text(start_args.get("cwd"))),
+                "version": _int(start_args.get("version")),
                 "log": ", ".join(raw.files[f].path for f in p["file"]),  # its trace file(s)
             })
         procs = _number(pl.DataFrame(out, schema={
@@ -117,6 +125,26 @@ def _with_hosts(procs: dict) -> dict:
     fixed = np.array([h if h >= 0 or len(known.get(pid, ())) != 1 else next(iter(known[pid]))
                       for pid, h in zip(procs["pid"].tolist(), host.tolist())], dtype=np.int64)
     return {**procs, "host": fixed}
+
+
+def _text(value) -> str:
+    """An event argument as text: a hash DFTracer 1.0.x wrote as a number is the FH/HH/SH value's text."""
+    return "" if value is None or isinstance(value, (dict, list)) else str(value)
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _count(args: dict) -> int:
+    """The events an aggregated record sums (`dft_cnt`, 1 when it does not say)."""
+    try:
+        return max(int(args.get("dft_cnt", 1)), 0)
+    except (TypeError, ValueError):
+        return 1
 
 
 def _command(text: str | None) -> str | None:
@@ -324,3 +352,48 @@ def spans_table(layout: Layout) -> pl.DataFrame:
     parent, depth = span_nesting(thread.to_numpy(), frame["start"].to_numpy(), frame["end"].to_numpy())
     return frame.with_columns(parent=pl.Series(parent).replace(-1, None),
                               depth=pl.Series(depth, dtype=pl.Int32)).select(list(SPAN_SCHEMA))
+
+
+AGGREGATED_SCHEMA = {"rank": pl.Int64, "tid": pl.Int64, "cat": pl.String, "name": pl.String, "start": pl.Float64,
+                     "count": pl.Int64, "time": pl.Float64, "bytes": pl.Int64, "path": pl.String}
+MOVES_BYTES = ("read", "pread", "pread64", "readv", "preadv", "preadv2", "write", "pwrite", "pwrite64", "writev",
+               "pwritev", "pwritev2", "fread", "fwrite")
+
+
+def _sum(args: dict, key: str):
+    """A summed argument of an aggregated record: `key_sum`, or `key` itself for a record of one event."""
+    value = args.get(f"{key}_sum", args.get(key))
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _moved(name: str, args: dict):
+    """The bytes an aggregated read or write record moved: its returns summed (times the item size for
+    fread/fwrite, when every call had one size); None for other functions or when it cannot be said."""
+    if name not in MOVES_BYTES:
+        return None
+    ret = _sum(args, "ret")
+    if ret is None or ret < 0 or args.get("ret_min", 0) < 0:
+        return None  # a failed call's -1 is in the sum
+    if name in ("fread", "fwrite"):
+        size = args.get("size", args.get("size_max"))
+        if size is None or args.get("size_min", size) != size:
+            return None
+        ret *= size
+    return int(ret)
+
+
+def aggregated_table(layout: Layout) -> pl.DataFrame:
+    """One row per aggregated record (DFTracer 2's aggregation mode, DFTRACER_ENABLE_AGGREGATION=1): the
+    process (rank) and thread, category and function (or span) name, the interval's start (seconds), how many
+    events it sums, their time (seconds) and, for reads and writes, the bytes they moved; the file when the
+    record names one (`fhash`)."""
+    rows = []
+    ticks = layout.ticks
+    for proc, tid, ts, cat, name, args in layout.raw.aggregated:
+        dur = _sum(args, "dur")
+        file = _text(args.get("fhash", args.get("fname")))
+        path = (layout.files.get(file) or f"<file {file}>") if file else None
+        rows.append((int(layout.rank_of_proc[proc]), tid, cat, name, (ts - layout.t0) / ticks, _count(args),
+                     dur / ticks if dur is not None else None, _moved(name, args), path))
+    return pl.DataFrame(rows, schema=AGGREGATED_SCHEMA, orient="row").sort("rank", "start", "cat", "name",
+                                                                            maintain_order=True)

@@ -35,7 +35,9 @@ _FLAT = rb'(?:"[^"\\]*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|nul
 _PAIRS = rb"(?:" + _KEY + _FLAT + rb"(?:," + _KEY + _FLAT + rb")*)"
 FLAT_EVENT = re.compile(rb"\{" + _PAIRS + rb'(?:,"args":\{' + _PAIRS + rb"?\})?\}")
 STRING_PAIR = re.compile(rb'"([A-Za-z_][A-Za-z0-9_]*)":"([^"\\]*)"')
-TRACE_NAME = re.compile(r"(?P<head>.*?)(?P<hash>[0-9a-f]{8,})(?P<tail>-(app|preload)\.pfw(\.gz)?)$")
+# a hash DFTracer 1.0.6-1.0.8 wrote as a decimal number (`"fhash":1234`)
+NUMBER_HASH = re.compile(rb'"(' + "|".join(HASH_KINDS).encode() + rb')":([0-9]+)(?=[,}])')
+TRACE_NAME = re.compile(r"(?P<head>.*?)(?P<hash>[0-9a-f]{8,})(?P<tail>-(app|preload|fork)\.pfw(\.gz)?)$")
 UNCHANGED = ("every event's time stamp, duration, size, offset, return value, flags and ids; pids and thread ids; "
              "span categories and names (the framework's: fetch, step, capture, epoch, ...); epochs and steps; "
              "the time unit")
@@ -182,7 +184,11 @@ def _flat_event(text: bytes, tokens: Tokens, report: Report, seen: dict):
             done = seen[whole] = b'"' + m.group(1) + b'":"' + new.encode() + b'"'
         return done
 
-    return STRING_PAIR.sub(top, head) + sep + STRING_PAIR.sub(argument, args)
+    def number(m):  # a hash written as a number (DFTracer 1.0.6-1.0.8)
+        key = m.group(1).decode()
+        return b'"' + m.group(1) + b'":' + str(_hash(key, int(m.group(2)), tokens)).encode()
+
+    return STRING_PAIR.sub(top, head) + sep + NUMBER_HASH.sub(number, STRING_PAIR.sub(argument, args))
 
 
 def _named(kind: str, args: dict, tokens: Tokens, report: Report) -> dict:
@@ -197,13 +203,12 @@ def _named(kind: str, args: dict, tokens: Tokens, report: Report) -> dict:
                 out[k] = tokens.hostname(v.encode()).decode()
                 report.count("trace_host_names")
             else:
-                words = [w.encode() for w in v.split(";")]
-                if python_child(b" ".join(words)):
-                    report.kept["command line after the program"] = PYTHON_CHILD_KEPT
-                out[k] = b";".join(tokens.argv(words)).decode()
-                report.count("command_words", sum(1 for w in words if w))
+                out[k] = _command_words(v, tokens, report)
         elif k == "value" and isinstance(v, str):
             out[k] = tokens.hex_hash(NAME_KINDS[kind], v)
+            report.count("trace_hashes")
+        elif k == "value" and _is_number(v):  # DFTracer 1.0.6-1.0.8: the hash as a number
+            out[k] = _number_hash(NAME_KINDS[kind], v, tokens)
             report.count("trace_hashes")
         else:
             out[k] = _value(k, v, tokens, report)
@@ -211,13 +216,27 @@ def _named(kind: str, args: dict, tokens: Tokens, report: Report) -> dict:
 
 
 def _hash(key: str, value, tokens: Tokens):
+    if _is_number(value):
+        return _number_hash(NAME_KINDS[HASH_KINDS[key]], value, tokens)
     return tokens.hex_hash(NAME_KINDS[HASH_KINDS[key]], value) if isinstance(value, str) else value
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number_hash(kind: str, value: int, tokens: Tokens) -> int:
+    """A keyed stand-in for a hash DFTracer 1.0.x wrote as a number (an MD5 of the name, cut to 64 bits: it
+    would confirm a guessed name), the same for the name's hash in every event."""
+    return tokens.number(kind + " hash", value, top=1 << 63)
 
 
 def _value(key: str, value, tokens: Tokens, report: Report):
     """One argument: a hash mapped, numbers kept, nested tables judged one value at a time, strings judged."""
     if key in HASH_KINDS:
         return _hash(key, value, tokens)
+    if isinstance(value, str) and key in NAMED_IN_EVENT:  # DFTracer 1.0.0-1.0.5: names, not hashes
+        return NAMED_IN_EVENT[key](value, tokens, report)
     if isinstance(value, dict):  # a setting's name kept; any other key replaced as a string
         return {(k if IDENTIFIER.fullmatch(k) else _string(k, tokens, report)): _value(k, v, tokens, report)
                 for k, v in value.items()}
@@ -226,6 +245,29 @@ def _value(key: str, value, tokens: Tokens, report: Report):
     if isinstance(value, str) and key not in KEPT_STRINGS:
         return _string(value, tokens, report)
     return value
+
+
+def _host(value: str, tokens: Tokens, report: Report) -> str:
+    report.count("trace_host_names")
+    return tokens.hostname(value.encode()).decode()
+
+
+def _command_words(value: str, tokens: Tokens, report: Report) -> str:
+    """A command line DFTracer joined with ';' (an SH event's name, or 1.0.x's start event `cmd`)."""
+    words = [w.encode() for w in value.split(";")]
+    if python_child(b" ".join(words)):
+        report.kept["command line after the program"] = PYTHON_CHILD_KEPT
+    report.count("command_words", sum(1 for w in words if w))
+    return b";".join(tokens.argv(words)).decode()
+
+
+def _file_name(value: str, tokens: Tokens, report: Report) -> str:
+    report.count("trace_file_names")
+    return tokens.path(value.encode()).decode()
+
+
+# arguments DFTracer 1.0.0-1.0.5 wrote as names where later versions write hashes (df_logger.h at v1.0.5)
+NAMED_IN_EVENT = {"hostname": _host, "fname": _file_name, "cmd": _command_words, "exec": _command_words}
 
 
 def _string(value: str, tokens: Tokens, report: Report) -> str:

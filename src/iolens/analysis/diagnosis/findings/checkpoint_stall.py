@@ -56,9 +56,16 @@ def report(ctx, _=None) -> list:
                f"{fmt_time(worst['time'])}")
     if worst["step"] is not None:
         summary += f" (step {worst['step']})"
-    summary += (f". Each writes {fmt_bytes(nbytes / n)} in {writes / n:.3g} write call(s)"
-                + (f" of {fmt_bytes(nbytes / writes)}" if writes else "")
-                + f" and {syncs / n:.3g} fsync(s): {fmt_bytes(bandwidth)}/s over the checkpoint's time. Writing takes "
+    unsized = int(ckpt["unsized"].sum())
+    if unsized and not writes:  # calls without their arguments (DFTracer without metadata): no bytes to say
+        metrics["write_calls_unsized"] = unsized
+        summary += (f". Each makes {unsized / n:.3g} write call(s), whose sizes the trace does not hold, and "
+                    f"{syncs / n:.3g} fsync(s)")
+    else:
+        summary += (f". Each writes {fmt_bytes(nbytes / n)} in {writes / n:.3g} write call(s)"
+                    + (f" of {fmt_bytes(nbytes / writes)}" if writes else "")
+                    + f" and {syncs / n:.3g} fsync(s): {fmt_bytes(bandwidth)}/s over the checkpoint's time")
+    summary += (". Writing takes "
                 f"{fmt_time(write_time)} ({fmt_pct(write_time / total)}), fsync {fmt_time(sync_time)} "
                 f"({fmt_pct(sync_time / total)}); the rest, {fmt_time(max(total - io_time, 0.0))}, is the "
                 "program's own work (serialising the state).")
