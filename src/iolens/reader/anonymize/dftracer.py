@@ -18,6 +18,7 @@ import zlib
 
 from ...errors import LogError
 from ..dftracer import TRACE_SUFFIXES
+from ..inputs import refuse_special
 from .log import Anonymized
 from .report import Report
 from .tokens import PYTHON_CHILD_KEPT, Tokens, plain_value, python_child
@@ -112,6 +113,7 @@ def trace_name(path, tokens: Tokens) -> str:
 
 def _text(path: str, compressed: bool) -> tuple:
     """(bytes, cut?): the file's text; a gzip stream that stops early gives what it held before."""
+    refuse_special(path, "a DFTracer trace file")
     try:
         with open(path, "rb") as fh:
             raw = fh.read()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import LogError
+from ..inputs import refuse_special
 from .grammar import expand, parse_grammar
 
 METADATA = "recorder.mt"  # the file that makes a folder a Recorder trace
@@ -103,6 +104,7 @@ def read_trace(path: str, progress=None) -> RecorderRaw:
 def _read_bytes(folder: str, name: str) -> bytes:
     p = os.path.join(folder, name)
     if not os.path.isfile(p):
+        refuse_special(p, f"a Recorder trace's {name}")
         raise LogError(f"missing {name} in the Recorder trace folder")
     with open(p, "rb") as fh:
         return fh.read()
