@@ -108,7 +108,7 @@ def trace_name(path, tokens: Tokens) -> str:
     if m:
         return m["head"] + tokens.hex_hash("trace-file", m["hash"]) + m["tail"]
     suffix = max((s for s in TRACE_SUFFIXES if base.endswith(s)), key=len, default="")
-    return tokens.component(base[:len(base) - len(suffix)].encode()).decode() + suffix
+    return tokens.component(os.fsencode(base[:len(base) - len(suffix)])).decode() + suffix
 
 
 def _text(path: str, compressed: bool) -> tuple:
