@@ -11,7 +11,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from ..pipeline import read as reading
 from ..model import TraceLog
 
-log_argument = click.argument("log", type=click.Path(path_type=str))
+# readable=False on every input: a file the user may not read is the reader's one line (`iolens: error: PATH:
+# Permission denied`), not click's usage error (four lines)
+log_argument = click.argument("log", type=click.Path(path_type=str, readable=False))
 
 
 def filter_options(f):

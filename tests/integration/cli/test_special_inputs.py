@@ -132,3 +132,26 @@ def test_the_command_imports_nothing_heavy_before_main():
               "print(heavy)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
+
+
+def without_read_override() -> list:
+    """The command prefix that makes file permissions apply: none for a user; for root, setpriv dropping the
+    capabilities that let root read any file."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("root without setpriv: every file is readable")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search", "--"]
+
+
+@pytest.mark.parametrize("command", [["info"], ["report", "-q", "-o", "page.html"], ["jobs"]])
+def test_a_log_the_user_may_not_read(logs_dir, tmp_path, command):
+    """The reader's one line, as for any file it cannot open (click's own check was a four-line usage error)."""
+    log = tmp_path / "run.darshan"
+    log.write_bytes((logs_dir / LOG).read_bytes())
+    log.chmod(0)
+    proc = subprocess.run([*without_read_override(), IOLENS, *command, str(log)], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    one_error_line(proc, f"{log}: Permission denied")
+    assert not (tmp_path / "page.html").exists()
