@@ -51,16 +51,6 @@ def test_a_device_given_as_a_log(tmp_path, device, command):
     assert not (tmp_path / "out.darshan").exists()
 
 
-@pytest.fixture
-def odd_name(logs_dir, tmp_path) -> str:
-    """A real log under a name whose bytes are not UTF-8 (Latin-1 'é' and a stray 0xff), as a str (os.fsdecode:
-    what a shell glob or a folder walk hands Python)."""
-    raw = os.fsencode(str(tmp_path)) + b"/caf\xe9-\xff.darshan"
-    with open(raw, "wb") as fh:
-        fh.write((logs_dir / LOG).read_bytes())
-    return os.fsdecode(raw)
-
-
 def test_a_log_whose_name_is_not_utf8(odd_name, logs_dir, tmp_path):
     page = tmp_path / "page.html"
     run_main("report", odd_name, "-q", "-o", page)
