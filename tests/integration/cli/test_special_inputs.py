@@ -145,3 +145,10 @@ def test_a_log_the_user_may_not_read(logs_dir, tmp_path, command):
                           timeout=60, cwd=tmp_path)
     one_error_line(proc, f"{log}: Permission denied")
     assert not (tmp_path / "page.html").exists()
+
+
+def test_jobs_of_a_recorder_trace_says_what_jobs_reads(logs_dir):
+    """Not "no log or trace iolens reads here (... a Recorder trace's recorder.mt ...)" of a folder holding one."""
+    trace = logs_dir / "recorder/seqwrite_mpiio"
+    line = one_error_line(run_main("jobs", trace, check=False), str(trace))
+    assert "this is a Recorder trace" in line and "iolens info" in line
