@@ -29,3 +29,21 @@ def copy(tmp_path, logs_dir) -> Path:
     for p in dst.iterdir():
         p.chmod(0o644)
     return dst
+
+
+@pytest.fixture
+def copy_25(tmp_path, logs_dir) -> Path:
+    """shared_header's calls in Recorder 2.5's default layout (merged ranks, zlib timestamps), to damage."""
+    from support.recordertools import rewrite_dump
+
+    return rewrite_dump(logs_dir / "recorder" / "shared_header", tmp_path / "trace25", "2.5", merged=True)
+
+
+@pytest.fixture(params=[("2.3", False), ("2.4", True), ("2.5", True), ("2.5", False)],
+                ids=["2.3", "2.4-merged", "2.5-merged", "2.5"])
+def copy_release(request, tmp_path, logs_dir) -> Path:
+    """shared_header's calls in each other layout iolens reads, to damage."""
+    from support.recordertools import rewrite_dump
+
+    release, merged = request.param
+    return rewrite_dump(logs_dir / "recorder" / "shared_header", tmp_path / "trace", release, merged=merged)

@@ -44,10 +44,24 @@ def test_missing_rank_file(copy):
     assert "missing 2.cst" in one_error_line(copy)
 
 
-def test_wrong_version(copy):
-    (copy / "VERSION").write_text("2.3.3")
+@pytest.mark.parametrize("version", ["2.2.1", "3.0.0"])
+def test_release_not_read(copy, version):
+    """A release iolens does not know the layout of: named, with the releases it reads."""
+    (copy / "VERSION").write_text(version)
     line = one_error_line(copy)
-    assert "version 2.3.3" in line and "2.4" in line
+    assert f"version {version}" in line and all(r in line for r in ("2.3", "2.4", "2.5"))
+
+
+def test_pattern_recognition_is_refused(tmp_path, logs_dir):
+    """Recorder 2.5 can store offsets as patterns (opt-in): said in one line, not read as numbers."""
+    from support.recordertools import write_trace
+
+    folder = write_trace(tmp_path / "t", logs_dir / "recorder" / "shared_header",
+                         [[("MPI_Barrier", 0, ["MPI_COMM_WORLD"], 0.1, 0.2)]], release="2.5")
+    meta = bytearray((folder / "recorder.mt").read_bytes())
+    meta[38] = 1  # interprocess_pattern_recognition
+    (folder / "recorder.mt").write_bytes(bytes(meta))
+    assert "RECORDER_INTERPROCESS_PATTERN_RECOGNITION=1" in one_error_line(folder)
 
 
 @pytest.mark.parametrize("name", ["0.cst", "1.cfg", "3.ts", "recorder.mt"])
@@ -90,3 +104,32 @@ def test_huge_repeat_count_is_refused_fast(copy):
     with pytest.raises(LogError, match="more calls than the timestamps hold"):
         iolens.read(copy)
     assert time.perf_counter() - began < 60  # no expansion into gigabytes (that would take minutes)
+
+
+@pytest.mark.parametrize("name", ["recorder.cst", "ug.cfg", "ug.mt", "recorder.ts", "recorder.mt"])
+def test_cut_files_of_release_25(copy_25, name):
+    """Recorder 2.5's shared files (one signature table, the unique grammars, every rank's timestamps)."""
+    data = (copy_25 / name).read_bytes()
+    for cut in sorted({0, 3, 17, len(data) // 3, len(data) // 2, len(data) - 5, len(data) - 1}):
+        (copy_25 / name).write_bytes(data[:cut])
+        with pytest.raises(LogError) as err:
+            iolens.read(copy_25)
+        assert str(copy_25) in str(err.value) and "\n" not in str(err.value)
+    assert "trace" in one_error_line(copy_25) or name in one_error_line(copy_25)
+    (copy_25 / name).unlink()
+    said = one_error_line(copy_25)  # without recorder.mt the folder is no Recorder trace at all
+    assert f"missing {name}" in said or (name == "recorder.mt" and "no log or trace" in said)
+
+
+def test_seeded_random_damage_of_other_layouts(copy_release):
+    """Every file of a 2.3, 2.4-merged, 2.5 and 2.5-merged trace: read or one LogError, never anything else."""
+    rng = random.Random(25)
+    originals = {p.name: p.read_bytes() for p in copy_release.iterdir() if p.is_file() and p.name != "VERSION"}
+    for name, data in originals.items():
+        for _ in range(15):
+            damaged = bytearray(data)
+            for _ in range(rng.randint(1, 4)):
+                damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+            (copy_release / name).write_bytes(bytes(damaged))
+            reads_or_says_why(copy_release)
+        (copy_release / name).write_bytes(data)

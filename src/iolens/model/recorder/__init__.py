@@ -30,7 +30,13 @@ class RecorderTrace(CallTraceLog):
     def __init__(self, raw: RecorderRaw):
         self.raw = raw
         self.path = raw.path
-        self.notes = []
+        self.notes = [f"Recorder did not trace {layer} calls" for layer in raw.untraced]
+        if "MPI" in raw.untraced:
+            # no barrier or collective in the calls: nothing orders the ranks, so conflicts are judged as on a
+            # Darshan log (concurrent or ordered), not per consistency model
+            self.consistency_model = False
+            self.notes[raw.untraced.index("MPI")] += (" (RECORDER_MPI_TRACING=0, Recorder 2.5's default): "
+                                                       "conflicts are not judged per consistency model")
 
     # --- calls -------------------------------------------------------------------------------
     @cached_property

@@ -17,7 +17,7 @@ MPI_TYPE_BYTES = {
     "MPI_UNSIGNED_LONG_LONG": 8, "MPI_DOUBLE": 8, "MPI_INT64_T": 8, "MPI_UINT64_T": 8, "MPI_LONG_DOUBLE": 16,
     "MPI_C_DOUBLE_COMPLEX": 16, "MPI_DOUBLE_COMPLEX": 16, "MPI_C_FLOAT_COMPLEX": 8, "MPI_COMPLEX": 8,
 }
-# POSIX argument positions as Recorder 2.4 stores them (it names the file where the call took a descriptor)
+# POSIX argument positions as Recorder 2.3–2.5 store them (it names the file where the call took a descriptor)
 PREADWRITE = ("pwrite", "pwrite64", "pread", "pread64")  # (path, buf, count, offset)
 READWRITE = ("write", "read")  # (path, buf, count)
 VECTORED = ("writev", "readv")  # (path, total bytes, iovcnt)
@@ -74,17 +74,18 @@ def typed_columns() -> list:
             whence.alias("whence"), comm.alias("comm")]
 
 
-def signature_table(raw) -> pl.DataFrame:
-    """One row per call signature of every rank (rank by rank): func, layer, depth, args, typed columns."""
+def signature_table(raw, tables: list) -> pl.DataFrame:
+    """One row per call signature of each of `tables` (RankTraces) in turn: func, layer, depth, args, typed
+    columns."""
     names = np.array(list(raw.func_names) + ["?"] * (256 - len(raw.func_names)), dtype=object)
-    func_id = np.concatenate([rt.sig_func for rt in raw.ranks])
+    func_id = np.concatenate([rt.sig_func for rt in tables])
     layer = np.array(LAYERS, dtype=object)[raw.func_classes()[func_id]]
     frame = pl.DataFrame({
         "func": pl.Series(names[func_id], dtype=pl.String),
         "layer": pl.Series(layer, dtype=pl.String).cast(LAYER),
-        "depth": pl.Series(np.concatenate([rt.sig_depth for rt in raw.ranks]).astype(np.int64)),
-        "argc": pl.Series(np.concatenate([rt.sig_argc for rt in raw.ranks]).astype(np.int64)),
-        "text": pl.Series([a for rt in raw.ranks for a in rt.sig_args], dtype=pl.String),
+        "depth": pl.Series(np.concatenate([rt.sig_depth for rt in tables]).astype(np.int64)),
+        "argc": pl.Series(np.concatenate([rt.sig_argc for rt in tables]).astype(np.int64)),
+        "text": pl.Series([a for rt in tables for a in rt.sig_args], dtype=pl.String),
     })
     # arguments never hold a space (Recorder stored spaces as '_'): split the joined text back
     frame = frame.with_columns(args=pl.when(pl.col("argc") > 0).then(pl.col("text").str.split(" "))
@@ -94,13 +95,25 @@ def signature_table(raw) -> pl.DataFrame:
     return frame.with_columns(typed_columns())
 
 
+def _distinct_tables(raw) -> tuple:
+    """The distinct signature tables (all ranks of a trace merged across ranks share one) and the row where
+    each rank's table starts among them."""
+    tables, first_row, base, rows = [], {}, [], 0
+    for rt in raw.ranks:
+        if id(rt.sig_args) not in first_row:
+            first_row[id(rt.sig_args)] = rows
+            rows += len(rt.sig_args)
+            tables.append(rt)
+        base.append(first_row[id(rt.sig_args)])
+    return tables, np.array(base, dtype=np.int64)
+
+
 def calls_table(raw) -> pl.DataFrame:
     """Every call of every rank in order: the signature's columns gathered by each call's signature."""
     if not raw.ranks or not sum(len(rt.calls) for rt in raw.ranks):
         return pl.DataFrame(schema=CALL_SCHEMA)
-    sigs = signature_table(raw)
-    base = np.zeros(len(raw.ranks) + 1, dtype=np.int64)  # rank r's signatures start at row base[r]
-    np.cumsum([len(rt.sig_args) for rt in raw.ranks], out=base[1:])
+    tables, base = _distinct_tables(raw)
+    sigs = signature_table(raw, tables)
     rows = np.concatenate([rt.calls.astype(np.int64) + base[k] for k, rt in enumerate(raw.ranks)])
     out = sigs[pl.Series(rows)]
     return out.with_columns(

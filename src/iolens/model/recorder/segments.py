@@ -3,7 +3,7 @@
 `pwrite`, `pread` and `MPI_File_*_at*` name their offset. `write`, `read`, `fwrite`, `MPI_File_write`, ...
 use the file position, which is followed per rank through the calls that move it: an open puts it at 0 (at
 the end of what this rank wrote for O_APPEND / mode "a"), a seek sets it, each read or write advances it by
-its size, a close forgets it. Recorder 2.4 names files instead of descriptors, so positions are kept per
+its size, a close forgets it. Recorder (2.3–2.5) names files instead of descriptors, so positions are kept per
 (rank, path) for POSIX and per (rank, file handle) for MPI-IO.
 """
 from __future__ import annotations

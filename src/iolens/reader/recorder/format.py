@@ -1,10 +1,12 @@
-"""Decode a Recorder 2.4 trace folder into per-rank call arrays (format only: no tables, no analysis).
+"""Decode a Recorder trace folder (releases 2.3, 2.4, 2.5) into per-rank call arrays (format only: no tables,
+no analysis).
 
-A folder holds `VERSION`, `recorder.mt` (a fixed C struct, then the traced function names one a line) and,
-per rank N: `N.cst` (the call-signature table: every distinct (function, depth, arguments) once, keyed by a
-terminal id), `N.cfg` (a Sequitur grammar whose expansion from rule -1 is the rank's call sequence as terminal
-ids) and `N.ts` (two uint32 per call: start and end, in time-resolution units, relative to the previous
-call's start). Everything is little-endian as the x86 machines Recorder ran on wrote it.
+A folder holds `VERSION`, `recorder.mt` (a fixed C struct, then the traced function names one a line) and, per
+rank, a call-signature table (every distinct (function, depth, arguments) once, keyed by a terminal id), a
+Sequitur grammar whose expansion from rule -1 is the rank's call sequence as terminal ids, and two uint32 per
+call: start and end, in time-resolution units, relative to the previous call's start. Which file holds which
+piece, and how, depends on the release (`releases.py`). Everything is little-endian as the x86 machines
+Recorder ran on wrote it.
 """
 from __future__ import annotations
 
@@ -15,17 +17,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import LogError
-from ..inputs import refuse_special
 from .grammar import expand, parse_grammar
+from .releases import METADATA, RELEASES, TraceFiles, parse_header, read_file, release_of
 
-METADATA = "recorder.mt"  # the file that makes a folder a Recorder trace
-
-SUPPORTED_VERSION = (2, 4)
-_META = struct.Struct("<i4xddiii4x")  # RecorderMetadata: ranks, start_ts, resolution, ts buffer, ts algo, ipc
-_SIG_HEAD = struct.Struct("<iiii")  # terminal id, rank, key length, count
+SUPPORTED_VERSIONS = tuple(RELEASES)  # (major, minor) of the releases read
 _KEY_HEAD = struct.Struct("<QBBBi")  # thread id, function id, depth, argument count, argument bytes
+_KEY_FIXED = _KEY_HEAD.size  # 15 bytes of a key before its arguments
 USER_FUNCTION = 255  # Recorder's id for a user function traced by its compiler hooks (name in args[1])
-MAX_RANKS = 1 << 22
 
 
 @dataclass
@@ -51,6 +49,7 @@ class RecorderRaw:
     time_resolution: float
     func_names: list
     ranks: list = field(default_factory=list)  # RankTrace per rank
+    untraced: tuple = ()  # layers Recorder did not trace ("MPI": Recorder 2.5's default)
 
     def func_classes(self) -> np.ndarray:
         """Recorder's class of every function id 0..255: 0 POSIX, 1 MPI-IO, 2 MPI, 3 HDF5, 4 user function
@@ -85,9 +84,10 @@ def read_trace(path: str, progress=None) -> RecorderRaw:
     if folder is None:
         raise LogError("not a Recorder trace folder", path)
     try:
-        raw = _read_header(folder, path)
+        raw, files = _read_header(folder, path)
+        decoded = {}  # signature tables and grammars ranks share (merged traces) are decoded once
         for rank in range(raw.nprocs):
-            raw.ranks.append(_read_rank(folder, raw, rank))
+            raw.ranks.append(_read_rank(files, raw, rank, decoded))
             if progress:
                 progress((rank + 1) / raw.nprocs)
         return raw
@@ -101,53 +101,36 @@ def read_trace(path: str, progress=None) -> RecorderRaw:
         raise LogError(f"corrupt Recorder trace ({type(exc).__name__}: {exc})", path) from None
 
 
-def _read_bytes(folder: str, name: str) -> bytes:
-    p = os.path.join(folder, name)
-    if not os.path.isfile(p):
-        refuse_special(p, f"a Recorder trace's {name}")
-        raise LogError(f"missing {name} in the Recorder trace folder")
-    with open(p, "rb") as fh:
-        return fh.read()
-
-
-def _read_header(folder: str, path: str) -> RecorderRaw:
-    text = _read_bytes(folder, "VERSION").decode("ascii", "replace").strip()
-    parts = text.split(".")
-    try:
-        major, minor = int(parts[0]), int(parts[1])
-    except (ValueError, IndexError):
-        raise LogError(f"unreadable Recorder VERSION {text[:20]!r}") from None
-    if (major, minor) != SUPPORTED_VERSION:
-        raise LogError(f"Recorder trace version {text[:20]} is not supported (iolens reads "
-                       f"{'.'.join(map(str, SUPPORTED_VERSION))}.x)")
-    data = _read_bytes(folder, METADATA)
-    if len(data) < _META.size:
-        raise LogError(f"truncated recorder.mt ({len(data)} bytes, the metadata needs {_META.size})")
-    nprocs, start_ts, resolution, _, ts_algo, interprocess = _META.unpack_from(data)
-    if not 0 < nprocs <= MAX_RANKS:
-        raise LogError(f"corrupt recorder.mt: {nprocs} ranks")
-    if not (resolution > 0 and np.isfinite(resolution) and np.isfinite(start_ts)):
-        raise LogError(f"corrupt recorder.mt: time resolution {resolution}")
-    if ts_algo != 0:
-        raise LogError(f"timestamps compressed with algorithm {ts_algo}: iolens reads uncompressed ones only")
-    if interprocess:
-        raise LogError("traces merged across ranks (RECORDER_INTERPROCESS_COMPRESSION=1) are not supported yet")
+def _read_header(folder: str, path: str) -> tuple:
+    version = read_file(folder, "VERSION").decode("ascii", "replace").strip()
+    release = release_of(version)
+    data = read_file(folder, METADATA)
+    header = parse_header(data, release)
     if not data.endswith(b"\n"):
         raise LogError("truncated recorder.mt: its function list does not end with a newline")
-    names = data[_META.size:].decode("ascii", "replace").split("\n")[:-1]
+    names = data[release.metadata_size:].decode("ascii", "replace").split("\n")[:-1]
     if not names or len(names) > 255:
         raise LogError(f"corrupt recorder.mt: {len(names)} function names")
-    return RecorderRaw(path, text, nprocs, start_ts, resolution, names)
+    raw = RecorderRaw(path, version, header.nprocs, header.start_ts, header.time_resolution, names,
+                      untraced=header.untraced)
+    return raw, TraceFiles(folder, release, header)
 
 
-def _read_rank(folder: str, raw: RecorderRaw, rank: int) -> RankTrace:
-    sigs = _parse_signatures(_read_bytes(folder, f"{rank}.cst"), f"{rank}.cst", len(raw.func_names))
-    rules = parse_grammar(_read_bytes(folder, f"{rank}.cfg"), f"{rank}.cfg")
-    ts = _read_bytes(folder, f"{rank}.ts")
+def _read_rank(files: TraceFiles, raw: RecorderRaw, rank: int, decoded: dict) -> RankTrace:
+    cst, cst_name = files.signatures(rank)
+    if cst_name not in decoded:
+        decoded[cst_name] = _parse_signatures(cst, cst_name, len(raw.func_names), files.release.signature_head)
+    sigs = decoded[cst_name]
+    cfg, cfg_name, grammar_id = files.grammar(rank)
+    ts, ts_name = files.timestamps(rank)
     n_ts = len(ts) // 8
-    calls = expand(rules, n_sigs=len(sigs[0]), limit=n_ts, name=f"{rank}.cfg")
+    if ("cfg", grammar_id) not in decoded:
+        rules = parse_grammar(cfg, cfg_name)
+        decoded["cfg", grammar_id] = expand(rules, n_sigs=len(sigs[0]), limit=n_ts, name=cfg_name)
+    calls = decoded["cfg", grammar_id]
     if len(ts) % 8 or n_ts != len(calls):
-        raise LogError(f"{rank}.ts holds {len(ts) / 8:g} timestamp pairs for {len(calls)} calls (truncated?)")
+        where = ts_name if ts_name == f"{rank}.ts" else f"{ts_name} (rank {rank})"
+        raise LogError(f"{where} holds {len(ts) / 8:g} timestamp pairs for {len(calls)} calls (truncated?)")
     start, end = decode_times(np.frombuffer(ts, dtype="<u4").reshape(-1, 2), raw.time_resolution)
     return RankTrace(rank, *sigs, calls, start, end)
 
@@ -163,8 +146,11 @@ def decode_times(pairs: np.ndarray, resolution: float) -> tuple:
     return starts, pairs[:, 1] * resolution + prev
 
 
-def _parse_signatures(data: bytes, name: str, n_funcs: int) -> tuple:
+def _parse_signatures(data: bytes, name: str, n_funcs: int, head: int = 16) -> tuple:
     """(function id, depth, thread id, argument text, argument count) per signature, in terminal-id order.
+
+    Each entry is a `head`-byte head (terminal id, [rank,] key length[, count]: 16 bytes, 8 in Recorder 2.3),
+    then the key: thread id, function id, depth, argument count, argument bytes, the arguments.
 
     Only the walk from entry to entry is a Python loop (each entry's length is inside it); the fields are
     then gathered with numpy and the argument texts decoded as one string. Anything odd goes to the
@@ -172,19 +158,20 @@ def _parse_signatures(data: bytes, name: str, n_funcs: int) -> tuple:
     if len(data) < 4:
         raise LogError(f"truncated {name}")
     (entries,) = struct.unpack_from("<i", data)
-    if entries < 0 or entries * 31 > len(data) - 4:
+    if entries < 0 or entries * (head + _KEY_FIXED) > len(data) - 4:
         raise LogError(f"corrupt {name}: {entries} call signatures in {len(data)} bytes")
-    starts, pos, size, key_len_at = [], 4, len(data) - 16, struct.Struct("<i").unpack_from
+    key_len_offset = 8 if head == 16 else 4  # (terminal, rank, key length, count) or (terminal, key length)
+    starts, pos, size, key_len_at = [], 4, len(data) - head, struct.Struct("<i").unpack_from
     for _ in range(entries):
         if pos > size:
             break
         starts.append(pos)
-        key_len = key_len_at(data, pos + 8)[0]
-        if key_len < 15:
+        key_len = key_len_at(data, pos + key_len_offset)[0]
+        if key_len < _KEY_FIXED:
             break
-        pos += 16 + key_len
+        pos += head + key_len
     if len(starts) != entries or pos > len(data):
-        return _parse_signatures_one_by_one(data, name, n_funcs)
+        return _parse_signatures_one_by_one(data, name, n_funcs, head)
     buf = np.frombuffer(data, dtype=np.uint8)
     at = np.array(starts, dtype=np.int64)
 
@@ -192,57 +179,79 @@ def _parse_signatures(data: bytes, name: str, n_funcs: int) -> tuple:
         width = np.dtype(dtype).itemsize
         return buf[(at + offset)[:, None] + np.arange(width)].copy().view(dtype).ravel()
 
-    terms, key_len, tid = field(0, "<i4"), field(8, "<i4"), field(16, "<u8")
-    func, depth, argc, arg_len = buf[at + 24], buf[at + 25], buf[at + 26], field(27, "<i4")
+    key = head  # where each entry's key starts
+    terms, key_len, tid = field(0, "<i4"), field(key_len_offset, "<i4"), field(key, "<u8")
+    func, depth, argc, arg_len = buf[at + key + 8], buf[at + key + 9], buf[at + key + 10], field(key + 11, "<i4")
+    args_at = at + key + _KEY_FIXED
     if (entries and (terms.min() < 0 or terms.max() >= entries or np.bincount(terms).max() != 1)) or (
-            (arg_len != key_len - 15).any() or ((func >= n_funcs) & (func != USER_FUNCTION)).any()):
-        return _parse_signatures_one_by_one(data, name, n_funcs)
-    # every text ends with the space after its last argument: make that byte the separator (an empty text
-    # gets a separator of its own)
-    seg_len = np.maximum(arg_len, 1).astype(np.int64)
-    seg_end = np.cumsum(seg_len)
-    within = np.arange(int(seg_end[-1]) if entries else 0, dtype=np.int64) - np.repeat(seg_end - seg_len, seg_len)
-    out = buf[np.repeat(at + 31, seg_len) + within]
-    out[seg_end - 1] = ord("\n")
-    if entries and ((buf[at + 31 + arg_len - 1] != ord(" ")) & (arg_len > 0)).any():
-        return _parse_signatures_one_by_one(data, name, n_funcs)
-    texts = out.tobytes().decode("utf-8", "replace").split("\n")[:-1] if entries else []
-    if len(texts) != entries:  # a newline inside an argument
-        return _parse_signatures_one_by_one(data, name, n_funcs)
-    spaces = np.add.reduceat((out == ord(" ")).astype(np.int64), seg_end - seg_len) if entries else 0
-    if (spaces + (arg_len > 0) != argc).any():
-        return _parse_signatures_one_by_one(data, name, n_funcs)
+            (arg_len != key_len - _KEY_FIXED).any() or ((func >= n_funcs) & (func != USER_FUNCTION)).any()):
+        return _parse_signatures_one_by_one(data, name, n_funcs, head)
+    found = _argument_texts(buf, args_at, arg_len)
+    if found is None or (found[1] + (arg_len > 0) != argc).any():
+        return _parse_signatures_one_by_one(data, name, n_funcs, head)
+    texts = found[0]
     order = np.argsort(terms)
     return (func[order].copy(), depth[order].copy(), tid[order], [texts[k] for k in order.tolist()],
             argc[order].copy())
 
 
-def _parse_signatures_one_by_one(data: bytes, name: str, n_funcs: int) -> tuple:
+def _argument_texts(buf: np.ndarray, args_at: np.ndarray, arg_len: np.ndarray):
+    """(each signature's argument text without its trailing space, the spaces left in it), or None where the
+    bytes are not as Recorder writes them. The texts are picked out of the table with one boolean mask
+    (index arrays as long as the table would cost a pass over memory eight times its size) and decoded as
+    one string, the space after each text's last argument made the separator."""
+    full = arg_len > 0
+    if not full.any():
+        return [""] * len(arg_len), np.zeros(len(arg_len), dtype=np.int64)
+    # region starts and ends never meet (a head lies between two regions): +1 in, -1 out, summed in order
+    edges = np.zeros(len(buf) + 1, dtype=np.int8)
+    edges[args_at[full]] = 1
+    edges[(args_at + arg_len)[full]] = -1
+    out = buf[np.cumsum(edges[:-1], dtype=np.int8).view(bool)]
+    ends = np.cumsum(arg_len[full].astype(np.int64)) - 1
+    if (out[ends] != ord(" ")).any():
+        return None
+    out[ends] = ord("\n")
+    texts = out.tobytes().decode("utf-8", "replace").split("\n")[:-1]
+    if len(texts) != len(ends):  # a newline inside an argument
+        return None
+    space_at = np.flatnonzero(out == ord(" "))
+    spaces = np.zeros(len(arg_len), dtype=np.int64)
+    spaces[full] = np.searchsorted(space_at, ends) - np.searchsorted(space_at, ends - arg_len[full] + 1)
+    if full.all():
+        return texts, spaces
+    filled = iter(texts)
+    return [next(filled) if f else "" for f in full.tolist()], spaces
+
+
+def _parse_signatures_one_by_one(data: bytes, name: str, n_funcs: int, head: int = 16) -> tuple:
     """Entry by entry, naming the first bad one (used when the fast path finds damage)."""
     if len(data) < 4:
         raise LogError(f"truncated {name}")
     (entries,) = struct.unpack_from("<i", data)
-    # every entry takes at least its 16-byte head and a 15-byte key
-    if entries < 0 or entries * 31 > len(data) - 4:
+    # every entry takes at least its head and a 15-byte key
+    if entries < 0 or entries * (head + _KEY_FIXED) > len(data) - 4:
         raise LogError(f"corrupt {name}: {entries} call signatures in {len(data)} bytes")
     terms, heads, args = [], [], []
     pos, size = 4, len(data)
-    head, key_head = _SIG_HEAD.unpack_from, _KEY_HEAD.unpack_from
+    entry_head = struct.Struct("<iiii" if head == 16 else "<ii").unpack_from
+    key_head = _KEY_HEAD.unpack_from
     for _ in range(entries):
-        if pos + 16 > size:
+        if pos + head > size:
             raise LogError(f"truncated {name}: it ends inside the call-signature table")
-        term, _rank, key_len, _count = head(data, pos)
-        if key_len < 15 or pos + 16 + key_len > size:
+        fields = entry_head(data, pos)
+        term, key_len = fields[0], fields[-2 if head == 16 else -1]
+        if key_len < _KEY_FIXED or pos + head + key_len > size:
             raise LogError(f"truncated {name}: a call signature runs past the end of the file")
-        key = head_tuple = key_head(data, pos + 16)
-        if head_tuple[4] != key_len - 15:
+        key = head_tuple = key_head(data, pos + head)
+        if head_tuple[4] != key_len - _KEY_FIXED:
             raise LogError(f"corrupt {name}: call signature {term} says {head_tuple[4]} argument bytes in a "
                            f"{key_len}-byte key")
         terms.append(term)
         heads.append(key)
         # each argument is followed by one space (spaces inside arguments were stored as '_')
-        args.append(data[pos + 31:pos + 16 + key_len])
-        pos += 16 + key_len
+        args.append(data[pos + head + _KEY_FIXED:pos + head + key_len])
+        pos += head + key_len
     terms = np.array(terms, dtype=np.int64)
     if entries and (terms.min() < 0 or terms.max() >= entries or len(np.unique(terms)) != entries):
         raise LogError(f"corrupt {name}: call signature ids are not 0..{entries - 1}")

@@ -33,11 +33,8 @@ def match_file(files: pl.DataFrame, name: str) -> list:
     raise LogError(f"no file in the log matches --file {name!r}")
 
 
-def apply_filters(segments: pl.DataFrame, files: pl.DataFrame, f: Filters) -> pl.DataFrame:
-    if not f.active():
-        return segments
-    if f.start is not None and f.end is not None and f.end <= f.start:
-        raise LogError(f"--end ({f.end}) must be after --start ({f.start})")
+def window_and_ranks(f: Filters) -> pl.Expr:
+    """The rows (segments or spans: `start`, `end`, `rank`) that overlap the time window and lie in the rank range."""
     cond = pl.lit(True)
     if f.start is not None:
         cond &= pl.col("end") >= f.start
@@ -47,6 +44,15 @@ def apply_filters(segments: pl.DataFrame, files: pl.DataFrame, f: Filters) -> pl
         cond &= pl.col("rank") >= f.rank_from
     if f.rank_to is not None:
         cond &= pl.col("rank") <= f.rank_to
+    return cond
+
+
+def apply_filters(segments: pl.DataFrame, files: pl.DataFrame, f: Filters) -> pl.DataFrame:
+    if not f.active():
+        return segments
+    if f.start is not None and f.end is not None and f.end <= f.start:
+        raise LogError(f"--end ({f.end}) must be after --start ({f.start})")
+    cond = window_and_ranks(f)
     if f.file is not None:
         cond &= pl.col("file_id").is_in(pl.Series(match_file(files, f.file), dtype=pl.UInt64).implode())
     return segments.filter(cond)

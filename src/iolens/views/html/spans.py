@@ -14,7 +14,7 @@ import polars as pl
 
 from ...analysis.loop import KINDS, span_kind
 from .encode import Blob, smallest_uint
-from .filters import Filters
+from .filters import Filters, window_and_ranks
 
 MAX_SPANS = 1_000_000  # beyond, the earliest ones (the page says how many it has)
 LANES = 4
@@ -29,7 +29,7 @@ def span_columns(log, nranks: int, filters: Filters, blob: Blob):
     if spans is None or spans.is_empty():
         return None
     total = spans.height
-    spans = _filtered(spans, filters).filter((pl.col("rank") >= 0) & (pl.col("rank") < nranks))
+    spans = spans.filter(window_and_ranks(filters)).filter((pl.col("rank") >= 0) & (pl.col("rank") < nranks))
     if spans.is_empty():
         return None
     if spans.height > MAX_SPANS:
@@ -68,18 +68,3 @@ def span_columns(log, nranks: int, filters: Filters, blob: Blob):
         "names": names, "kinds": kinds, "kinds_present": sorted(set(spans["kind"].to_list()), key=kinds.index),
         "ranks": sorted(set(ranks.tolist())),
     }
-
-
-def _filtered(spans: pl.DataFrame, f: Filters) -> pl.DataFrame:
-    """The spans in the command line's time window and rank range (a file filter keeps them all: spans have no
-    file; the page dims those without I/O on the file chosen)."""
-    cond = pl.lit(True)
-    if f.start is not None:
-        cond &= pl.col("end") >= f.start
-    if f.end is not None:
-        cond &= pl.col("start") <= f.end
-    if f.rank_from is not None:
-        cond &= pl.col("rank") >= f.rank_from
-    if f.rank_to is not None:
-        cond &= pl.col("rank") <= f.rank_to
-    return spans.filter(cond)
