@@ -9,17 +9,21 @@ and is also the tune package (`iolens.tune.Options`, `iolens.tune.study`)."""
 import importlib
 
 from .errors import LogError, MissingDependencyError, NoTraceError
-from .model import DFTracerTrace, Log, RecorderTrace, TraceLog, read
 from .pipeline import API
 from .version import __version__
 
 # (`open` is left out of `from iolens import *`: it would hide the builtin; `iolens.open` is the name)
+# the model (numpy, polars: seconds on a busy machine) is loaded on first use too, so that the `iolens` command
+# enters its own main, which turns Ctrl-C into one line, before anything heavy is imported
+MODEL = ("DFTracerTrace", "Log", "RecorderTrace", "TraceLog", "read")
 __all__ = ["DFTracerTrace", "Log", "LogError", "MissingDependencyError", "NoTraceError", "RecorderTrace", "TraceLog", "__version__",
            "read", "tune", *(name for name in API if name != "open")]
 
 
 def __getattr__(name: str):
     # the one place the face loads lazily: a pipeline stage on first use of one of its functions, the tune package
+    if name in MODEL:
+        return getattr(importlib.import_module(".model", __name__), name)
     if name in API:
         return getattr(importlib.import_module(f".pipeline.{API[name]}", __name__), name)
     if name == "tune":

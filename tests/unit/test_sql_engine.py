@@ -186,3 +186,14 @@ def test_every_table_and_column_says_what_it_is():
     assert cat.counters_name("MPI-IO") == "counters_MPIIO"
     assert os.path.exists(REPO / "docs" / "mcp.md")
 
+
+
+def test_a_query_past_its_time_limit_is_stopped_with_one_line(engine):
+    """The MCP server's sql tool gives every query a time limit: an agent's cross join (whose row count alone
+    would take hours) is interrupted and answered with an error, and the engine answers the next query."""
+    import time
+    start = time.perf_counter()
+    with pytest.raises(SqlError, match=r"ran past its time limit \(0.3 s\) and was stopped") as caught:
+        engine.query("SELECT count(*) FROM range(1000000000000) a, range(1000000000000) b", limit=10, seconds=0.3)
+    assert time.perf_counter() - start < 10 and "\n" not in str(caught.value)
+    assert engine.query("SELECT count(*) AS n FROM files", seconds=0.3).frame["n"].to_list() == [1]

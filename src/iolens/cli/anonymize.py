@@ -28,7 +28,7 @@ def note_new_key(path) -> None:
 
 
 @click.command("anonymize")
-@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=str, readable=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=str),
               help="The anonymised log (one LOG file), or a folder (several logs, a folder of logs, an existing "
                    "folder or a name ending in /; created): the logs under their anonymised names, folders "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import click
@@ -10,7 +11,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from ..pipeline import read as reading
 from ..model import TraceLog
 
-log_argument = click.argument("log", type=click.Path(path_type=str))
+# readable=False on every input: a file the user may not read is the reader's one line (`iolens: error: PATH:
+# Permission denied`), not click's usage error (four lines)
+log_argument = click.argument("log", type=click.Path(path_type=str, readable=False))
 
 
 def filter_options(f):
@@ -41,8 +44,19 @@ def load(path: str, quiet: bool = False, what: str = "this") -> TraceLog:
     return log
 
 
+# JSON escapes read left to right: an escaped backslash, a surrogate pair (kept), a lone low surrogate: a byte of
+# a file name that is not UTF-8 (os.fsdecode), which strict JSON parsers refuse; shown as U+FFFD, as the pages and
+# tables show it (errors.printable)
+_ESCAPES = re.compile(r"\\\\|\\ud[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2}|\\ud[c-f][0-9a-f]{2}")
+
+
+def _lone_surrogate_shown(match) -> str:
+    text = match.group(0)
+    return "\\ufffd" if len(text) == 6 else text
+
+
 def emit_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, default=_default, allow_nan=False))
+    click.echo(_ESCAPES.sub(_lone_surrogate_shown, json.dumps(data, indent=2, default=_default, allow_nan=False)))
 
 
 def _default(value):

@@ -17,7 +17,7 @@ from .common import emit_json, json_option, load_one_or_job
 
 
 @click.command("compare")
-@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=str, readable=False))
 @json_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the offline comparison page (HTML) here.")

@@ -19,7 +19,7 @@ def _list_thresholds(ctx, _param, value):
 
 
 @click.command("diagnose")
-@click.argument("log", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("log", nargs=-1, required=True, type=click.Path(path_type=str, readable=False))
 @json_option
 @click.option("--threshold", "-t", "overrides", multiple=True, metavar="NAME=VALUE",
               help="Change a threshold, e.g. -t small_request_bytes=64KiB -t small_min_share=20% -t "

@@ -162,7 +162,7 @@ class _Phases:
 
 
 @command.command("report")
-@click.argument("store", type=click.Path(path_type=Path))
+@click.argument("store", type=click.Path(path_type=Path, readable=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("fleet.html"),
               show_default=True, help="Where to write the page.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")

@@ -9,7 +9,7 @@ from .common import emit_json, json_option, load_one_or_job
 
 
 @click.command("info")
-@click.argument("log", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("log", nargs=-1, required=True, type=click.Path(path_type=str, readable=False))
 @json_option
 def command(log: tuple, as_json: bool) -> None:
     """Job summary: executable, ranks, run time, modules, per-layer I/O, DXT coverage.

@@ -13,7 +13,7 @@ from .common import emit_json, json_option
 
 
 @click.command("jobs")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str, readable=False))
 @json_option
 def command(paths: tuple, as_json: bool) -> None:
     """Group logs (files, folders, globs) into jobs and steps: one MPI launch or a parent and its forked or

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import click
 
 from ..errors import LogError
+from . import interrupted_at_start
 from ..version import __version__
 
 SUBCOMMANDS = {
@@ -54,14 +56,27 @@ def cli():
     """iolens: turn I/O traces (Darshan logs with DXT, Recorder, DFTracer) into answers."""
 
 
+def _terminated(signum, frame):
+    """SIGTERM (a batch system's time limit, `kill`): leave as Ctrl-C does, through every `finally`, so that an
+    output being written is removed from its temporary name (output.whole_file) instead of being left there."""
+    click.echo("iolens: terminated", err=True)
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None):
+    if signal.getsignal(signal.SIGINT) is interrupted_at_start:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if argv is None and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # the command (not a caller's process)
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         cli.main(args=argv, prog_name="iolens", standalone_mode=False)
     except LogError as exc:
         click.echo(f"iolens: error: {exc}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
-        click.echo("iolens: aborted", err=True)
+    except click.exceptions.Abort as exc:
+        # click turns Ctrl-C into Abort (after an empty line of its own)
+        click.echo("iolens: interrupted" if isinstance(exc.__context__, KeyboardInterrupt) else "iolens: aborted",
+                   err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()

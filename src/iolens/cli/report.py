@@ -21,7 +21,7 @@ def default_output(log_path: str) -> Path:
 
 
 @click.command("report")
-@click.argument("log", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("log", nargs=-1, required=True, type=click.Path(path_type=str, readable=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the page [default: <log name>.html].")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import polars as pl
 
 from ..analysis.diagnosis import Thresholds
-from ..errors import LogError
+from ..errors import LogError, printable
 from ..model import Log
 from ..optional import require
 from ..reader.log import read_raw
@@ -70,7 +70,7 @@ def _process(keys: list, diagnose: bool, files: bool, tick, thresholds=None, ano
         if tick is not None:
             tick(n - 1)
         t0 = time.perf_counter()
-        path = source if tokens is None else label_of(source, tokens)  # what the store keys the log by
+        path = printable(source) if tokens is None else label_of(source, tokens)  # what the store keys the log by
         labels.append(path)
         try:
             raw = read_raw(source, regions=regions) if tokens is None else read_raw_anonymized(source, path, tokens,
@@ -125,7 +125,7 @@ def plan(paths, store, on_new=None, tokens=None) -> dict:
     others = Counter()
     found = find_logs(paths, others)
     known = fleet_store.known_keys(store)
-    labels = {p: p if tokens is None else label_of(p, tokens) for p in found}
+    labels = {p: printable(p) if tokens is None else label_of(p, tokens) for p in found}
     if on_new is not None and any(labels[p] not in known for p in found):
         on_new()
     todo, skipped = [], 0

@@ -50,23 +50,48 @@ def old_layout(store) -> bool:
 
 
 def scan(store, table: str) -> pl.LazyFrame | None:
-    """The table's current version as a lazy frame, or None when the store has no such table."""
+    """The table's current version as a lazy frame, or None when the store has no such table. LogError (one
+    line) when its Delta log cannot be read."""
     if not is_table(store, table):
         return None
-    return pl.scan_delta(str(table_dir(store, table).resolve()))
+    with damaged(store, table):
+        return pl.scan_delta(str(table_dir(store, table).resolve()))
 
 
 def read(store, table: str) -> pl.DataFrame:
+    """The table's current version; LogError (one line) when the store is damaged (a Delta log or a Parquet
+    part cut, garbled or removed by hand)."""
     lf = scan(store, table)
-    return lf.collect() if lf is not None else pl.DataFrame()
+    if lf is None:
+        return pl.DataFrame()
+    with damaged(store, table):
+        return lf.collect()
 
 
 def data_files(store, table: str) -> list:
     """The Parquet files of the table's current version (what DuckDB's `read_parquet([...])` should read)."""
     if not is_table(store, table):
         return []
-    table = require("deltalake").DeltaTable(str(table_dir(store, table).resolve()))
-    return sorted(u.removeprefix("file://") for u in table.file_uris())
+    with damaged(store, table):
+        table = require("deltalake").DeltaTable(str(table_dir(store, table).resolve()))
+        return sorted(u.removeprefix("file://") for u in table.file_uris())
+
+
+@contextmanager
+def damaged(store, table: str):
+    """A store whose table cannot be read is one line, not a traceback (delta-rs' and polars' errors, and the
+    Rust panic polars raises on a cut Parquet part, whose own printout on stderr is held back)."""
+    try:
+        with _stderr_held():
+            yield
+    except (KeyboardInterrupt, SystemExit, GeneratorExit, LogError):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException derives from BaseException
+        # polars panics on a Parquet part shorter than its footer says: name what happened, not the assertion
+        why = "a Parquet part of it is cut or is not Parquet" if type(exc).__name__ == "PanicException" \
+            else _one_line(exc)
+        raise LogError(f"damaged fleet store: its {table} table cannot be read ({why}); build a new store from "
+                       "the logs", str(store)) from None
 
 
 def known_keys(store) -> dict:
@@ -77,7 +102,9 @@ def known_keys(store) -> dict:
         lf = scan(store, table)
         if lf is None:
             continue
-        for path, size, mtime in lf.select(KEY).collect().iter_rows():
+        with damaged(store, table):
+            rows = lf.select(KEY).collect().rows()
+        for path, size, mtime in rows:
             keys.setdefault(path, []).append((size, mtime))
     return keys
 
@@ -198,7 +225,8 @@ class Writer:
 
         for table in TABLES:
             if is_table(self.store, table):
-                dt = deltalake.DeltaTable(str(table_dir(self.store, table).resolve()))
+                with damaged(self.store, table):
+                    dt = deltalake.DeltaTable(str(table_dir(self.store, table).resolve()))
                 if len(dt.file_uris()) > most_files:
                     dt.optimize.compact(writer_properties=deltalake.WriterProperties(compression="ZSTD"))
 
@@ -209,8 +237,9 @@ class Writer:
 
         for table in TABLES:
             if is_table(self.store, table):
-                deltalake.DeltaTable(str(table_dir(self.store, table).resolve())).vacuum(
-                    retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
+                with damaged(self.store, table):
+                    dt = deltalake.DeltaTable(str(table_dir(self.store, table).resolve()))
+                dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
 
 
 def lock(store: Path):
@@ -233,8 +262,9 @@ def lock(store: Path):
 
 @contextmanager
 def _stderr_held():
-    """delta-rs's I/O threads print a Rust panic when a write fails (seen with EFBIG): the failure is
-    reported in one line instead, so hold file descriptor 2 while writing and pass it on only on success."""
+    """delta-rs's I/O threads print a Rust panic when a write fails (seen with EFBIG), polars' when it reads a
+    cut Parquet part: the failure is reported in one line instead, so hold file descriptor 2 meanwhile and pass
+    it on only on success."""
     sys.stderr.flush()
     saved = os.dup(2)
     ok = False

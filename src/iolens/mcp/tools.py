@@ -38,6 +38,7 @@ from ..views.sql import Engine, json_rows, json_value
 DEFAULT_ROWS = 100
 MAX_ROWS = 5000
 MAX_BYTES = 256_000
+QUERY_SECONDS = 60  # a query's time limit: the server answers one call at a time
 
 
 class ToolFailure(LogError):
@@ -96,6 +97,7 @@ class State:
     allow_run: bool = False
     max_rows: int = MAX_ROWS
     max_bytes: int = MAX_BYTES
+    query_seconds: float = QUERY_SECONDS
     cache_size: int = 4
     _sources: OrderedDict = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -270,7 +272,7 @@ def sql(state: State, paths, query: str, limit=None, max_bytes=None) -> dict:
     src = state.source(paths)
     engine = Engine(src)
     try:
-        result = engine.query(query, limit=state.rows(limit))
+        result = engine.query(query, limit=state.rows(limit), seconds=state.query_seconds)
     finally:
         engine.close()
     frame = result.frame

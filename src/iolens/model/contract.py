@@ -29,6 +29,8 @@ from typing import Optional, Protocol, runtime_checkable
 
 import polars as pl
 
+from ..errors import printable
+
 KINDS = ("darshan", "recorder", "job", "dftracer")
 PARTIAL_CAUSES = ("memory", "damage")  # what a module flagged partial lost its records to (`partial_cause`)
 # the core tables every log has (empty where the source records none), in export's order
@@ -137,7 +139,7 @@ class LogBase:
     # --- where it came from ---------------------------------------------------------------------
     @property
     def provenance(self) -> Provenance:
-        return Provenance((str(self.path),))
+        return Provenance((printable(str(self.path)),))
 
     @property
     def reader_records(self):
@@ -187,7 +189,7 @@ class LogBase:
         pid = self.pid
         return pl.DataFrame({"rank": list(range(n)), "label": self.labels(range(n)),
                              "host": [hosts.get(r) for r in range(n)], "pid": [pid] * n, "step": [0] * n,
-                             "role": [None] * n, "log": [str(self.path)] * n}, schema=PROCESS_SCHEMA)
+                             "role": [None] * n, "log": [printable(str(self.path))] * n}, schema=PROCESS_SCHEMA)
 
     @property
     def pid(self):

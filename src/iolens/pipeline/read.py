@@ -46,6 +46,10 @@ def describe_jobs(paths, progress=None) -> dict:
     if not found and len(unreadable) == 1:
         raise LogError(unreadable[0][1], unreadable[0][0])
     if not found and not unreadable:
+        recorder = [os.fspath(p) for p in paths if is_recorder_trace(os.fspath(p))]
+        if recorder:  # NOTHING_HERE names recorder.mt, which this folder holds: say what jobs reads instead
+            raise LogError("jobs groups Darshan logs and DFTracer traces; this is a Recorder trace, one job "
+                           "(`iolens info` and `diagnose` read it)", recorder[0])
         raise LogError(NOTHING_HERE, ", ".join(map(os.fspath, paths)))
     return describe(found, unreadable)
 

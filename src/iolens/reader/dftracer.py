@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LogError
+from .inputs import refuse_special
 from .regions import _native, workers
 
 TRACE_SUFFIXES = (".pfw", ".pfw.gz")
@@ -145,6 +146,7 @@ def read_trace(path: str, progress=None, threads: int | None = None, files=None)
     if not os.path.exists(paths[0]):
         raise LogError("no such file or folder", str(path))
     for p in paths:
+        refuse_special(p, "a DFTracer trace file")
         if not os.access(p, os.R_OK):
             raise LogError("cannot read this file (permission denied)", p)
     got = _native.read_dftracer(paths, threads or workers(), progress)

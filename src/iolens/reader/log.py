@@ -8,6 +8,7 @@ from .counters import LAYOUTS, CounterRecords, parse_counters
 from .folders import NOTHING_HERE
 from . import dxt as dxt_region
 from .header import MODULE_NAMES, job_region, parse_header
+from .inputs import refuse_special
 from .heatmap import parse_heatmap
 from .job import parse_job
 from .lustre import parse_lustre
@@ -41,6 +42,7 @@ def read_raw(path: str, progress=None, regions=None) -> RawLog:
 
 def log_bytes(path: str, is_dir: str) -> bytes:
     """The whole file at `path`; LogError (one line: `is_dir` for a folder, else the OS's reason) otherwise."""
+    refuse_special(path, "a Darshan log")
     try:
         with open(path, "rb") as fh:
             return fh.read()
@@ -53,6 +55,7 @@ def log_bytes(path: str, is_dir: str) -> bytes:
 def read_job_only(path: str) -> RawLog:
     """The header and the job region of `path` and nothing else (no other byte is read): who ran, when.
     An unfinished log (no header) is recovered whole. LogError as `read_raw`."""
+    refuse_special(path, "a Darshan log")
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size

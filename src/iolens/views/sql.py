@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -128,11 +129,29 @@ class Engine:
         if kind not in READ_ONLY:
             raise Refused(f"{STATEMENT_NAMES.get(kind, kind)} is refused: {REFUSAL}")
 
-    def query(self, sql: str, limit: int | None = None) -> Result:
-        """Run one read-only query; at most `limit` rows (None: all), `truncated` saying when there were more."""
+    def query(self, sql: str, limit: int | None = None, seconds: float | None = None) -> Result:
+        """Run one read-only query; at most `limit` rows (None: all), `truncated` saying when there were more.
+        `seconds`: a time limit (the MCP server's: an agent's cross join must not hold the server), past which
+        the query is interrupted and is a SqlError."""
         self.check(sql)
         used = self.tables_in(sql)
         self.register(used)
+        timer = threading.Timer(seconds, self.con.interrupt) if seconds else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        try:
+            return self._run(sql, used, limit)
+        except self.duckdb.InterruptException:
+            if timer is None or timer.is_alive():
+                raise KeyboardInterrupt from None  # Ctrl-C, not the time limit
+            raise SqlError(f"the query ran past its time limit ({seconds:g} s) and was stopped: ask for less "
+                           "(aggregate, filter, LIMIT)") from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    def _run(self, sql: str, used: list, limit: int | None) -> Result:
         try:
             rel = self.con.sql(sql)
             if rel is None:
@@ -147,6 +166,8 @@ class Engine:
                     total = int(rel.aggregate("count(*)").fetchall()[0][0])
             else:
                 frame = _frame(rel)
+        except self.duckdb.InterruptException:
+            raise  # `query` says why
         except self.duckdb.PermissionException as exc:
             raise Refused(f"refused by DuckDB ({_one_line(exc)}): {REFUSAL}") from None
         except self.duckdb.Error as exc:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -34,3 +35,13 @@ def compared(fleet_rows) -> dict:
     out = json.loads(run_iolens("compare", "--json", "-q", *paths).stdout)
     assert len(out["runs"]) == len(paths)
     return {path: run for path, run in zip(paths, out["runs"])}
+
+
+@pytest.fixture
+def odd_name(logs_dir, tmp_path) -> str:
+    """A real log under a name whose bytes are not UTF-8 (Latin-1 'é' and a stray 0xff), as a str (os.fsdecode:
+    what a shell glob or a folder walk hands Python)."""
+    raw = os.fsencode(str(tmp_path)) + b"/caf\xe9-\xff.darshan"
+    with open(raw, "wb") as fh:
+        fh.write((logs_dir / "generated/fill_rank0.darshan").read_bytes())
+    return os.fsdecode(raw)

@@ -75,7 +75,7 @@ def read_anonymized(path, tokens: Tokens, regions=None, label: Optional[str] = N
     done = anonymize_file(path, tokens, compression="none")
     if label is None:
         folder = os.path.dirname(os.path.abspath(str(path)))
-        label = tokens.path(folder.encode()).decode() + "/" + done.name
+        label = tokens.path(os.fsencode(folder)).decode() + "/" + done.name
     try:
         raw = _parse(label, assemble(done.pieces), None, regions)
     except LogError as exc:

@@ -18,6 +18,7 @@ import zlib
 
 from ...errors import LogError
 from ..dftracer import TRACE_SUFFIXES
+from ..inputs import refuse_special
 from .log import Anonymized
 from .report import Report
 from .tokens import PYTHON_CHILD_KEPT, Tokens, plain_value, python_child
@@ -109,11 +110,12 @@ def trace_name(path, tokens: Tokens) -> str:
     if m:
         return m["head"] + tokens.hex_hash("trace-file", m["hash"]) + m["tail"]
     suffix = max((s for s in TRACE_SUFFIXES if base.endswith(s)), key=len, default="")
-    return tokens.component(base[:len(base) - len(suffix)].encode()).decode() + suffix
+    return tokens.component(os.fsencode(base[:len(base) - len(suffix)])).decode() + suffix
 
 
 def _text(path: str, compressed: bool) -> tuple:
     """(bytes, cut?): the file's text; a gzip stream that stops early gives what it held before."""
+    refuse_special(path, "a DFTracer trace file")
     try:
         with open(path, "rb") as fh:
             raw = fh.read()

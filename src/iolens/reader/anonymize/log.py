@@ -214,8 +214,8 @@ def output_name(path: str, tokens: Tokens, command: Optional[bytes]) -> str:
         for suffix in (PARTIAL_SUFFIX, ".darshan", ""):
             if base.endswith(suffix) and len(base) > len(suffix):
                 stem = base[:len(base) - len(suffix)] if suffix else base
-                return tokens.component(stem.encode()).decode() + suffix
-    who = m["who"].encode()
+                return tokens.component(os.fsencode(stem)).decode() + suffix
+    who = os.fsencode(m["who"])  # a file name: its own bytes, UTF-8 or not
     words = command.split() if command else []
     program = os.path.basename(words[0]) if words else b""
     if program and who.endswith(b"_" + program):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import LogError
+from ..inputs import refuse_special
 
 METADATA = "recorder.mt"
 MAX_RANKS = 1 << 22
@@ -108,6 +109,7 @@ def _header_25(data: bytes) -> Header:
 def read_file(folder: str, name: str) -> bytes:
     p = os.path.join(folder, name)
     if not os.path.isfile(p):
+        refuse_special(p, f"a Recorder trace's {name}")
         raise LogError(f"missing {name} in the Recorder trace folder")
     with open(p, "rb") as fh:
         return fh.read()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ...errors import printable
 from ...output import write_text
 from ...version import __version__
 from ...analysis.summary import is_empty, skipped_io, unseen_sentence
@@ -85,7 +86,7 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
     meta = {
         "tool": {"name": "iolens", "version": __version__,
                  "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
-        "log": {"name": Path(log.path).name, "path": str(log.path)},
+        "log": {"name": printable(Path(log.path).name), "path": printable(str(log.path))},
         "filters": filters.describe(),
         "nranks": nranks,
         "hosts": hosts,
