@@ -174,3 +174,13 @@ def test_piped_output_fits_the_width_columns_asks_for(logs_dir):
             assert "POSIX" in proc.stdout and "PO…" not in proc.stdout
         if args[0] == "files":  # the file column stays, its tail naming the file
             assert "mpi-io-test.tmp.dat" in proc.stdout
+
+
+@pytest.mark.parametrize("target", ["dftracer/loader_gz", "workflows/loader", "recorder/shared_header"])
+def test_export_help_names_every_table_export_writes(target, logs_dir, tmp_path):
+    """A DFTracer trace's calls and spans, a job's steps: `export --help` names what the folder will hold."""
+    run("export", logs_dir / target, "-o", tmp_path / "out", "-q")
+    helptext = " ".join(run("export", "--help").stdout.split())
+    written = {p.name.split(".")[0] for p in (tmp_path / "out").iterdir()} - {"job"}
+    named = {t if not t.startswith("counters_") else "counters_<MODULE>" for t in written}
+    assert named and all(t in helptext for t in named), sorted(t for t in named if t not in helptext)
