@@ -429,3 +429,24 @@ def test_recommendations_show_expected_saving_and_the_command_to_try(browser, tm
     assert rec["saving_basis"] in text and "Expected saving ≈" in text
     assert p.errors == []
     p.close()
+
+
+def test_layer_table_fits_its_card_with_every_column_and_whole_layer_names(browser, pages):
+    """At 1400 px the I/O-by-layer card showed its table cut after "Slowest rank" (Bandwidth behind a scrollbar)
+    and broke "MPI-IO" over two lines: the numeric headers now wrap at their words instead."""
+    p = LoadedPage(browser, pages("generated2/one_late_rank.darshan"), viewport=(1400, 900))
+    fit = p.js("""() => {
+        const card = document.getElementById('layers-card'), t = document.querySelector('#layers table');
+        const right = card.getBoundingClientRect().right;
+        const heads = [...t.querySelectorAll('th')].map(th => [th.textContent, th.getBoundingClientRect().right <= right]);
+        return {scrolls: card.scrollWidth > card.clientWidth, heads};
+    }""")
+    assert not fit["scrolls"]
+    assert [h for h, inside in fit["heads"] if not inside] == []
+    assert "Bandwidth" in [h for h, _ in fit["heads"]]
+    # each layer's name on one line (its text's boxes: one per line it takes)
+    lines = p.js("""() => [...document.querySelectorAll('#layers tbody td:first-child')].map(td => {
+        const r = document.createRange(); r.selectNodeContents(td); return [td.textContent, r.getClientRects().length]; })""")
+    assert lines == [[name, 1] for name, _ in lines] and [n for n, _ in lines] == ["POSIX", "MPI-IO", "STDIO"]
+    assert p.errors == []
+    p.close()
