@@ -212,7 +212,7 @@ def _job_measures_line(m: dict, width: int = 160) -> Text:
     return Text(phrase_lines([("", f"job I/O time {human_seconds(m['io_time'])} (slowest rank: largest of"),
                               (" ", "POSIX/MPI-IO/HDF5/PnetCDF, plus STDIO)"),
                               ("; ", f"busy {human_seconds(m['busy_io_time'])}"),
-                              (" ", "(some rank doing I/O)")], width))
+                              (" ", "(some rank between a file's first and last read/write)")], width))
 
 
 def _dxt_section(summary: dict):
