@@ -398,9 +398,11 @@ def key_line(code, what, before, after, unit="count", collective=None) -> str:
     measure reads 'not flagged'."""
     if collective is not None:
         m = collective.evidence.metrics
+        op = "read" if "collective_reads" in m else "write"
+        # COLLECTIVE_IO counts no aggregators where the file's independent requests are as many (docs/diagnosis.md)
         if "posix_requests" in m and "aggregators" in m:
             size = fmt_bytes(m.get("posix_median_request_bytes", 0))
-            return (f"{code}: collective buffering now writes {int(m['posix_requests']):,} × {size} "
+            return (f"{code}: collective buffering now {op}s {int(m['posix_requests']):,} × {size} "
                     f"from {int(m['aggregators'])} aggregator(s)")
     b, a = fmt_key_value(before, unit), fmt_key_value(after, unit)
     if after is None:  # the number goes with the side that has it

@@ -77,6 +77,16 @@ def test_collective_buffering_fix_is_faster_and_small_writes_are_gone():
     assert share["values"] == [0.0, 1.0] and share["changed"] == [False, True]
 
 
+def test_collective_metadata_beside_independent_writes_is_not_called_collective_buffering():
+    """pairs2: HDF5's collective metadata adds 4 collective writes beside 800 independent ones: the diff says
+    so, not 'collective buffering now writes 803 × 512 B from 2 aggregator(s)'."""
+    runs = [LOGS / "pairs2" / f"{n}.darshan" for n in ("h5meta2_noflush", "h5meta2_noflush_collmeta")]
+    r = iolens.compare(*runs)
+    collective = next(i for i in r["insights"][1]["new"] if i["code"] == "COLLECTIVE_IO")
+    assert "collective buffering" not in collective["summary"]
+    assert collective["after"] == 4 and "4 collective MPI-IO writes" in collective["summary"]
+
+
 def test_the_opposite_change_is_slower_and_names_the_new_insights():
     r = pair("small_coll", "small_indep")
     assert r["runs"][1]["verdict"]["verdict"] == "slower"

@@ -108,6 +108,19 @@ def test_collective_2phase_is_healthy_collective_io_with_two_aggregators():
     assert "RANK_IMBALANCE" not in codes(ins)  # two aggregators on one node is by design
     # the one problem: 95% of the MPI-IO time is spent above the file system (issue 17, item 3)
     assert [code for code, _ in problems(ins)] == ["MPIIO_OVERHEAD"]
+    assert "independent_writes" not in c["evidence"]["metrics"]
+    assert c["summary"].endswith("This is the healthy way to write shared files from many ranks.")
+
+
+def test_collective_io_beside_many_independent_writes_does_not_call_their_ranks_aggregators():
+    """pairs2/h5meta2_noflush_collmeta: HDF5's collective metadata writes are 4 of the file's 804 MPI-IO writes;
+    the 803 POSIX writes of 512 B are mostly the 800 independent ones', not two-phase I/O's."""
+    c = one(run(LOGS / "pairs2" / "h5meta2_noflush_collmeta.darshan"), "COLLECTIVE_IO")
+    m = c["evidence"]["metrics"]
+    assert (m["collective_writes"], m["independent_writes"]) == (4, 800)
+    assert "aggregators" not in m and m["posix_ranks"] == 2
+    assert "4 of the 804 MPI-IO writes" in c["summary"] and "mostly the independent writes'" in c["summary"]
+    assert "healthy way" not in c["summary"] and "aggregator" not in c["title"]
 
 
 def test_file_per_process_is_quiet():
