@@ -94,6 +94,10 @@ def test_one_late_rank_is_a_straggler_late_not_slow(g2):
     assert s["evidence"]["metrics"]["straggler_start_delay_s"] >= 1.5
     assert "late, not slow" in s["summary"] and "7 ranks wait" in s["summary"]
     assert "RANK_IMBALANCE" not in {i["code"] for i in ins}  # same bytes, little I/O time: late, not heavy
+    # the advice is about what rank 6 does before its I/O, not about its data or request sizes
+    (rec,) = s["recommendations"]
+    assert rec["title"] == "Find out why rank 6 starts late"
+    assert "before its first I/O" in rec["detail"] and "smaller requests" not in rec["detail"]
 
 
 def test_sieved_noncontig_reads_are_data_sieving(g2):
