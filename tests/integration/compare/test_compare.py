@@ -391,3 +391,16 @@ def test_a_run_of_another_tracer_is_shown_and_not_judged():
     (line,) = [row for row in text.splitlines() if row.strip().startswith("verdict")]
     assert "not judged" in line and "faster" not in line and "slower" not in line
     assert "note: different tracers" in text
+
+
+def test_rewrites_are_said_as_bytes_written_more_than_once():
+    """pairs2 fill4_fill → fill4_nofill: rank 0's pre-fill writes the 192 MiB file once more; compare said
+    "192 MiB written beyond the files' extent", which reads as writes past the end of the file."""
+    fill = LOGS / "pairs2" / "fill4_fill.darshan"
+    r = iolens.compare(fill, LOGS / "pairs2" / "fill4_nofill.darshan")
+    line = next(i for i in r["insights"][1]["resolved"] if i["code"] == "REDUNDANT_WRITES")
+    posix = darshan.DarshanReport(str(fill), read_all=True).records["POSIX"].to_df()["counters"]
+    written = int(posix["POSIX_BYTES_WRITTEN"].sum())
+    extent = int(posix["POSIX_MAX_BYTE_WRITTEN"].max()) + 1  # one shared file, written from offset 0
+    assert line["before"] == written - extent == 192 << 20
+    assert line["summary"].startswith("REDUNDANT_WRITES: 192 MiB written more than once → not flagged")
