@@ -65,11 +65,11 @@ def render_summary(summary: dict, console: Console) -> None:
         facts.add_row("recorder", f"{job['lib_version']} (trace folder, {human_count(job['calls'])} calls)")
     elif job.get("format") == "dftracer":
         facts.add_row("dftracer", f"{job['lib_version'] or '?'} ({human_count(job['metadata']['trace_files'])} "
-                                  f"trace files, {job['compression']}; {human_count(job['calls'])} calls, "
+                                  f"trace files, {_compression(job)}; {human_count(job['calls'])} calls, "
                                   f"{human_count(job['spans'])} spans)")
     else:
         facts.add_row("darshan", f"{job['lib_version'] or '?'} (log format {job['log_version']}, "
-                                 f"{job['byte_order']}-endian, {job['compression']})")
+                                 f"{job['byte_order']}-endian, {_compression(job)})")
     facts.add_row("files", human_count(summary["files"]))
     if job.get("recovered"):
         facts.add_row("recovered", Text("unfinished log: what Darshan wrote before the process ended; "
@@ -205,6 +205,11 @@ def _layers_table(layers: list, width: int = 160) -> tuple:
     if dropped:
         pieces.append(("; ", f"not shown at this width: {', '.join(dropped)}"))
     return table, Text(phrase_lines(pieces, width), style="dim italic")
+
+
+def _compression(job: dict) -> str:
+    """How the log or trace is compressed, as people say it ('uncompressed', not 'none')."""
+    return "uncompressed" if job["compression"] == "none" else job["compression"]
 
 
 def _job_measures_line(m: dict, width: int = 160) -> Text:
