@@ -15,3 +15,13 @@ from iolens.analysis.diagnosis.findings.small_io import size_span
 ])
 def test_small_io_request_sizes(op, lo, hi, text):
     assert size_span(op, lo, hi) == text
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (7200, "2 h"), (3600 * 150.4, "150 h"), (3600 * 999.4, "999 h"),
+    (3600 * 999.7, "1,000 h"), (49303119.2, "13,695 h"),  # skew_io/skew-app's MPI-IO time over 65,536 ranks
+])
+def test_hours_group_their_thousands_as_counts_do(seconds, text):
+    from iolens.analysis.units import fmt_time
+
+    assert fmt_time(seconds) == text

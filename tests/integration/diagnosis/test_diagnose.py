@@ -366,3 +366,12 @@ def test_docs_show_the_schema_and_an_example_of_this_version():
     for example in examples:
         _check_schema(example, JSON_SCHEMA)
         assert set(example["measures"]) == set(JSON_SCHEMA["properties"]["measures"]["required"])
+
+
+def test_large_rank_counts_and_hours_read_with_thousands_separators():
+    """skew_io/skew-app (65,536 ranks): titles said "65536 ranks" and "13695 h" beside "65,536 ranks" elsewhere."""
+    ins = run(PUB / "skew_io" / "skew-app.darshan")
+    titles = {i["code"]: i["title"] for i in ins}
+    assert "65,536 ranks" in titles["LUSTRE_STRIPING"] and "65,536 ranks" in titles["RANK_IMBALANCE"]
+    assert "(13,695 h of 13,695 h over all ranks)" in titles["MPIIO_OVERHEAD"]
+    assert not any("65536" in i["title"] + i["summary"] for i in ins)

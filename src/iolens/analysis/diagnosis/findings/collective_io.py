@@ -119,7 +119,7 @@ def report(ctx, v) -> list:
             who = f"about {metrics['estimated_aggregators']} aggregator(s) (estimated from the busiest rank's share)"
         else:
             who = "an unknown number of aggregators"
-        title_ = f"Collective {op}s: {nranks} ranks call MPI-IO, {who} reach the file system"
+        title_ = f"Collective {op}s: {fmt_count(nranks)} ranks call MPI-IO, {who} reach the file system"
         if not mixed:
             also = f"and {fmt_count(indep)} independent one{'' if indep == 1 else 's'}; " if indep else ""
             summary = (f"{fmt_count(coll)} collective MPI-IO {op}s ({also}{fmt_bytes(mpi_bytes)}) on {len(fids)} "
