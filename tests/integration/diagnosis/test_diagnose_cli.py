@@ -123,6 +123,9 @@ def test_list_thresholds():
     r = iolens("diagnose", "--list-thresholds")
     assert r.returncode == 0
     assert "small_request_bytes = 102400" in r.stdout and "serialized_min_share = 0.5" in r.stdout
+    # sizes as a user types them back with -t, never 1.04858e+06
+    assert "large_request_bytes = 1048576 (1 MiB)" in r.stdout and "fs_ost_bandwidth = 1073741824 (1 GiB)" in r.stdout
+    assert not re.search(r"= [\d.]+e[+-]\d", r.stdout)
 
 
 def test_json_is_the_same_run_after_run():
