@@ -94,7 +94,8 @@ def render_summary(summary: dict, console: Console) -> None:
 
 def _recorder_tables(rec: dict) -> list:
     """Recorder traces: calls and time per layer, then the functions most called."""
-    layers = Table(title="Calls per layer (every call of every rank)", title_justify="left", show_edge=False)
+    title = "Calls per layer (every call of every rank)"  # wider than the table: its width keeps it on one line
+    layers = Table(title=title, title_justify="left", show_edge=False, min_width=len(title))
     for col in ("layer", "calls", "time", "busiest rank"):
         layers.add_column(col, justify="left" if col == "layer" else "right")
     for row in rec["layers"]:

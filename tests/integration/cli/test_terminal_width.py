@@ -54,3 +54,14 @@ def test_jobs_step_table_drops_columns_instead_of_cutting_numbers(folder, width,
     assert "not shown at this width:" in table
     for step in result["jobs"][0]["steps"]:  # each step's program and bytes written, whole
         assert any(step["exe"] in line and human_bytes(step["bytes_written"]) in line for line in lines)
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_recorder_tables_keep_their_titles_on_one_line(width, logs_dir):
+    """"Calls per layer (every call of every rank)" was folded to the narrow table's width ("… of every" / "rank)")."""
+    summary = job_summary(iolens.read(LOGS / "recorder" / "small_records"))
+    buf = io.StringIO()
+    render_summary(summary, Console(file=buf, width=width, color_system=None))
+    lines = buf.getvalue().splitlines()
+    assert "Calls per layer (every call of every rank)" in lines
+    assert max(len(line) for line in lines) <= width
