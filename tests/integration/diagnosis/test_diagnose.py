@@ -375,3 +375,16 @@ def test_large_rank_counts_and_hours_read_with_thousands_separators():
     assert "65,536 ranks" in titles["LUSTRE_STRIPING"] and "65,536 ranks" in titles["RANK_IMBALANCE"]
     assert "(13,695 h of 13,695 h over all ranks)" in titles["MPIIO_OVERHEAD"]
     assert not any("65536" in i["title"] + i["summary"] for i in ins)
+
+
+def test_an_insight_shown_as_info_says_the_reason_that_made_it_info():
+    """small_indep_shared: 100% of its MPI-IO writes are small and independent (structural: a warning by its
+    rule), shown as info because collective I/O would cost time here. Its summary said "They cost the busiest
+    rank only 644 ms: not worth changing for this run" (644 ms of a 1.2 s run) before giving that reason."""
+    n = one(run(GEN / "small_indep_shared.darshan"), "NO_COLLECTIVE_IO")
+    assert n["severity"] == "info"
+    assert "not worth" not in n["summary"]
+    assert "(Shown as info: its fix would cost about" in n["summary"]
+    # a pattern its rule itself finds cheap (28% of the requests, 224 ms of a 30 s run) keeps saying so
+    m = one(run(PUB / "nonmpi_dxt_anonymized" / "nonmpi_dxt_anonymized.darshan"), "MISALIGNED_IO")
+    assert m["severity"] == "info" and "They cost the busiest rank at most 224 ms: not worth fixing" in m["summary"]
