@@ -76,3 +76,25 @@ def test_a_panel_breaks_its_numbers_between_metrics_never_inside_one(width):
     # each line of the cell is whole metrics (name=value unit, …): "median_end_s=539" / "ms" was the bug
     pieces = [p.strip() for line in cell for p in line.split(",") if p.strip()]
     assert pieces == [f"{k}={format_metric(k, v)}" for k, v in LATE_RANK.items()]
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_a_long_insight_title_is_shown_whole(width):
+    """At 80 columns MISALIGNED_IO's title was cut in the panel's border ("… file-system bl─╮")."""
+    import io
+
+    from rich.console import Console
+
+    from iolens.views.terminal_insights import render
+
+    title = "128 requests (100%) of at least one file-system block start off a 4 KiB boundary"
+    insight = {"code": "MISALIGNED_IO", "severity": "warning", "title": title, "summary": "Misaligned.",
+               "source": "dxt", "partial": False, "recommendations": [],
+               "evidence": {"ranks": [0], "files": [], "time_window": None, "metrics": {}}}
+    buf = io.StringIO()
+    render("shifted.darshan", [insight], console=Console(file=buf, width=width, color_system=None))
+    lines = buf.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= width
+    text = " ".join(line.strip("╭╮│─ ") for line in lines)
+    assert title in " ".join(text.split())
+    assert any("WARNING" in line and "MISALIGNED_IO" in line for line in lines)

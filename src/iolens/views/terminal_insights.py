@@ -175,8 +175,12 @@ def _panel(i: dict, seen: set, width: int = 160) -> Panel:
             parts.append(Text(f"without recompiling: {r['try_now']}"))
     title = Text()
     title.append(f" {sev.upper()} ", style=STYLE[sev] + " reverse")
-    title.append(f" {i['code']}: ", style=STYLE[sev])
-    title.append(i["title"])
+    title.append(f" {i['code']}", style=STYLE[sev])
+    if len(title) + 2 + len(i["title"]) + 6 <= width:  # the border's corners and padding
+        title.append(": ", style=STYLE[sev])
+        title.append(i["title"])
+    else:  # a panel's title is cut at its width, never wrapped: the insight's title opens the panel instead
+        parts.insert(0, Text(i["title"], style="bold"))
     return Panel(Group(*parts), title=title, title_align="left", border_style=STYLE[sev].replace("bold ", ""))
 
 
