@@ -207,7 +207,7 @@ def test_lost_events_are_counted_and_said(tmp_path):
     trace.posix("read", "/d/a", ret=1)
     t = read_one(tmp_path, trace)
     assert t.processes["lost_events"].to_list() == [40]
-    assert any("40" in n and "not in the trace" in n for n in t.notes)
+    assert any("40 events that DFTracer numbered are missing from the trace" in n for n in t.notes)
 
 
 # --- spans ------------------------------------------------------------------------------------------------

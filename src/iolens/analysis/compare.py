@@ -231,7 +231,7 @@ KEY_METRICS = {
     "largest_file_bytes": ("largest file on too few stripes", "bytes", None),
     "slowdown": ("slower per byte on the slow OST", "ratio", None),
     "tiny_files": ("tiny files", "count", None),
-    "excess_bytes": ("beyond the files' extent", "bytes", None),
+    "excess_bytes": ("moved more than once", "bytes", None),
     "fsyncs": ("fsync calls", "count", "fsyncs"),
     "stdio_bytes_share": ("of the bytes through stdio", "share", "stdio_bytes_share"),
     "stdio_time_share": ("of the I/O time in stdio", "share", None),
@@ -244,8 +244,8 @@ KEY_METRICS = {
 }
 # where two codes share a metric name, what it counts for each
 CODE_LABELS = {
-    ("REDUNDANT_WRITES", "excess_bytes"): "written beyond the files' extent",
-    ("REDUNDANT_READS", "excess_bytes"): "read beyond the files' extent",
+    ("REDUNDANT_WRITES", "excess_bytes"): "written more than once",
+    ("REDUNDANT_READS", "excess_bytes"): "read more than once",
     ("RANK_IMBALANCE", "max_over_mean"): "busiest rank / mean",
     ("OST_IMBALANCE", "max_over_mean"): "busiest OST / mean",
     ("HDF5_METADATA", "metadata_time_share"): "of the HDF5 time in metadata",
@@ -398,9 +398,11 @@ def key_line(code, what, before, after, unit="count", collective=None) -> str:
     measure reads 'not flagged'."""
     if collective is not None:
         m = collective.evidence.metrics
+        op = "read" if "collective_reads" in m else "write"
+        # COLLECTIVE_IO counts no aggregators where the file's independent requests are as many (docs/diagnosis.md)
         if "posix_requests" in m and "aggregators" in m:
             size = fmt_bytes(m.get("posix_median_request_bytes", 0))
-            return (f"{code}: collective buffering now writes {int(m['posix_requests']):,} × {size} "
+            return (f"{code}: collective buffering now {op}s {int(m['posix_requests']):,} × {size} "
                     f"from {int(m['aggregators'])} aggregator(s)")
     b, a = fmt_key_value(before, unit), fmt_key_value(after, unit)
     if after is None:  # the number goes with the side that has it

@@ -170,6 +170,13 @@ def job_measures(log: Log, layers: list | None = None, dxt: list | None = None) 
     }
 
 
+def files_touched(log: Log) -> int:
+    """Files with a record at POSIX, MPI-IO or STDIO: the rows `iolens files` lists and the fleet's `files`
+    (a log's name table also holds streams nothing read or wrote, such as <STDIN> and <STDERR>)."""
+    ids = [log.counters[m]["file_id"] for m in FILE_LAYERS if m in log.counters and log.counters[m].height]
+    return pl.concat(ids).n_unique() if ids else 0
+
+
 def job_summary(log: Log) -> dict:
     """Everything `iolens info` shows, as plain data (also the `--json` output)."""
     job = log.job
@@ -181,7 +188,7 @@ def job_summary(log: Log) -> dict:
         "layers": layers,
         "dxt": dxt,
         "measures": job_measures(log, layers, dxt),
-        "files": log.files.height,
+        "files": files_touched(log),
         "has_dxt": log.has_dxt,
         "partial_cause": log.partial_cause,  # what a partial module lost its records to (model/contract.py)
     }

@@ -42,7 +42,8 @@ def fmt_time(s) -> str:
                                (3600, 1 / 60, "min")):
         if a < limit:
             return f"{sign}{_digits(a * scale)} {unit}"
-    return f"{sign}{_digits(a / 3600)} h"
+    hours = a / 3600
+    return f"{sign}{_digits(hours) if hours < 999.5 else f'{hours:,.0f}'} h"  # 13,695 h, as counts read
 
 
 def fmt_pct(x) -> str:

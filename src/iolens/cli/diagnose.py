@@ -5,6 +5,7 @@ import click
 
 from ..pipeline import judge
 from ..analysis.diagnosis import Thresholds
+from ..analysis.diagnosis.findings._catalogue import default_text
 from ..analysis.diagnosis.thresholds import DEFINITIONS, load_config, load_fs_profile, parse_assignment
 from ..views.terminal_insights import render
 from .common import emit_json, json_option, load_one_or_job
@@ -14,7 +15,8 @@ def _list_thresholds(ctx, _param, value):
     if not value or ctx.resilient_parsing:
         return
     for t in DEFINITIONS:
-        click.echo(f"{t.name} = {t.default:g}  ({t.kind}) {t.help}")
+        # as docs/diagnosis.md's table: 1048576 (1 MiB), not 1.04858e+06
+        click.echo(f"{t.name} = {default_text(t)}  ({t.kind}) {t.help}")
     ctx.exit(0)
 
 

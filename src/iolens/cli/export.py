@@ -34,9 +34,11 @@ TRACE_SUFFIX = {"perfetto": ".pftrace", "chrome-json": ".json"}
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_name, anonymize, key_file,
             keep_exe_name, quiet) -> None:
-    """Write job.json and one file per table (LOG may be a folder of one job's logs: its merged tables) (files, counters_<MODULE>, segments, dxt_records, lustre,
-    heatmap, conflicts); see the README for the columns. With --format perfetto or chrome-json, write the DXT
-    trace instead: one process per rank, a track per layer, a slice per operation.
+    """Write job.json and one file per table the log has (files, counters_<MODULE>, segments, dxt_records,
+    lustre, heatmap, conflicts; a Recorder or DFTracer trace's calls, processes and spans; a job's processes
+    and steps; columns: README, docs/recorder.md, docs/dftracer.md, docs/jobs.md). LOG may be a folder of one
+    job's logs: its merged tables. With --format perfetto or chrome-json, write the DXT trace instead: one
+    process per rank, a track per layer, a slice per operation.
 
     --start/--end/--from/--to/--file narrow the trace (and the segments and conflicts tables). --anonymize
     exports the anonymised log instead (docs/anonymize.md); --file then takes a token."""

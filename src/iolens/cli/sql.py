@@ -54,10 +54,11 @@ def _reads_as_sql(text: str) -> bool:
 def command(args, schema, fmt, output, limit, quiet):
     """SQL over the tables of a log.
 
-    TARGET is a Darshan log, a Recorder trace folder, a folder of one job's logs, several of those (every table
-    then has a first column `log`), or a fleet store. QUERY is one read-only statement (SELECT, WITH, DESCRIBE,
-    SUMMARIZE, EXPLAIN); without it, a terminal gets a prompt that keeps the tables loaded, and a pipe's text is
-    the query. Tables: `iolens sql --schema` (docs/sql.md). Queries read nothing but these tables: other files,
+    TARGET is a Darshan log, a Recorder trace folder, a DFTracer trace (a .pfw/.pfw.gz file or a folder of
+    them: its calls and spans too), a folder of one job's logs, several of those (every table then has a first
+    column `log`), or a fleet store. QUERY is one read-only statement (SELECT, WITH, DESCRIBE, SUMMARIZE,
+    EXPLAIN); without it, a terminal gets a prompt that keeps the tables loaded, and a pipe's text is the
+    query. Tables: `iolens sql --schema` (docs/sql.md). Queries read nothing but these tables: other files,
     network, extensions and settings are refused (exit 2).
 
     \b

@@ -65,11 +65,11 @@ def render_summary(summary: dict, console: Console) -> None:
         facts.add_row("recorder", f"{job['lib_version']} (trace folder, {human_count(job['calls'])} calls)")
     elif job.get("format") == "dftracer":
         facts.add_row("dftracer", f"{job['lib_version'] or '?'} ({human_count(job['metadata']['trace_files'])} "
-                                  f"trace files, {job['compression']}; {human_count(job['calls'])} calls, "
+                                  f"trace files, {_compression(job)}; {human_count(job['calls'])} calls, "
                                   f"{human_count(job['spans'])} spans)")
     else:
         facts.add_row("darshan", f"{job['lib_version'] or '?'} (log format {job['log_version']}, "
-                                 f"{job['byte_order']}-endian, {job['compression']})")
+                                 f"{job['byte_order']}-endian, {_compression(job)})")
     facts.add_row("files", human_count(summary["files"]))
     if job.get("recovered"):
         facts.add_row("recovered", Text("unfinished log: what Darshan wrote before the process ended; "
@@ -94,7 +94,8 @@ def render_summary(summary: dict, console: Console) -> None:
 
 def _recorder_tables(rec: dict) -> list:
     """Recorder traces: calls and time per layer, then the functions most called."""
-    layers = Table(title="Calls per layer (every call of every rank)", title_justify="left", show_edge=False)
+    title = "Calls per layer (every call of every rank)"  # wider than the table: its width keeps it on one line
+    layers = Table(title=title, title_justify="left", show_edge=False, min_width=len(title))
     for col in ("layer", "calls", "time", "busiest rank"):
         layers.add_column(col, justify="left" if col == "layer" else "right")
     for row in rec["layers"]:
@@ -217,12 +218,17 @@ def _layers_table(layers: list, width: int = 160) -> tuple:
     return table, Text(phrase_lines(pieces, width), style="dim italic")
 
 
+def _compression(job: dict) -> str:
+    """How the log or trace is compressed, as people say it ('uncompressed', not 'none')."""
+    return "uncompressed" if job["compression"] == "none" else job["compression"]
+
+
 def _job_measures_line(m: dict, width: int = 160) -> Text:
     """The job's I/O time and busy time, as compare, diagnose and the fleet count them (docs/measures.md)."""
     return Text(phrase_lines([("", f"job I/O time {human_seconds(m['io_time'])} (slowest rank: largest of"),
                               (" ", "POSIX/MPI-IO/HDF5/PnetCDF, plus STDIO)"),
                               ("; ", f"busy {human_seconds(m['busy_io_time'])}"),
-                              (" ", "(some rank doing I/O)")], width))
+                              (" ", "(some rank between a file's first and last read/write)")], width))
 
 
 def _dxt_section(summary: dict):

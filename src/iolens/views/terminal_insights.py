@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.summary import unseen_sentence
+from .terminal import phrase_lines
 from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "cyan", "ok": "green"}
@@ -110,7 +111,7 @@ def render(path: str, insights: list, job: dict | None = None, show_all: bool = 
         console.print(Text(said, style="bold yellow"))
     seen: set = set()
     for i in shown:
-        console.print(_panel(i, seen))
+        console.print(_panel(i, seen, console.width))
     if said and shown:
         console.print(Text(said, style="bold yellow"))
     if hidden:
@@ -127,7 +128,14 @@ def _who(job: dict) -> str:
     return f"{len(procs)} processes in {steps} step{'s' if steps != 1 else ''}"
 
 
-def _panel(i: dict, seen: set) -> Panel:
+def numbers_text(metrics: dict, width: int) -> str:
+    """The `numbers:` cell, broken only between two metrics, so that a value never parts from its unit
+    (`median_end_s=539` / `ms`) at the edge of a terminal."""
+    pieces = [(", ", f"{k}={format_metric(k, v)}") for k, v in list(metrics.items())[:12]]
+    return phrase_lines(pieces, width)
+
+
+def _panel(i: dict, seen: set, width: int = 160) -> Panel:
     sev = i["severity"]
     ev = i["evidence"]
     parts = [Text(i["summary"])]
@@ -142,7 +150,9 @@ def _panel(i: dict, seen: set) -> Panel:
         facts.add_row("processes", processes_text(i["processes"]))
     facts.add_row("window", _window(ev["time_window"]))
     if ev["metrics"]:
-        facts.add_row("numbers", ", ".join(f"{k}={format_metric(k, v)}" for k, v in list(ev["metrics"].items())[:12]))
+        # the cell's width: the panel's borders and padding (4), the widest label and the grid's gap (2)
+        label = max(len(s) for s in ("numbers", "processes" if i.get("processes") else ""))
+        facts.add_row("numbers", numbers_text(ev["metrics"], width - 4 - label - 2))
     src = i["source"] + (" (partial: the trace is truncated)" if i["partial"] else "")
     facts.add_row("source", src)
     parts += [Text(""), facts]
@@ -165,8 +175,12 @@ def _panel(i: dict, seen: set) -> Panel:
             parts.append(Text(f"without recompiling: {r['try_now']}"))
     title = Text()
     title.append(f" {sev.upper()} ", style=STYLE[sev] + " reverse")
-    title.append(f" {i['code']}: ", style=STYLE[sev])
-    title.append(i["title"])
+    title.append(f" {i['code']}", style=STYLE[sev])
+    if len(title) + 2 + len(i["title"]) + 6 <= width:  # the border's corners and padding
+        title.append(": ", style=STYLE[sev])
+        title.append(i["title"])
+    else:  # a panel's title is cut at its width, never wrapped: the insight's title opens the panel instead
+        parts.insert(0, Text(i["title"], style="bold"))
     return Panel(Group(*parts), title=title, title_align="left", border_style=STYLE[sev].replace("bold ", ""))
 
 

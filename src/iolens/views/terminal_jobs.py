@@ -7,7 +7,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .terminal import fit_columns
 from .units import human_bytes, human_count, human_seconds
+
+STEP_COLUMNS = ("step", "program", "start", "time", "processes", "ranks", "reads", "writes", "read", "written", "logs")
+# columns of the step table left out first when a terminal is too narrow for all of them: a number is never cut
+STEP_COLUMNS_DROP_ORDER = ("logs", "ranks", "start", "reads", "writes", "processes")
 
 
 def render_jobs(result: dict, console: Console) -> None:
@@ -16,15 +21,21 @@ def render_jobs(result: dict, console: Console) -> None:
     for job in result["jobs"]:
         title = f"job {job['job_id']}" if job["job_id"] is not None else "job (no batch job id: grouped by time)"
         start = min((s["start"] for s in job["steps"]), default=0.0)
-        table = Table(title=title, title_justify="left", show_edge=False)
-        for col in ("step", "program", "start", "time", "processes", "ranks", "reads", "writes", "read",
-                    "written", "logs"):
-            table.add_column(col, justify="left" if col == "program" else "right", no_wrap=True)
-        for i, s in enumerate(job["steps"]):
-            table.add_row(str(i), Text(s["exe"]), f"+{human_seconds(s['start'] - start)}",
-                          human_seconds(s["end"] - s["start"]), str(s["processes"]), str(s["ranks"] or "-"),
-                          human_count(s["reads"]), human_count(s["writes"]), human_bytes(s["bytes_read"]),
-                          human_bytes(s["bytes_written"]), str(len(s["logs"])))
+        rows = [[str(i), s["exe"], f"+{human_seconds(s['start'] - start)}", human_seconds(s["end"] - s["start"]),
+                 str(s["processes"]), str(s["ranks"] or "-"), human_count(s["reads"]), human_count(s["writes"]),
+                 human_bytes(s["bytes_read"]), human_bytes(s["bytes_written"]), str(len(s["logs"]))]
+                for i, s in enumerate(job["steps"])]
+        keep = fit_columns(list(STEP_COLUMNS), rows, console.width, STEP_COLUMNS_DROP_ORDER)
+        table = Table(title=title, title_justify="left", show_edge=False, padding=(0, 1))
+        for k in keep:
+            col = STEP_COLUMNS[k]  # the program's name folds when it alone is too long; numbers never wrap
+            table.add_column(col, justify="left" if col == "program" else "right", no_wrap=col != "program",
+                             overflow="fold" if col == "program" else "ellipsis")
+        for row in rows:
+            table.add_row(*(Text(row[k]) if STEP_COLUMNS[k] == "program" else row[k] for k in keep))
+        dropped = [c for k, c in enumerate(STEP_COLUMNS) if k not in keep]
+        if dropped:
+            table.caption = f"not shown at this width: {', '.join(dropped)}"
         console.print(table)
         for i, s in enumerate(job["steps"]):
             notes = _log_notes(s)

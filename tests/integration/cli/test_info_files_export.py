@@ -174,3 +174,27 @@ def test_piped_output_fits_the_width_columns_asks_for(logs_dir):
             assert "POSIX" in proc.stdout and "PO…" not in proc.stdout
         if args[0] == "files":  # the file column stays, its tail naming the file
             assert "mpi-io-test.tmp.dat" in proc.stdout
+
+
+@pytest.mark.parametrize("target", ["dftracer/loader_gz", "workflows/loader", "recorder/shared_header"])
+def test_export_help_names_every_table_export_writes(target, logs_dir, tmp_path):
+    """A DFTracer trace's calls and spans, a job's steps: `export --help` names what the folder will hold."""
+    run("export", logs_dir / target, "-o", tmp_path / "out", "-q")
+    helptext = " ".join(run("export", "--help").stdout.split())
+    written = {p.name.split(".")[0] for p in (tmp_path / "out").iterdir()} - {"job"}
+    named = {t if not t.startswith("counters_") else "counters_<MODULE>" for t in written}
+    assert named and all(t in helptext for t in named), sorted(t for t in named if t not in helptext)
+
+
+@pytest.mark.parametrize("target", ["generated/fill_rank0.darshan", "dftracer/loader_gz", "workflows/loader",
+                                    "recorder/shared_header"])
+def test_info_counts_the_files_that_files_lists(target, logs_dir):
+    """fill_rank0's name table holds <STDIN> and <STDERR>, which nothing read or wrote: `info` said "files 4"
+    where `files` lists 2 (the data file and <STDOUT>)."""
+    listed = json.loads(run("files", "--json", logs_dir / target).stdout)["files"]
+    summary = json.loads(run("info", "--json", logs_dir / target).stdout)
+    assert summary["files"] == len(listed)
+    text = run("info", logs_dir / target).stdout
+    assert any(line.split() == ["files", f"{len(listed):,}"] for line in text.splitlines())
+    if target.startswith("generated/"):
+        assert len(listed) == 2

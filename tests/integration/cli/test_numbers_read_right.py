@@ -76,7 +76,7 @@ def test_the_terminal_panels_print_the_same_units(logs_dir):
 
 
 PHRASES = ("time: I/O time summed over ranks", "slowest: I/O time of the slowest rank", "* rate: bytes / slowest",
-           "(darshan-parser's agg_perf_by_slowest)", "(some rank doing I/O)")
+           "(darshan-parser's agg_perf_by_slowest)", "(some rank between a file's first and last read/write)")
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 160])

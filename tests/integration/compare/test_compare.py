@@ -77,6 +77,16 @@ def test_collective_buffering_fix_is_faster_and_small_writes_are_gone():
     assert share["values"] == [0.0, 1.0] and share["changed"] == [False, True]
 
 
+def test_collective_metadata_beside_independent_writes_is_not_called_collective_buffering():
+    """pairs2: HDF5's collective metadata adds 4 collective writes beside 800 independent ones: the diff says
+    so, not 'collective buffering now writes 803 × 512 B from 2 aggregator(s)'."""
+    runs = [LOGS / "pairs2" / f"{n}.darshan" for n in ("h5meta2_noflush", "h5meta2_noflush_collmeta")]
+    r = iolens.compare(*runs)
+    collective = next(i for i in r["insights"][1]["new"] if i["code"] == "COLLECTIVE_IO")
+    assert "collective buffering" not in collective["summary"]
+    assert collective["after"] == 4 and "4 collective MPI-IO writes" in collective["summary"]
+
+
 def test_the_opposite_change_is_slower_and_names_the_new_insights():
     r = pair("small_coll", "small_indep")
     assert r["runs"][1]["verdict"]["verdict"] == "slower"
@@ -381,3 +391,16 @@ def test_a_run_of_another_tracer_is_shown_and_not_judged():
     (line,) = [row for row in text.splitlines() if row.strip().startswith("verdict")]
     assert "not judged" in line and "faster" not in line and "slower" not in line
     assert "note: different tracers" in text
+
+
+def test_rewrites_are_said_as_bytes_written_more_than_once():
+    """pairs2 fill4_fill → fill4_nofill: rank 0's pre-fill writes the 192 MiB file once more; compare said
+    "192 MiB written beyond the files' extent", which reads as writes past the end of the file."""
+    fill = LOGS / "pairs2" / "fill4_fill.darshan"
+    r = iolens.compare(fill, LOGS / "pairs2" / "fill4_nofill.darshan")
+    line = next(i for i in r["insights"][1]["resolved"] if i["code"] == "REDUNDANT_WRITES")
+    posix = darshan.DarshanReport(str(fill), read_all=True).records["POSIX"].to_df()["counters"]
+    written = int(posix["POSIX_BYTES_WRITTEN"].sum())
+    extent = int(posix["POSIX_MAX_BYTE_WRITTEN"].max()) + 1  # one shared file, written from offset 0
+    assert line["before"] == written - extent == 192 << 20
+    assert line["summary"].startswith("REDUNDANT_WRITES: 192 MiB written more than once → not flagged")

@@ -31,6 +31,28 @@ def test_info_names_the_processes_and_spans(dftracer_logs):
     assert posix["bytes_written"] == truth["ckpt_bytes"]
 
 
+@pytest.mark.parametrize("trace, how", [("loader_plain", "uncompressed"), ("loader_gz", "gzip")])
+def test_info_says_how_the_trace_is_stored_and_what_it_lost_in_words(dftracer_logs, trace, how):
+    out = " ".join(run("info", dftracer_logs / trace).stdout.split())  # piped: one table row may fold
+    assert re.search(rf"dftracer 2\.0\.3 \(\d+ trace files, {how};", out), out  # "7 trace files, none" before
+    # loader_plain's three processes lost 2,630 events in all (the note's pids and counts)
+    lost = re.search(r"note: ([\d,]+) events that DFTracer numbered are missing from the trace \(([^)]*)\)", out)
+    assert lost is not None
+    assert int(lost.group(1).replace(",", "")) == sum(int(n.replace(",", "")) for n in
+                                                      re.findall(r"pid \d+: ([\d,]+)", lost.group(2)))
+
+
+def test_info_json_dftracer_section_is_the_one_documented(dftracer_logs):
+    from support.corpus import REPO
+
+    doc = " ".join((REPO / "docs" / "dftracer.md").read_text().split())
+    doc = doc[doc.index("`iolens info --json` adds `dftracer: {"):].split("`:")[0]
+    section = json.loads(run("info", "--json", dftracer_logs / "loader_gz").stdout)["dftracer"]
+    keys = {*section, *section["processes"][0], *section["spans"][0], *section["layers"][0],
+            *section["top_functions"][0]}
+    assert sorted(k for k in keys if not re.search(rf"\b{k}\b", doc)) == []
+
+
 def test_files_lists_the_shards_and_checkpoints(dftracer_logs):
     files = json.loads(run("files", "--json", dftracer_logs / "loader_plain").stdout)["files"]
     shards = [f for f in files if "/shard_" in f["name"]]

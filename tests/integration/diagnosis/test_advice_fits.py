@@ -145,3 +145,17 @@ def test_an_hdf5_file_without_the_module_says_why(logs_dir):
     for r in recs:
         assert r["detail"].startswith("If vpicio.hdf5 is an HDF5 file (so its name says; the log has no HDF5 "
                                       "module"), r["detail"]
+
+
+@pytest.mark.parametrize("log, collective", [
+    ("generated2/shifted_large_writes.darshan", False),  # independent MPI_File_write_at, 100 B past 1 MiB
+    ("pairs/shifted.darshan", False),
+    ("public/pydarshan-examples/sample.darshan", True),  # collective writes on Lustre
+])
+def test_file_domain_alignment_only_where_there_are_collective_requests(logs_dir, log, collective):
+    """ROMIO's collective-buffering file domains are what `striping_unit` aligns: for independent writes the
+    hint changes nothing, and its "expected saving" was the misaligned requests' whole cost."""
+    found = {i["code"]: i for i in iolens.diagnose(iolens.open(str(LOGS / log)))}
+    titles = [r["title"] for r in found["MISALIGNED_IO"]["recommendations"]]
+    assert ("Keep MPI-IO file domains on stripe boundaries" in titles) is collective
+    assert titles  # the other fixes stay (align the records, HDF5 alignment)

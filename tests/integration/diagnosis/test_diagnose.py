@@ -108,6 +108,19 @@ def test_collective_2phase_is_healthy_collective_io_with_two_aggregators():
     assert "RANK_IMBALANCE" not in codes(ins)  # two aggregators on one node is by design
     # the one problem: 95% of the MPI-IO time is spent above the file system (issue 17, item 3)
     assert [code for code, _ in problems(ins)] == ["MPIIO_OVERHEAD"]
+    assert "independent_writes" not in c["evidence"]["metrics"]
+    assert c["summary"].endswith("This is the healthy way to write shared files from many ranks.")
+
+
+def test_collective_io_beside_many_independent_writes_does_not_call_their_ranks_aggregators():
+    """pairs2/h5meta2_noflush_collmeta: HDF5's collective metadata writes are 4 of the file's 804 MPI-IO writes;
+    the 803 POSIX writes of 512 B are mostly the 800 independent ones', not two-phase I/O's."""
+    c = one(run(LOGS / "pairs2" / "h5meta2_noflush_collmeta.darshan"), "COLLECTIVE_IO")
+    m = c["evidence"]["metrics"]
+    assert (m["collective_writes"], m["independent_writes"]) == (4, 800)
+    assert "aggregators" not in m and m["posix_ranks"] == 2
+    assert "4 of the 804 MPI-IO writes" in c["summary"] and "mostly the independent writes'" in c["summary"]
+    assert "healthy way" not in c["summary"] and "aggregator" not in c["title"]
 
 
 def test_file_per_process_is_quiet():
@@ -353,3 +366,25 @@ def test_docs_show_the_schema_and_an_example_of_this_version():
     for example in examples:
         _check_schema(example, JSON_SCHEMA)
         assert set(example["measures"]) == set(JSON_SCHEMA["properties"]["measures"]["required"])
+
+
+def test_large_rank_counts_and_hours_read_with_thousands_separators():
+    """skew_io/skew-app (65,536 ranks): titles said "65536 ranks" and "13695 h" beside "65,536 ranks" elsewhere."""
+    ins = run(PUB / "skew_io" / "skew-app.darshan")
+    titles = {i["code"]: i["title"] for i in ins}
+    assert "65,536 ranks" in titles["LUSTRE_STRIPING"] and "65,536 ranks" in titles["RANK_IMBALANCE"]
+    assert "(13,695 h of 13,695 h over all ranks)" in titles["MPIIO_OVERHEAD"]
+    assert not any("65536" in i["title"] + i["summary"] for i in ins)
+
+
+def test_an_insight_shown_as_info_says_the_reason_that_made_it_info():
+    """small_indep_shared: 100% of its MPI-IO writes are small and independent (structural: a warning by its
+    rule), shown as info because collective I/O would cost time here. Its summary said "They cost the busiest
+    rank only 644 ms: not worth changing for this run" (644 ms of a 1.2 s run) before giving that reason."""
+    n = one(run(GEN / "small_indep_shared.darshan"), "NO_COLLECTIVE_IO")
+    assert n["severity"] == "info"
+    assert "not worth" not in n["summary"]
+    assert "(Shown as info: its fix would cost about" in n["summary"]
+    # a pattern its rule itself finds cheap (28% of the requests, 224 ms of a 30 s run) keeps saying so
+    m = one(run(PUB / "nonmpi_dxt_anonymized" / "nonmpi_dxt_anonymized.darshan"), "MISALIGNED_IO")
+    assert m["severity"] == "info" and "They cost the busiest rank at most 224 ms: not worth fixing" in m["summary"]

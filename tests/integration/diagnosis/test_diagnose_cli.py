@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -122,6 +123,9 @@ def test_list_thresholds():
     r = iolens("diagnose", "--list-thresholds")
     assert r.returncode == 0
     assert "small_request_bytes = 102400" in r.stdout and "serialized_min_share = 0.5" in r.stdout
+    # sizes as a user types them back with -t, never 1.04858e+06
+    assert "large_request_bytes = 1048576 (1 MiB)" in r.stdout and "fs_ost_bandwidth = 1073741824 (1 GiB)" in r.stdout
+    assert not re.search(r"= [\d.]+e[+-]\d", r.stdout)
 
 
 def test_json_is_the_same_run_after_run():
@@ -131,3 +135,15 @@ def test_json_is_the_same_run_after_run():
     outs = {iolens("diagnose", "--json", log, env={"PYTHONHASHSEED": str(seed), "POLARS_MAX_THREADS": "2"}).stdout
             for seed in (1, 2, 3)}
     assert len(outs) == 1
+
+
+def test_readme_names_every_key_of_diagnose_json():
+    """The README's one-paragraph schema of `diagnose --json` names every key the output has, at every level."""
+    from support.corpus import REPO
+
+    out = json.loads(iolens("diagnose", "--json", GEN / "fill_rank0.darshan").stdout)
+    readme = (REPO / "README.md").read_text()
+    para = " ".join(readme[readme.index("`iolens diagnose --json`: "):].split("documented in")[0].split())
+    insight = out["insights"][0]
+    keys = {*out, *insight, *insight["evidence"], *(k for r in insight["recommendations"] for k in r)}
+    assert sorted(k for k in keys if not re.search(rf"\b{k}\b", para)) == []

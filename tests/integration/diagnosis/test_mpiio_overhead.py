@@ -133,3 +133,27 @@ def test_from_the_counters_without_a_trace(public):
     o = next(i for i in diagnose(log) if i.code == "MPIIO_OVERHEAD")
     assert o.source == "counters" and o.evidence.metrics["mpiio_ranks"] == 65536
     assert "average rank" in o.summary and "ranks_with_posix_io" not in o.evidence.metrics
+
+
+def test_shared_mpiio_records_over_per_rank_posix_records_count_the_posix_time(logs_dir):
+    """imbalanced_io (no DXT, POSIX partial): Darshan reduced the two collective files' MPI-IO records to one
+    shared record (rank -1) but kept their POSIX records per rank; the POSIX time inside the MPI-IO time was
+    then joined on rank -1, found nowhere, and said "only 0 s" (100% overhead). darshan-parser's counters say
+    1.6 h."""
+    import darshan
+
+    path = logs_dir / "public" / "darshan-logs" / "imbalanced_io" / "imbalanced-io.darshan"
+    (ins,) = [i.to_dict() for i in diagnose(iolens.read(str(path))) if i.code == "MPIIO_OVERHEAD"]
+    m = ins["evidence"]["metrics"]
+    report = darshan.DarshanReport(str(path), read_all=True)
+    names = {v: k for k, v in report.name_records.items()}
+    ids = [names[f] for f in ins["evidence"]["files"]]
+    posix = report.records["POSIX"].to_df()["fcounters"]
+    mpiio = report.records["MPI-IO"].to_df()["fcounters"]
+    on = lambda df, prefix: float((df[df.id.isin(ids)][[f"{prefix}_F_READ_TIME", f"{prefix}_F_WRITE_TIME"]]
+                                   .to_numpy().sum()))
+    assert (mpiio[mpiio.id.isin(ids)]["rank"] == -1).all() and (posix[posix.id.isin(ids)]["rank"] >= 0).all()
+    assert m["mpiio_time_s"] == pytest.approx(on(mpiio, "MPIIO"), rel=1e-5)
+    assert m["posix_time_inside_s"] == pytest.approx(on(posix, "POSIX"), rel=1e-5)  # 5,773 s, not 0
+    assert m["overhead_share"] == pytest.approx(1 - on(posix, "POSIX") / on(mpiio, "MPIIO"), rel=1e-5)
+    assert "only 1.6 h in the POSIX operations" in ins["summary"]

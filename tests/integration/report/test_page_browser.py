@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+import iolens
 from iolens import read
 from iolens import report as write_report  # the pipeline's: diagnoses unless given insights
 
@@ -427,5 +428,44 @@ def test_recommendations_show_expected_saving_and_the_command_to_try(browser, tm
     assert "saves up to ≈" in item.locator("details.recs summary").inner_text()
     assert rec["try_now"] in [c.inner_text() for c in item.locator(".try-now code").all()]
     assert rec["saving_basis"] in text and "Expected saving ≈" in text
+    assert p.errors == []
+    p.close()
+
+
+def test_layer_table_fits_its_card_with_every_column_and_whole_layer_names(browser, pages):
+    """At 1400 px the I/O-by-layer card showed its table cut after "Slowest rank" (Bandwidth behind a scrollbar)
+    and broke "MPI-IO" over two lines: the numeric headers now wrap at their words instead."""
+    p = LoadedPage(browser, pages("generated2/one_late_rank.darshan"), viewport=(1400, 900))
+    fit = p.js("""() => {
+        const card = document.getElementById('layers-card'), t = document.querySelector('#layers table');
+        const right = card.getBoundingClientRect().right;
+        const heads = [...t.querySelectorAll('th')].map(th => [th.textContent, th.getBoundingClientRect().right <= right]);
+        return {scrolls: card.scrollWidth > card.clientWidth, heads};
+    }""")
+    assert not fit["scrolls"]
+    assert [h for h, inside in fit["heads"] if not inside] == []
+    assert "Bandwidth" in [h for h, _ in fit["heads"]]
+    # each layer's name on one line (its text's boxes: one per line it takes)
+    lines = p.js("""() => [...document.querySelectorAll('#layers tbody td:first-child')].map(td => {
+        const r = document.createRange(); r.selectNodeContents(td); return [td.textContent, r.getClientRects().length]; })""")
+    assert lines == [[name, 1] for name, _ in lines] and [n for n, _ in lines] == ["POSIX", "MPI-IO", "STDIO"]
+    assert p.errors == []
+    p.close()
+
+
+def test_an_insight_naming_a_long_log_file_wraps_inside_its_card(browser, tmp_path, logs_dir):
+    """workflows/loader: the title names train-3_…_17954917656730706130.darshan_partial, which ran past the
+    Insights card's right edge (clipped: "…darshan_part")."""
+    html = tmp_path / "loader.html"
+    write_report(iolens.open(str(logs_dir / "workflows" / "loader")), html, insights=None)
+    p = LoadedPage(browser, html, viewport=(1400, 900))
+    over = p.js("""() => {
+        const card = document.getElementById('insights-card').getBoundingClientRect();
+        return [...document.querySelectorAll('#insights .insight-title, #insights .insight-summary')]
+            .filter(e => e.textContent.includes('darshan_partial'))
+            .map(e => [e.textContent.slice(0, 40), e.getBoundingClientRect().right - card.right, e.scrollWidth - e.clientWidth]);
+    }""")
+    assert over, "no insight names the unfinished log"
+    assert all(past <= 0 and hidden <= 0 for _, past, hidden in over), over
     assert p.errors == []
     p.close()

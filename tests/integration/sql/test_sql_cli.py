@@ -248,3 +248,16 @@ def test_other_subcommands_do_not_import_duckdb_or_mcp(logs_dir):
     proc = subprocess.run([os.sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("target, kind", [("generated/fill_rank0.darshan", "Darshan log"),
+                                          ("recorder/small_records", "Recorder trace"),
+                                          ("dftracer/loader_plain", "DFTracer trace"),
+                                          ("workflows/loader", "folder of one job's logs")])
+def test_help_names_every_kind_of_target_it_reads(logs_dir, target, kind):
+    """`sql --help` listed Darshan logs, Recorder folders and job folders, not the DFTracer traces docs/sql.md
+    queries."""
+    helptext = " ".join(run_main("sql", "--help").stdout.split())
+    assert kind in helptext
+    out = run_main("sql", logs_dir / target, "SELECT count(*) AS n FROM files").stdout.splitlines()
+    assert out[0] == "n" and int(out[1]) > 0

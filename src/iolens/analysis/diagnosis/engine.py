@@ -67,11 +67,14 @@ def run(f, ctx) -> list:
         return []
     quieted = {p: judged.get(saving_name(p), judged.get(saving_name(None))) for p, s in severities.items()
                if s == "info" and judged["severity" if p is None else f"severity_{p}"] in SERIOUS and noisy(judged, p)}
-    judged.update({f"severity_{p}" if p else "severity": s for p, s in severities.items()})
+    # a part quieted by its savings is reported at the rule's severity, then shown as info with that reason: its
+    # report's "they cost the busiest rank only …: not worth fixing" is for what the rule itself found cheap
+    judged.update({f"severity_{p}" if p else "severity": s for p, s in severities.items() if p not in quieted})
     found = f.report(ctx, {**values, **judged})
     for part, seconds in quieted.items():  # say why (a part: the insights whose headline metric names it)
         for i in found:
-            if i.severity == "info" and (part is None or part in (i.key_metric or "")):
+            if i.severity in SERIOUS and (part is None or part in (i.key_metric or "")):
+                i.severity = "info"
                 i.summary += quiet_note(ctx, seconds)
     return found
 

@@ -187,9 +187,9 @@ class DFTracerTrace(CallTraceLog):
         lost = self.layout.processes.sort("rank").filter(pl.col("lost_events") > 0)
         if lost.height:
             each = ", ".join(f"pid {pid}: {n:,}" for pid, n in lost.select("pid", "lost_events").iter_rows())
-            out.append(f"{int(lost['lost_events'].sum()):,} events DFTracer numbered are not in the trace ({each}): "
-                       f"lost by the tracer (e.g. its preload log, dropped when the Python API starts its own) or "
-                       f"with a cut file; their I/O is not counted")
+            out.append(f"{int(lost['lost_events'].sum()):,} events that DFTracer numbered are missing from the trace "
+                       f"({each}): lost by the tracer (e.g. its preload log, dropped when the Python API starts its "
+                       f"own) or with a cut file; their I/O is not counted")
         files = self.raw.io.get("file", np.zeros(0, dtype=np.int64))
         used = np.zeros(len(self.raw.strings) + 1, dtype=bool)
         used[np.minimum(files, len(self.raw.strings))] = True

@@ -73,9 +73,14 @@ def report(ctx, v) -> list:
         files = by_largest(table, np.flatnonzero(table[f"coll_{op}s"] > 0), f"bytes_{op}")
         fids = table["file_id"][files].tolist()
         coll = int(table[f"coll_{op}s"][files].sum())
+        # the counters' bytes and the trace's POSIX requests are of every MPI-IO request on these files: the
+        # independent ones (HDF5's metadata beside collective raw data, …) included
+        indep = int((table[f"indep_{op}s"][files] + table[f"other_{op}s"][files]).sum())
         mpi_bytes = int(table[f"bytes_{op}"][files].sum())
         nranks = int(table["nranks"][files].max())
         metrics = {f"collective_{op}s": coll, f"mpiio_bytes_{op}": mpi_bytes, "ranks_on_file": nranks}
+        if indep:
+            metrics[f"independent_{op}s"] = indep
         ranks, source, partial, window = [], "counters", False, None
         aggregators = None
         if ctx.trace_complete("DXT_POSIX", op):
@@ -103,19 +108,34 @@ def report(ctx, v) -> list:
                 top = int(col("POSIX", "POSIX_SLOWEST_RANK_BYTES")[p].max())
                 if fb and top:
                     metrics["estimated_aggregators"] = max(1, round(tot / top))
-        if aggregators is not None:
+        mixed = indep >= coll  # independent requests as many: the POSIX side is mostly theirs
+        if aggregators is not None and mixed:
+            metrics["posix_ranks"] = aggregators  # the independent requests' ranks too: not only aggregators
+            who = f"{aggregators} rank{'s' if aggregators != 1 else ''} ({ctx.rank_labels(ranks)})"
+        elif aggregators is not None:
             metrics["aggregators"] = aggregators
             who = f"{aggregators} aggregator{'s' if aggregators != 1 else ''} ({ctx.rank_labels(ranks)})"
         elif "estimated_aggregators" in metrics:
             who = f"about {metrics['estimated_aggregators']} aggregator(s) (estimated from the busiest rank's share)"
         else:
             who = "an unknown number of aggregators"
-        title_ = f"Collective {op}s: {nranks} ranks call MPI-IO, {who} reach the file system"
-        summary = (f"{fmt_count(coll)} collective MPI-IO {op}s ({fmt_bytes(mpi_bytes)}) on {len(fids)} file(s): "
-                   f"two-phase I/O gathers the data on {who}")
-        if "posix_median_request_bytes" in metrics:
-            summary += f", which issue requests of {fmt_bytes(metrics['posix_median_request_bytes'])} (median)"
-        summary += ". This is the healthy way to write shared files from many ranks."
+        title_ = f"Collective {op}s: {fmt_count(nranks)} ranks call MPI-IO, {who} reach the file system"
+        if not mixed:
+            also = f"and {fmt_count(indep)} independent one{'' if indep == 1 else 's'}; " if indep else ""
+            summary = (f"{fmt_count(coll)} collective MPI-IO {op}s ({also}{fmt_bytes(mpi_bytes)}) on {len(fids)} "
+                       f"file(s): two-phase I/O gathers the data on {who}")
+            if "posix_median_request_bytes" in metrics:
+                summary += f", which issue requests of {fmt_bytes(metrics['posix_median_request_bytes'])} (median)"
+            summary += f". This is the healthy way to {op} shared files from many ranks."
+        else:
+            summary = (f"{fmt_count(coll)} of the {fmt_count(coll + indep)} MPI-IO {op}s on {len(fids)} file(s) "
+                       f"({fmt_bytes(mpi_bytes)} in all) are collective; the other {fmt_count(indep)} are "
+                       f"independent")
+            if aggregators is not None:
+                summary += (f": the ranks that reach the file system here ({ctx.rank_labels(ranks)}) and their "
+                            f"requests ({fmt_bytes(metrics['posix_median_request_bytes'])} median) are mostly "
+                            f"the independent {op}s', not two-phase I/O's")
+            summary += "."
         out.append(Insight(CODE, v[f"severity_{op}"], title_, summary,
                            Evidence(ranks=ranks[:MAX_RANKS], files=ctx.names_of(fids), time_window=window,
                                     metrics=metrics),
@@ -129,7 +149,10 @@ FINDING = Finding(
     healthy=True,
     key_metrics=("aggregators", "estimated_aggregators", "collective_writes", "collective_reads"),
     trigger="(info) collective MPI-IO requests exist; says how many ranks called MPI-IO and which ranks "
-            "(aggregators) wrote at the POSIX layer, or an estimate from the busiest rank's share without DXT.",
+            "(aggregators) wrote at the POSIX layer, or an estimate from the busiest rank's share without DXT. "
+            "The same files' independent requests are counted (`independent_writes`/`independent_reads`); "
+            "where they are at least as many as the collective ones, the ranks at POSIX are `posix_ranks`, not "
+            "aggregators, and the summary says the file system's requests are mostly the independent ones'.",
     source="dxt / counters",
     report=report,
     saving=not_speed("informative: nothing to fix"),

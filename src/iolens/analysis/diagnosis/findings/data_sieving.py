@@ -254,15 +254,15 @@ def report(ctx, v) -> list:
                  "independent noncontiguous writes: ROMIO's data sieving reads the whole extent, patches it and "
                  "writes it back")
         summary = (f"{len(fids)} file(s) are written through MPI-IO, yet the POSIX layer reads {fmt_bytes(extra)} "
-                   f"more than MPI-IO asked for ({fmt_pct(extra / base)} of the bytes written, {fmt_time(read_time)} "
-                   f"of read time) from them. Likely cause: {cause}.")
+                   f"more than MPI-IO asked for ({fmt_pct(extra / base)} of the bytes written, their share of the "
+                   f"ranks' POSIX read time: {fmt_time(read_time)}) from them. Likely cause: {cause}.")
     else:
         cause = ("collective reads over holes: two-phase I/O reads each aggregator's whole domain" if collective else
                  "independent noncontiguous reads: ROMIO's data sieving reads whole extents, holes included, "
                  "and keeps only the pieces asked for")
         summary = (f"On {len(fids)} file(s) read through MPI-IO, the POSIX layer reads {fmt_bytes(extra)} more than "
-                   f"MPI-IO asked for ({fmt_pct(extra / base)} extra, {fmt_time(read_time)} of read time). "
-                   f"Likely cause: {cause}.")
+                   f"MPI-IO asked for ({fmt_pct(extra / base)} extra; their share of the ranks' POSIX read time: "
+                   f"{fmt_time(read_time)}). Likely cause: {cause}.")
     if severity == "info":
         summary += f" It costs the busiest rank only {fmt_time(stake)}: not worth changing for this run."
     summary += " " + project(ctx, metrics, stake, nbytes=extra, op="read")

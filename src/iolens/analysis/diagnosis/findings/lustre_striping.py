@@ -19,7 +19,7 @@ import polars as pl
 from ..common import GiB
 from ..finding import Finding, Supersedes, Threshold
 from ..insight import Evidence, Insight
-from ..units import fmt_bytes
+from ..units import fmt_bytes, fmt_count
 from . import _advice as advice
 from ._lustre import candidates, heaviest_ost
 
@@ -67,7 +67,7 @@ def rule(th) -> dict:
 
 def title(v: dict, th) -> str:
     return (f"{v['files']} large shared file(s) on a single Lustre stripe (largest {fmt_bytes(v['largest'])}, "
-            f"{v['ranks']} ranks)")
+            f"{fmt_count(v['ranks'])} ranks)")
 
 # --- OST_IMBALANCE restates it ------------------------------------------------------------------------
 def names_ost_files(th) -> pl.Expr:
@@ -116,12 +116,12 @@ def report(ctx, judged) -> list:
     if request:
         metrics["dominant_request_bytes"] = request
     title_ = title(judged, th)
-    summary = (f"{name} is {fmt_bytes(size)}, accessed by {writers} ranks, but striped over one OST: all its "
+    summary = (f"{name} is {fmt_bytes(size)}, accessed by {fmt_count(writers)} ranks, but striped over one OST: all its "
                "traffic goes through one storage server, and ROMIO uses one collective-buffering aggregator "
                "per stripe by default.")
     recs = [advice.lustre_setstripe(name, count, stripe,
                                     f"{count} stripes ≈ one OST per 4 GiB of the {fmt_bytes(size)} file (at least 4, "
-                                    f"at most 64 and at most the {writers} ranks)"
+                                    f"at most 64 and at most the {fmt_count(writers)} ranks)"
                                     + (f"; {stripe >> 20} MiB stripes match its {fmt_bytes(request)} requests."
                                        if request and stripe > (1 << 20) else "; 1 MiB stripes (the default)."),
                                     mpiio=ctx.has_layer("mpiio"))]

@@ -20,6 +20,7 @@ from ..context import MAX_RANKS
 from ..costmodel import project
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight, Recommendation
+from ..mpi_files import mpi_table
 from ..savings import latency
 from ..stages import stage
 from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
@@ -249,10 +250,11 @@ def report(ctx, judged) -> list:
     recs = []
     if "hdf5" in ctx.kinds(file_ids[:20]):
         recs.append(advice.hdf5_alignment(unit, lustre=bool(judged["on_lustre"])))
-    recs.append(advice.mpi_hints_c({"striping_unit": str(unit)}, "Keep MPI-IO file domains on stripe boundaries",
-                                   "ROMIO aligns collective-buffering file domains to striping_unit"
-                                   + ("; on Lustre it reads the stripe size itself." if judged["on_lustre"]
-                                      else ".")))
+    if collective_files(ctx, file_ids):  # file domains exist only in collective buffering
+        recs.append(advice.mpi_hints_c({"striping_unit": str(unit)}, "Keep MPI-IO file domains on stripe boundaries",
+                                       "ROMIO aligns collective-buffering file domains to striping_unit"
+                                       + ("; on Lustre it reads the stripe size itself." if judged["on_lustre"]
+                                          else ".")))
     recs.append(align_records(ctx, unit))
     if severity == "info":
         summary += f" They cost the busiest rank at most {fmt_time(stake)}: not worth fixing for this run."
@@ -261,6 +263,16 @@ def report(ctx, judged) -> list:
     return [Insight(CODE, severity, title_, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(file_ids), time_window=window, metrics=metrics),
                     recs, source=source, partial=partial, score=count / total, demotable=not strong)]
+
+def collective_files(ctx, file_ids) -> bool:
+    """Whether some of these files have collective MPI-IO requests: independent requests (the file's only
+    MPI-IO, or POSIX alone) have no collective-buffering file domains for a striping_unit hint to align."""
+    table = mpi_table(ctx)
+    if table is None:
+        return False
+    rows = np.isin(table["file_id"], np.asarray(list(file_ids), dtype=np.uint64))
+    return bool((table["coll_writes"][rows] + table["coll_reads"][rows]).sum() > 0)
+
 
 def align_records(ctx, unit: int) -> Recommendation:
     """Pad and round the records: each rank's block (an MPI job), or each record (one process)."""

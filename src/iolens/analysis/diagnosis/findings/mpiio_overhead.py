@@ -206,6 +206,14 @@ def _counter_table(ctx, files: list) -> dict:
         at = np.minimum(np.searchsorted(p_rank[first_p], rank), len(first_p) - 1)
         found = p_rank[first_p][at] == rank  # a left join on rank
         posix_s[found] = sums[at[found]]
+        # a file whose MPI-IO records Darshan reduced (rank -1) while its POSIX records stayed per rank (a partial
+        # POSIX module is not reduced): the POSIX time of ranks without an MPI-IO row of their own is inside
+        # the shared row's MPI-IO time, not nowhere
+        shared = np.flatnonzero(rank < 0)
+        if len(shared):
+            matched = np.zeros(len(first_p), dtype=bool)
+            matched[at[found]] = True
+            posix_s[shared[0]] += float_sum(sums[~matched & (p_rank[first_p] >= 0)])
     posix_s = np.minimum(posix_s, mpiio_s)
     keep = mpiio_s > 0
     return _per_rank_table(rank[keep], mpiio_s[keep], (mpiio_s - posix_s)[keep], posix_s[keep])

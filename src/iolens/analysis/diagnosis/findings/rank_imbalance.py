@@ -475,7 +475,7 @@ def title(v: dict, th, words=RANK_WORDS) -> str:
 
 def bottleneck_title(words, rank: int, share: float, ranks_on_file: int) -> str:
     return (f"{capital(words.rank_label(rank))} does {fmt_pct(share)} of the file-system I/O of a file "
-            f"{ranks_on_file} ranks write collectively")
+            f"{fmt_count(ranks_on_file)} ranks write collectively")
 
 
 # --- the insight ---------------------------------------------------------------------------------------
@@ -611,7 +611,7 @@ def _bottleneck(ctx, c: dict) -> Insight:
     if stripe_count:
         metrics["stripe_count"] = stripe_count
     title_ = bottleneck_title(ctx, top_rank, share, nranks)
-    summary = (f"{name} is accessed with collective MPI-IO by {nranks} ranks, but at the POSIX layer "
+    summary = (f"{name} is accessed with collective MPI-IO by {fmt_count(nranks)} ranks, but at the POSIX layer "
                f"{ctx.rank_label(top_rank)} moves {fmt_bytes(top_b)} of {fmt_bytes(fb)} ({fmt_pct(share)}) in "
                f"{fmt_time(top_t)}: collective buffering uses {'only one aggregator' if aggregators == 1 else f'{aggregators} aggregators'}"
                + (f" for {nodes} nodes" if nodes else "") + ", and every other rank waits for it inside the "

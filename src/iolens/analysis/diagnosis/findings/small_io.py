@@ -328,6 +328,13 @@ def unanswerable(th) -> str | None:
 
 
 # --- the insight ---------------------------------------------------------------------------------------
+def size_span(op: str, lo: int, hi: int) -> str:
+    """`writes 128 B–1 KiB`; `reads all 1 KiB` when every request has one size (not `1 KiB–1 KiB`)."""
+    if lo == hi:
+        return f"{op}s all {fmt_bytes(hi)}"
+    return f"{op}s {fmt_size(lo)}–{fmt_size(hi)} B" if hi < 1024 else f"{op}s {fmt_bytes(lo)}–{fmt_bytes(hi)}"
+
+
 def report(ctx, judged) -> list:
     th = ctx.th
     limit = int(th.small_request_bytes)
@@ -390,8 +397,7 @@ def report(ctx, judged) -> list:
     metrics["busiest_rank_small_request_time_s"] = stake
 
     what_ = what(judged)
-    sizes = ", ".join(f"{op}s {fmt_size(lo)}–{fmt_size(hi)} B" if hi < 1024 else
-                      f"{op}s {fmt_bytes(lo)}–{fmt_bytes(hi)}" for op, (lo, hi) in size_range.items())
+    sizes = ", ".join(size_span(op, lo, hi) for op, (lo, hi) in size_range.items())
     title_ = title(judged, th)
     summary = (f"The POSIX layer (what reaches the file system) sees {what_} of at most {fmt_bytes(limit)}"
                + (f" ({sizes})" if sizes else "") + f" on {len(file_ids)} file(s)")

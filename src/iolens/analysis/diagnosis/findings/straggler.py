@@ -136,7 +136,7 @@ def _judge(ctx, seg: Segments, rank_groups: tuple, peers) -> list:
                     "(DATALOADER_STALL), not here.")
     if partial:
         summary += " The trace is truncated: ranks whose trace stopped early are not judged."
-    recs = [_advice(ctx, all_slow)] if waits else [_unsynchronised_advice(noun, all_slow)]
+    recs = [_advice(ctx, all_slow, who, n_stragglers == 1)] if waits else [_unsynchronised_advice(noun, all_slow)]
     return [Insight(CODE, "warning", title, summary,
                     Evidence(ranks=ranks, files=ctx.names_of(files), time_window=(median_end, last_late),
                              metrics=metrics),
@@ -152,9 +152,17 @@ def _unsynchronised_advice(noun: str, all_slow: bool) -> Recommendation:
         "processes take the next file) evens out the processes' I/O.", "", "text")
 
 
-def _advice(ctx, all_slow: bool) -> Recommendation:
+def _advice(ctx, all_slow: bool, who: str, one: bool) -> Recommendation:
+    """Slow ranks: what makes their I/O long; late ones (their own I/O short): what they do before it."""
+    if not all_slow:
+        return Recommendation(
+            f"Find out why {who} start{'s' if one else ''} late",
+            f"{'Its' if one else 'Their'} own I/O is short: the delay comes before it. Look at what "
+            f"{'it does' if one else 'they do'} before {'its' if one else 'their'} first I/O (more compute than "
+            "the others, a sleep, a wait for a message, a lock or input) and even out that work, or let the other "
+            "ranks go on without waiting for the late one where the program allows it.", "", "text")
     return Recommendation(
-        "Find out why these ranks are slow" if all_slow else "Find out why these ranks start late",
+        "Find out why these ranks are slow",
         "Check whether the late ranks have more data (see RANK_IMBALANCE), share a node or OST with other "
         "heavy I/O (node placement, OST_IMBALANCE), issue smaller requests than the rest, or do more work "
         "before their I/O. " + ("Collective I/O evens out the file-system load across ranks; overlapping the "
