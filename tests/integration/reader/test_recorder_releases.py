@@ -21,7 +21,6 @@ from iolens.model.recorder.calls import LAYERS
 from support.cli import run_iolens as run
 from support.recordertools import dump_calls, recorder2text_times, rewrite_dump, write_trace
 
-TRACES = ("seqwrite_mpiio", "shared_header", "small_records")
 LAYOUTS = {  # id: (release, merged across ranks, zlib timestamps)
     "2.3": ("2.3", False, False),
     "2.4-merged": ("2.4", True, False),
@@ -74,18 +73,13 @@ def assert_nested(calls: pl.DataFrame) -> None:
         parents.append((s, e))
 
 
-@pytest.fixture(scope="module", params=TRACES)
-def real(request, logs_dir) -> Path:
-    return logs_dir / "recorder" / request.param
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_layout_reads_as_recorders_dump(real, layout, tmp_path):
-    folder = rewrite(real, tmp_path / layout, layout)
+def test_layout_reads_as_recorders_dump(trace, layout, tmp_path):
+    folder = rewrite(trace, tmp_path / layout, layout)
     log = iolens.read(folder)
     assert log.job["lib_version"] == {"2.3": "2.3.3", "2.4": "2.4.0", "2.5": "2.5.0"}[LAYOUTS[layout][0]]
-    assert assert_calls_equal_dump(log, real) > 100
-    same = iolens.read(real)
+    assert assert_calls_equal_dump(log, trace) > 100
+    same = iolens.read(trace)
     assert log.segments.select(SEGMENT_COLUMNS).equals(same.segments.select(SEGMENT_COLUMNS))
     assert log.files.sort("file_id").equals(same.files.sort("file_id"))
     for layer, counters in same.counters.items():
