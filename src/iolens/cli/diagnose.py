@@ -71,4 +71,5 @@ def command(log: tuple, as_json: bool, overrides: tuple, config: str | None, fs_
     if as_json:
         emit_json(judge.diagnose_json(parsed, thresholds, name=log))
         return
-    render(log, judge.diagnose(parsed, thresholds), job=parsed.job, show_all=show_all, unseen=judge.unseen(parsed))
+    render(log, judge.diagnose(parsed, thresholds), job=parsed.job, show_all=show_all, unseen=judge.unseen(parsed),
+           kind=parsed.kind)

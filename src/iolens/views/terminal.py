@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .labels import trace_module, tracer
 from .units import human_bytes, human_count, human_rate, human_seconds, timestamp
 
 
@@ -239,7 +240,9 @@ def _dxt_section(summary: dict):
     if not dxt:
         return Text("DXT: no trace in this log (set DXT_ENABLE_IO_TRACE=1 when running to record every "
                     "operation)", style="yellow")
-    table = Table(title="DXT trace", title_justify="left", show_edge=False)
+    kind = summary["job"].get("format")  # the log's kind for a Recorder or DFTracer trace; none for Darshan's
+    name = tracer(kind)
+    table = Table(title=f"{name} trace" if name else "DXT trace", title_justify="left", show_edge=False)
     for col in ("module", "records", "segments", "writes", "reads", "status"):
         table.add_column(col, justify="left" if col in ("module", "status") else "right",
                          no_wrap=col != "status", overflow="fold")
@@ -252,7 +255,7 @@ def _dxt_section(summary: dict):
             status = Text("complete: every counted operation was traced", style="green")
         for u in d.get("unfinished", []):
             status.append(f"; not traced: {unfinished_text(u)}", style="yellow")
-        table.add_row(d["module"], human_count(d["records"]), human_count(d["segments"]),
+        table.add_row(trace_module(d["module"], kind), human_count(d["records"]), human_count(d["segments"]),
                       human_count(d["writes"]), human_count(d["reads"]), status)
     return table
 

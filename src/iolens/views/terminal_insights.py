@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.summary import unseen_sentence
+from .labels import evidence_source
 from .terminal import phrase_lines
 from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
@@ -86,13 +87,14 @@ def verdict(shown: list, unseen: dict | None) -> str | None:
 
 
 def render(path: str, insights: list, job: dict | None = None, show_all: bool = False,
-           console: Console | None = None, unseen: dict | None = None) -> None:
+           console: Console | None = None, unseen: dict | None = None, kind: str | None = None) -> None:
     """Print insights (dicts from Insight.to_dict()) most severe first; `unseen`: what the diagnosis could not
-    look at (`pipeline.judge.unseen`: skipped modules, an empty log), said instead of "No problems found"."""
+    look at (`pipeline.judge.unseen`: skipped modules, an empty log), said instead of "No problems found";
+    `kind`: the log's source, whose words name the evidence's source (`calls of the Recorder trace`)."""
     shown = [i for i in insights if show_all or i["severity"] in ("critical", "warning")]
     hidden = len(insights) - len(shown)
     if console is None and not sys.stdout.isatty():
-        _render_plain(path, shown, hidden, job, unseen)
+        _render_plain(path, shown, hidden, job, unseen, kind)
         return
     console = console or Console()
     counts = {s: sum(1 for i in insights if i["severity"] == s) for s in STYLE}
@@ -111,7 +113,7 @@ def render(path: str, insights: list, job: dict | None = None, show_all: bool = 
         console.print(Text(said, style="bold yellow"))
     seen: set = set()
     for i in shown:
-        console.print(_panel(i, seen, console.width))
+        console.print(_panel(i, seen, console.width, kind))
     if said and shown:
         console.print(Text(said, style="bold yellow"))
     if hidden:
@@ -135,7 +137,7 @@ def numbers_text(metrics: dict, width: int) -> str:
     return phrase_lines(pieces, width)
 
 
-def _panel(i: dict, seen: set, width: int = 160) -> Panel:
+def _panel(i: dict, seen: set, width: int = 160, kind: str | None = None) -> Panel:
     sev = i["severity"]
     ev = i["evidence"]
     parts = [Text(i["summary"])]
@@ -153,7 +155,7 @@ def _panel(i: dict, seen: set, width: int = 160) -> Panel:
         # the cell's width: the panel's borders and padding (4), the widest label and the grid's gap (2)
         label = max(len(s) for s in ("numbers", "processes" if i.get("processes") else ""))
         facts.add_row("numbers", numbers_text(ev["metrics"], width - 4 - label - 2))
-    src = i["source"] + (" (partial: the trace is truncated)" if i["partial"] else "")
+    src = evidence_source(i["source"], kind) + (" (partial: the trace is truncated)" if i["partial"] else "")
     facts.add_row("source", src)
     parts += [Text(""), facts]
     for n, r in enumerate(i["recommendations"], 1):
@@ -198,7 +200,8 @@ def processes_text(processes: list) -> str:
                      + (f" pid {p['pid']}" if p["pid"] else "") for p in processes)
 
 
-def _render_plain(path: str, shown: list, hidden: int, job: dict | None, unseen: dict | None = None) -> None:
+def _render_plain(path: str, shown: list, hidden: int, job: dict | None, unseen: dict | None = None,
+                  kind: str | None = None) -> None:
     out = sys.stdout.write
     seen: set = set()
     out(f"{path}\n")
@@ -217,7 +220,7 @@ def _render_plain(path: str, shown: list, hidden: int, job: dict | None, unseen:
         out(f"  window: {_window(ev['time_window'])}\n")
         if ev["metrics"]:
             out("  numbers: " + ", ".join(f"{k}={format_metric(k, v)}" for k, v in ev["metrics"].items()) + "\n")
-        out(f"  source: {i['source']}{' (partial)' if i['partial'] else ''}\n")
+        out(f"  source: {evidence_source(i['source'], kind)}{' (partial)' if i['partial'] else ''}\n")
         for n, r in enumerate(i["recommendations"], 1):
             out(f"  {n}. {r['title']}\n")
             if r.get("expected_saving"):

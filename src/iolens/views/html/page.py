@@ -12,6 +12,7 @@ from ...output import write_text
 from ...version import __version__
 from ...analysis.summary import is_empty, skipped_io, unseen_sentence
 from ...analysis.timeline import timeline_analysis
+from ..labels import EVIDENCE_SOURCES, evidence_source
 from .calls import call_marks
 from .encode import Blob, script_json
 from .filters import Filters, apply_filters
@@ -102,6 +103,8 @@ def page_payload(log, all_segments, filters: Filters, max_ops: int) -> tuple:
         "spans": spans,  # DFTracer traces only: the application's spans (spans.py)
         "processes": _processes(log),  # a job of many logs: which row is which process (jobs/merged.py)
         "unseen": unseen_lines(log),  # modules iolens skips, an empty log: said in the insights panel
+        # a finding's `source` (the --json enum) in words for this log's tracer: `calls of the Recorder trace`
+        "evidence_sources": {s: evidence_source(s, log.kind) for s in EVIDENCE_SOURCES},
     }
     return meta, blob
 

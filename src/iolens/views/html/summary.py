@@ -11,6 +11,7 @@ from ...analysis.files import file_table
 from ...analysis.measures import TableCounters
 from ...analysis.summary import job_summary
 from ...model.darshan import LAYERS, SIZE_BIN_LABELS, SIZE_BIN_NAMES
+from ..labels import trace_module
 from ..units import timestamp
 from .encode import Blob
 
@@ -33,7 +34,7 @@ def banners(log, summary: dict) -> list:
     out = []
     for d in summary["dxt"]:
         if d["truncated"]:
-            out.append({"level": "critical", "text": f"The {d['module']} trace is truncated: "
+            out.append({"level": "critical", "text": f"The {d['label']} trace is truncated: "
                         + "; ".join(d["truncation_reasons"]) + ". Operations missing from the trace "
                         "are missing from the timeline; the counters below are complete."})
     said = set()
@@ -168,6 +169,8 @@ def ost_usage(log, segments: pl.DataFrame) -> dict | None:
 
 def summary_payload(log, segments: pl.DataFrame, file_index: dict, nranks: int, blob: Blob) -> dict:
     s = job_summary(log)
+    # a Recorder or DFTracer trace's reads and writes are its own calls, not Darshan's DXT module
+    s["dxt"] = [{**d, "label": trace_module(d["module"], log.kind)} for d in s["dxt"]]
     return {
         "job": job_facts(s),
         "layers": s["layers"],

@@ -42,7 +42,9 @@ function insightItem(app, ins, n) {
     item.append(box);
   }
   const foot = el("div", {class: "insight-foot"});
-  if (SOURCE_LABEL[ins.source]) foot.append(el("span", {class: "muted"}, SOURCE_LABEL[ins.source]));
+  const words = (app.meta.evidence_sources || {})[ins.source];  // a Recorder or DFTracer trace's own words
+  const said = SOURCE_LABEL[ins.source] && (words && words !== ins.source ? "from the " + words : SOURCE_LABEL[ins.source]);
+  if (said) foot.append(el("span", {class: "muted"}, said));
   const win = evidenceWindow(ins.evidence, app.meta.nranks, app.home);
   if (win && app.meta.trace.layers.length) {
     const link = el("a", {href: "#timeline-card", class: "evidence-link"}, "show on timeline →");

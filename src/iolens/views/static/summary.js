@@ -57,9 +57,10 @@ function renderLayers(meta) {
   const d = meta.summary.dxt;
   const box = clear(document.getElementById("dxt-coverage"));
   if (d.length) {
-    box.append(el("h3", null, "DXT trace coverage"));
-    box.append(table(["Module", "Traced writes", "Counted writes", "Traced reads", "Counted reads", "Complete"],
-      d.map((x) => [x.module, fmtInt(x.writes), fmtInt(x.counter_writes), fmtInt(x.reads), fmtInt(x.counter_reads),
+    const tracer = {dftracer: "DFTracer", recorder: "Recorder"}[meta.summary.job.format];  // else Darshan's DXT
+    box.append(el("h3", null, tracer ? `${tracer} trace coverage` : "DXT trace coverage"));
+    box.append(table([tracer ? "Calls" : "Module", "Traced writes", "Counted writes", "Traced reads", "Counted reads", "Complete"],
+      d.map((x) => [x.label || x.module, fmtInt(x.writes), fmtInt(x.counter_writes), fmtInt(x.reads), fmtInt(x.counter_reads),
         {text: x.truncated ? "truncated" : "yes", class: x.truncated ? "bad" : "good", title: x.truncation_reasons.join("; ")}]),
       {numeric: [false, true, true, true, true, false]}));
   }
@@ -91,8 +92,9 @@ function renderAccessSizes(meta) {
 function renderPerRank(meta, cols) {
   const pr = meta.summary.per_rank, box = clear(document.getElementById("per-rank"));
   if (!pr.layers.length) { box.append(el("p", {class: "muted"}, "No per-rank data.")); return; }
+  const tracer = {dftracer: "DFTracer", recorder: "Recorder"}[meta.summary.job.format] || "DXT";
   box.append(el("p", {class: "hint"}, pr.source === "trace"
-    ? "From the DXT trace: summed duration and bytes of each rank's operations."
+    ? `From the ${tracer} trace: summed duration and bytes of each rank's operations.`
     : "From the counters (no trace). " + pr.shared_note));
   for (const l of pr.layers) {
     box.append(el("h3", null, `${l.layer}: busiest rank ${l.busiest_rank} (${fmtSeconds(l.busiest_time)}; median ${fmtSeconds(l.median_time)})`));
