@@ -27,7 +27,7 @@ from .diagnosis.insight import HEALTHY, SEVERITY_RANK
 from ..model.darshan import STD_STREAMS
 from .run_config import config_diff, file_keys, match_files, run_config, run_inputs
 from .runs import key_measures, run_metrics
-from .units import fmt_bytes, fmt_count, fmt_pct, fmt_time
+from .units import fmt_bytes, fmt_count, fmt_pct, fmt_time, plural
 
 SCHEMA_VERSION = 1
 NOISE_RATIO = 1.5  # short runs of one configuration differ by up to ~1.3× (../shared/logs/pairs repeat_*)
@@ -403,7 +403,7 @@ def key_line(code, what, before, after, unit="count", collective=None) -> str:
         if "posix_requests" in m and "aggregators" in m:
             size = fmt_bytes(m.get("posix_median_request_bytes", 0))
             return (f"{code}: collective buffering now {op}s {int(m['posix_requests']):,} × {size} "
-                    f"from {int(m['aggregators'])} aggregator(s)")
+                    f"from {plural(int(m['aggregators']), 'aggregator')}")
     b, a = fmt_key_value(before, unit), fmt_key_value(after, unit)
     if after is None:  # the number goes with the side that has it
         return f"{code}: {b} {what} → {a}"

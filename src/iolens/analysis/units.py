@@ -61,6 +61,14 @@ def fmt_count(n) -> str:
     return f"{int(n):,}"
 
 
+def plural(n, word: str, many: str | None = None, shown: str | None = None) -> str:
+    """A count and its noun in the right number: '1 file', '3 files', '1,200 files', '2 aggregators'; `many`: an
+    irregular plural; `shown`: the number as the text already formats it ('1.5', a mean per rank), whose words
+    follow what is printed ('1 call' when it prints as 1)."""
+    text = fmt_count(n) if shown is None else shown
+    return f"{text} {word if text == '1' else (many or word + 's')}"
+
+
 def fmt_ranks(ranks, limit: int = 8) -> str:
     """'rank 0', 'ranks 0, 1', 'ranks 0-7', 'ranks 0, 3, 9, ... (20 ranks)'."""
     ranks = sorted(int(r) for r in ranks)

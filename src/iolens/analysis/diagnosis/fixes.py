@@ -39,7 +39,7 @@ from ...model.darshan import SIZE_BINS
 from .costmodel import profile
 from .mpi_files import mpi_table
 from .layers import Change, budget, counter_per_rank, per_rank, saving as layers_saving, traced_per_rank
-from .units import fmt_bytes, fmt_count, fmt_time
+from .units import fmt_bytes, fmt_count, fmt_time, plural
 
 MiB = 1 << 20
 CB_BUFFER = 16 * MiB  # ROMIO's default cb_buffer_size
@@ -259,7 +259,7 @@ def _collective(ctx, op: str, aggregators) -> Price:
                  f"each, one collective call per round: {STEPS_CALL + STEPS_ROUND} steps) × {step_text}"
                  f"{handoff_text} = {fmt_time(syncs)} for every rank" if step is not None else
                  f"the exchange's synchronisation not charged ({step_text})")
-    change.parts.append(f"adds {sync_text}; {a} aggregator(s) ({ranks_per_node(ctx)}) each receive "
+    change.parts.append(f"adds {sync_text}; {plural(a, 'aggregator')} ({ranks_per_node(ctx)}) each receive "
                         f"{fmt_bytes(received)} from the others and write {fmt_bytes(nbytes / a)} "
                         f"({fmt_time(moved + io)} at {constants})")
     if _hdf5_nested(ctx, fids):
@@ -337,7 +337,8 @@ def _exchange_rounds(ctx, fids, op, writers, aggregators, buffer) -> Price:
     step, step_text = collective_step(ctx)
     fewer = calls * max(rounds_now - rounds_new, 0) * STEPS_ROUND * (step or 0.0)
     change = Change()
-    change.remove("MPI-IO", fewer, f"{calls:.3g} collective call(s) per rank of {fmt_bytes(per_call)}: "
+    change.remove("MPI-IO", fewer, f"{plural(calls, 'collective call', shown=f'{calls:.3g}')} per rank of "
+                                   f"{fmt_bytes(per_call)}: "
                                    f"{rounds_now} → {rounds_new} round(s) each ({STEPS_ROUND} steps a round; "
                                    + (step_text if step is not None else f"steps not priced: {step_text}") + ")")
     if a_new > now:

@@ -25,7 +25,7 @@ from ..costmodel import project
 from ..finding import Finding
 from ..insight import Evidence, Insight
 from ..savings import traffic
-from ..units import fmt_bytes, fmt_pct, fmt_time
+from ..units import fmt_bytes, fmt_pct, fmt_time, plural
 from ._ranks import heaviest_ranks
 from ._requests import rank_stake
 
@@ -254,7 +254,7 @@ def report(ctx, judged, op: str, recommendations) -> list:
     how = ("the union of the byte ranges actually touched (from the trace)" if source == "dxt" else
            "the highest offset touched (from the counters; a lower bound on the redundancy when files "
            "are sparse)")
-    summary = (f"On {len(fids)} file(s), the bytes {verb} at the POSIX layer are {ratio:.1f}× {how}: "
+    summary = (f"On {plural(len(fids), 'file')}, the bytes {verb} at the POSIX layer are {ratio:.1f}× {how}: "
                f"{fmt_bytes(excess)} ({fmt_pct(excess / moved)}) move more than once.")
     recs = recommendations(ctx, fids)
     metrics["busiest_rank_redundant_time_s"] = stake_

@@ -10,7 +10,7 @@ import polars as pl
 
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight, Recommendation
-from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time, plural
 from . import _loop
 
 CODE = "CHECKPOINT_STALL"
@@ -59,10 +59,12 @@ def report(ctx, _=None) -> list:
     unsized = int(ckpt["unsized"].sum())
     if unsized and not writes:  # calls without their arguments (DFTracer without metadata): no bytes to say
         metrics["write_calls_unsized"] = unsized
-        summary += (f". Each makes {unsized / n:.3g} write call(s), whose sizes the trace does not hold, and "
+        summary += (f". Each makes {plural(unsized / n, 'write call', shown=f'{unsized / n:.3g}')}, whose sizes "
+                    "the trace does not hold, and "
                     f"{syncs / n:.3g} fsync(s)")
     else:
-        summary += (f". Each writes {fmt_bytes(nbytes / n)} in {writes / n:.3g} write call(s)"
+        summary += (f". Each writes {fmt_bytes(nbytes / n)} in "
+                    f"{plural(writes / n, 'write call', shown=f'{writes / n:.3g}')}"
                     + (f" of {fmt_bytes(nbytes / writes)}" if writes else "")
                     + f" and {syncs / n:.3g} fsync(s): {fmt_bytes(bandwidth)}/s over the checkpoint's time")
     summary += (". Writing takes "

@@ -12,7 +12,7 @@ from ..context import MAX_RANKS
 from ..finding import Finding
 from ..insight import Evidence, Insight
 from ..savings import not_speed
-from ..units import fmt_bytes, fmt_count
+from ..units import fmt_bytes, fmt_count, plural
 from ..mpi_files import OPS as MPI_OPS, by_largest, mpi_table, traced
 
 CODE = "COLLECTIVE_IO"
@@ -116,19 +116,21 @@ def report(ctx, v) -> list:
             metrics["aggregators"] = aggregators
             who = f"{aggregators} aggregator{'s' if aggregators != 1 else ''} ({ctx.rank_labels(ranks)})"
         elif "estimated_aggregators" in metrics:
-            who = f"about {metrics['estimated_aggregators']} aggregator(s) (estimated from the busiest rank's share)"
+            who = (f"about {plural(metrics['estimated_aggregators'], 'aggregator')} (estimated from the busiest "
+                   "rank's share)")
         else:
             who = "an unknown number of aggregators"
         title_ = f"Collective {op}s: {fmt_count(nranks)} ranks call MPI-IO, {who} reach the file system"
         if not mixed:
             also = f"and {fmt_count(indep)} independent one{'' if indep == 1 else 's'}; " if indep else ""
-            summary = (f"{fmt_count(coll)} collective MPI-IO {op}s ({also}{fmt_bytes(mpi_bytes)}) on {len(fids)} "
-                       f"file(s): two-phase I/O gathers the data on {who}")
+            summary = (f"{fmt_count(coll)} collective MPI-IO {op}s ({also}{fmt_bytes(mpi_bytes)}) on "
+                       f"{plural(len(fids), 'file')}: two-phase I/O gathers the data on {who}")
             if "posix_median_request_bytes" in metrics:
                 summary += f", which issue requests of {fmt_bytes(metrics['posix_median_request_bytes'])} (median)"
             summary += f". This is the healthy way to {op} shared files from many ranks."
         else:
-            summary = (f"{fmt_count(coll)} of the {fmt_count(coll + indep)} MPI-IO {op}s on {len(fids)} file(s) "
+            summary = (f"{fmt_count(coll)} of the {fmt_count(coll + indep)} MPI-IO {op}s on "
+                       f"{plural(len(fids), 'file')} "
                        f"({fmt_bytes(mpi_bytes)} in all) are collective; the other {fmt_count(indep)} are "
                        f"independent")
             if aggregators is not None:

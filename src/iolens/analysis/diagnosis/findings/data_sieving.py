@@ -22,7 +22,7 @@ from ..costmodel import project
 from ..finding import Finding, Supersedes, Threshold
 from ..insight import Evidence, Insight, Recommendation
 from ..savings import traffic
-from ..units import fmt_bytes, fmt_pct, fmt_time
+from ..units import fmt_bytes, fmt_pct, fmt_time, plural
 from . import _advice as advice
 from ._ranks import heaviest_ranks
 from ._redundancy import redundant_files
@@ -253,14 +253,16 @@ def report(ctx, v) -> list:
                  "domain before writing it" if collective else
                  "independent noncontiguous writes: ROMIO's data sieving reads the whole extent, patches it and "
                  "writes it back")
-        summary = (f"{len(fids)} file(s) are written through MPI-IO, yet the POSIX layer reads {fmt_bytes(extra)} "
+        summary = (f"{plural(len(fids), 'file')} {'is' if len(fids) == 1 else 'are'} written through MPI-IO, yet "
+                   f"the POSIX layer reads {fmt_bytes(extra)} "
                    f"more than MPI-IO asked for ({fmt_pct(extra / base)} of the bytes written, their share of the "
                    f"ranks' POSIX read time: {fmt_time(read_time)}) from them. Likely cause: {cause}.")
     else:
         cause = ("collective reads over holes: two-phase I/O reads each aggregator's whole domain" if collective else
                  "independent noncontiguous reads: ROMIO's data sieving reads whole extents, holes included, "
                  "and keeps only the pieces asked for")
-        summary = (f"On {len(fids)} file(s) read through MPI-IO, the POSIX layer reads {fmt_bytes(extra)} more than "
+        summary = (f"On {plural(len(fids), 'file')} read through MPI-IO, the POSIX layer reads {fmt_bytes(extra)} "
+                   "more than "
                    f"MPI-IO asked for ({fmt_pct(extra / base)} extra; their share of the ranks' POSIX read time: "
                    f"{fmt_time(read_time)}). Likely cause: {cause}.")
     if severity == "info":

@@ -13,7 +13,7 @@ import polars as pl
 from ...loop import merged
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight, Recommendation
-from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time, plural
 from . import _loop
 
 CODE = "EPOCH_REREAD"
@@ -66,9 +66,9 @@ def report(ctx, _=None) -> list:
     title = (f"Every epoch reads the data again: {fmt_bytes(reread)} re-read over {epochs} epochs "
              f"({fmt_pct(share)} of the later epochs' reads)")
     summary = (f"The job reads {fmt_bytes(mean_epoch)} an epoch over {epochs} epochs, from a data set of "
-               f"{fmt_bytes(dataset)} in {fmt_count(distinct.height)} file(s); {fmt_bytes(reread)} of the "
+               f"{fmt_bytes(dataset)} in {plural(distinct.height, 'file')}; {fmt_bytes(reread)} of the "
                f"{fmt_bytes(later_bytes)} read by the epochs after the first ({fmt_pct(share)}) were read before, "
-               f"from {fmt_count(files.height)} file(s), taking the readers {fmt_time(reread_time)}.")
+               f"from {plural(files.height, 'file')}, taking the readers {fmt_time(reread_time)}.")
     if level == "warning":
         summary += (f" The training loop waits for its data {fmt_time(stall)} in those epochs "
                     f"({fmt_pct(stall_share)} of their time): reading them from memory or local storage would "

@@ -11,7 +11,7 @@ from .. import fixes
 from ..context import clip
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight
-from ..units import fmt_count
+from ..units import fmt_count, plural
 from . import _advice as advice
 
 CODE = "FSYNC_HEAVY"
@@ -65,7 +65,8 @@ def report(ctx, v) -> list:
     metrics = {"fsyncs": syncs, "writes": writes, "fsyncs_per_write": syncs / max(writes, 1),
                "mpiio_syncs": mpi_syncs, "files": len(fids)}
     summary = (f"The application forces data to stable storage {fmt_count(syncs)} times for {fmt_count(writes)} "
-               f"writes on {len(fids)} file(s); each fsync waits for the storage servers and its time is counted "
+               f"writes on {plural(len(fids), 'file')}; each fsync waits for the storage servers and its time is "
+               "counted "
                "as write time.")
     return [Insight(CODE, v["severity"], title(v, ctx.th), summary,
                     Evidence(ranks=[], files=ctx.names_of(fids), time_window=None, metrics=metrics),

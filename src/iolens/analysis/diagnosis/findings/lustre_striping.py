@@ -19,7 +19,7 @@ import polars as pl
 from ..common import GiB
 from ..finding import Finding, Supersedes, Threshold
 from ..insight import Evidence, Insight
-from ..units import fmt_bytes, fmt_count
+from ..units import fmt_bytes, fmt_count, plural
 from . import _advice as advice
 from ._lustre import candidates, heaviest_ost
 
@@ -66,7 +66,7 @@ def rule(th) -> dict:
 
 
 def title(v: dict, th) -> str:
-    return (f"{v['files']} large shared file(s) on a single Lustre stripe (largest {fmt_bytes(v['largest'])}, "
+    return (f"{plural(v['files'], 'large shared file')} on a single Lustre stripe (largest {fmt_bytes(v['largest'])}, "
             f"{fmt_count(v['ranks'])} ranks)")
 
 # --- OST_IMBALANCE restates it ------------------------------------------------------------------------

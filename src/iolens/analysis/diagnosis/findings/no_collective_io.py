@@ -22,7 +22,7 @@ from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight
 from ..savings import latency
 from ..stages import stage
-from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time, plural
 from . import _advice as advice
 from ._lustre import lustre_records
 from ..mpi_files import by_largest, mpi_file_ranks, mpi_table, traced
@@ -161,7 +161,7 @@ def title(v: dict, th, op: str | None = None) -> str:
     op = op or v["best"]
     indep, every = v[f"independent_{op}s"], v[f"all_{op}s"]
     return (f"No collective I/O: {fmt_count(indep)} independent MPI-IO {op}s ({fmt_pct(indep / every)}) "
-            f"on {v[f'files_{op}s']} shared file(s) used by up to {v[f'ranks_{op}s']} ranks")
+            f"on {plural(v[f'files_{op}s'], 'shared file')} used by up to {v[f'ranks_{op}s']} ranks")
 
 
 # --- the insight ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import polars as pl
 from ..common import GiB
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight, Recommendation
-from ..units import fmt_bytes
+from ..units import fmt_bytes, plural
 from ._lustre import heaviest_ost, layouts
 
 CODE = "OST_IMBALANCE"
@@ -86,7 +86,7 @@ def report(ctx, judged) -> list:
     summary = (f"The job's Lustre traffic is uneven across the {len(per_ost)} OSTs it uses: "
                f"{len(heavy_osts)} OST(s) (" + ", ".join(map(str, heavy_osts[:8])) + ") carry at least "
                f"{th.ost_imbalance_ratio:g}× the mean, so the slowest server sets the pace. "
-               f"{len(fids)} file(s) have data on OST {heaviest}.")
+               f"{plural(len(fids), 'file')} {'has' if len(fids) == 1 else 'have'} data on OST {heaviest}.")
     big = int(layouts(ctx).stripe_count.max())
     recs = [Recommendation(
         "Spread the data over more OSTs",

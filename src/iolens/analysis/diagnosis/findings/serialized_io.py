@@ -18,7 +18,7 @@ from ..finding import Finding, Supersedes, Threshold
 from ..insight import Evidence, Insight, Recommendation
 from ..savings import Saving
 from ..stages import stage
-from ..units import fmt_bytes, fmt_pct, fmt_time
+from ..units import fmt_bytes, fmt_pct, fmt_time, plural
 from . import _advice as advice
 from ._ranks import files_by_bytes
 
@@ -122,8 +122,9 @@ def report(ctx, _=None) -> list:
     title = (f"Serialized I/O: {ctx.rank_label(rank)} does I/O alone for {fmt_pct(share)} of the I/O window "
              f"({fmt_time(secs)})")
     summary = (f"From {first:.2f} s to {last:.2f} s only {ctx.rank_label(rank)} is doing I/O ({fmt_bytes(nbytes)} on "
-               f"{len(files)} file(s)); {later} other rank(s) start their I/O only after that, so they most "
-               "likely wait for it.")
+               f"{plural(len(files), 'file')}); {plural(later, 'other rank')} start{'s' if later == 1 else ''} "
+               f"{'its' if later == 1 else 'their'} I/O only after that, so {'it' if later == 1 else 'they'} most "
+               f"likely wait{'s' if later == 1 else ''} for it.")
     recs = []
     if "netcdf" in kinds or "pnetcdf" in kinds:
         recs.append(advice.netcdf_no_fill())

@@ -28,7 +28,7 @@ from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight
 from ..savings import latency
 from ..stages import stage
-from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_size, fmt_time, plural
 from . import _advice as advice
 from ._requests import SIZES, column_stakes, most_first, trace_arrays, trace_stake
 
@@ -400,7 +400,7 @@ def report(ctx, judged) -> list:
     sizes = ", ".join(size_span(op, lo, hi) for op, (lo, hi) in size_range.items())
     title_ = title(judged, th)
     summary = (f"The POSIX layer (what reaches the file system) sees {what_} of at most {fmt_bytes(limit)}"
-               + (f" ({sizes})" if sizes else "") + f" on {len(file_ids)} file(s)")
+               + (f" ({sizes})" if sizes else "") + f" on {plural(len(file_ids), 'file')}")
     if time_share is not None:
         summary += f"; they take {fmt_pct(time_share)} of the traced POSIX I/O time"
     summary += "."

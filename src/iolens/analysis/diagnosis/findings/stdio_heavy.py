@@ -15,7 +15,7 @@ from ..context import clip
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight, Recommendation
 from ..savings import upper_bound
-from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time, plural
 
 CODE = "STDIO_HEAVY"
 THRESHOLDS = (
@@ -102,7 +102,8 @@ def report(ctx, judged) -> list:
     metrics = {"stdio_bytes": sb, "stdio_bytes_share": bshare, "stdio_time_s": stime, "stdio_time_share": tshare,
                "max_rank_stdio_time_s": worst, "flushes": flushes,
                "stdio_operations": ctx.total("STDIO", "STDIO_READS", "STDIO_WRITES")}
-    summary = (f"{fmt_bytes(sb)} go through buffered C stdio (fopen/fread/fwrite/fprintf) on {len(files)} file(s), "
+    summary = (f"{fmt_bytes(sb)} go through buffered C stdio (fopen/fread/fwrite/fprintf) on "
+               f"{plural(len(files), 'file')}, "
                f"taking {fmt_time(stime)} summed over ranks ({fmt_time(worst)} on the busiest rank)"
                + (f", with {fmt_count(flushes)} explicit flushes" if flushes else "") + ".")
     return [Insight(CODE, judged["severity"], title(judged, ctx.th), summary,
