@@ -52,12 +52,32 @@ def render_jobs(result: dict, console: Console) -> None:
             commands = [c for c in job["helper_commands"] if c not in {t["command"] for t in tied}]
             console.print(Text(f"helpers: {plain} processes that moved no data ("
                                + ", ".join(c.split(" ")[0] for c in commands) + ")", style="dim"))
-        for f in job["flows"]:
-            console.print(Text(f"flow: {f['file']}: step {f['from']} → step {f['to']}"))
+        for line in flow_lines(job["flows"]):
+            console.print(Text(line))
         for path in job["unplaced"]:
             console.print(Text(f"empty unfinished log, no step of its program: {Path(path).name}", style="yellow"))
     for bad in result.get("unreadable", []):
         console.print(Text(f"not read: {bad['path']}: {bad['error']}", style="yellow"))
+
+
+FLOW_GROUP = 3  # this many files of one folder passing between the same two steps are said in one line
+
+
+def flow_lines(flows: list) -> list:
+    """One line per flow of data between steps; the files of one folder that pass between the same two steps (a
+    data set's shards) in one line: `flow: 15 files in /data/ (shard0001.bin … shard0015.bin): step 0 → step 1`.
+    The order is the flows' own, a group where its first file was."""
+    groups: dict = {}
+    for f in flows:
+        groups.setdefault((f["file"].rpartition("/")[0], f["from"], f["to"]), []).append(f["file"])
+    out = []
+    for (folder, src, dst), paths in groups.items():
+        if len(paths) < FLOW_GROUP:
+            out += [f"flow: {path}: step {src} → step {dst}" for path in paths]
+            continue
+        names = sorted(path.rpartition("/")[2] for path in paths)
+        out.append(f"flow: {len(paths)} files in {folder}/ ({names[0]} … {names[-1]}): step {src} → step {dst}")
+    return out
 
 
 def _log_notes(step: dict) -> str:
