@@ -6,7 +6,8 @@ import json
 from support.cli import run_main
 
 
-def test_shards_passing_between_two_steps_are_one_line(logs_dir):
+def test_shards_passing_between_two_steps_are_one_line(logs_dir, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # a piped page wide enough for the line (xdist's workers set 80)
     folder = logs_dir / "workflows/loader"
     flows = json.loads(run_main("jobs", folder, "--json").stdout)["jobs"][0]["flows"]
     assert len(flows) > 3 and len({(f["from"], f["to"]) for f in flows}) == 1
