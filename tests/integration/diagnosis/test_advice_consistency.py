@@ -1,0 +1,32 @@
+"""What `iolens diagnose` advises reads as one story on the real logs: the helpful fixes first, the same fix
+the same figure, a saving no larger than the cost it names, aggregators and projections the log supports."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support.cli import run_iolens
+from support.corpus import LOGS
+
+pytestmark = pytest.mark.usefixtures("logs_dir")
+
+RANDOM_SMALL = LOGS / "generated2" / "random_small_reads.darshan"
+SLOWER = "Likely slower here: "
+
+
+def _json(*args) -> dict:
+    return json.loads(run_iolens("diagnose", "--json", *args).stdout)
+
+
+def test_likely_slower_recommendations_come_last_in_json_and_terminal():
+    insights = _json(RANDOM_SMALL)["insights"]
+    small = next(i for i in insights if i["code"] == "SMALL_IO")
+    titles = [r["title"] for r in small["recommendations"]]
+    assert any(t.startswith(SLOWER) for t in titles) and not titles[0].startswith(SLOWER)
+    for i in insights:
+        slower = [r["title"].startswith(SLOWER) for r in i["recommendations"]]
+        assert slower == sorted(slower), (i["code"], slower)  # no helpful one after a slower one
+    text = run_iolens("diagnose", RANDOM_SMALL).stdout
+    block = text.split("SMALL_IO:", 1)[1].split("\n[", 1)[0]
+    assert "  1. Aggregate small reads" in block and f"  4. {SLOWER}" in block
