@@ -30,3 +30,18 @@ def test_likely_slower_recommendations_come_last_in_json_and_terminal():
     text = run_iolens("diagnose", RANDOM_SMALL).stdout
     block = text.split("SMALL_IO:", 1)[1].split("\n[", 1)[0]
     assert "  1. Aggregate small reads" in block and f"  4. {SLOWER}" in block
+
+
+def test_the_same_fix_on_the_same_requests_saves_the_same_and_as_above_says_so():
+    insights = {i["code"]: i for i in _json(RANDOM_SMALL)["insights"]}
+    aggregate = {code: next(r for r in insights[code]["recommendations"] if r["title"].startswith("Aggregate small"))
+                 for code in ("SMALL_IO", "RANDOM_ACCESS")}
+    # RANDOM_ACCESS prices it at its requests' median size (1 KiB reads, as SMALL_IO's), not an assumed 50 KiB
+    assert insights["RANDOM_ACCESS"]["evidence"]["metrics"]["median_request_bytes"] == 1024
+    assert "1 KiB request" in aggregate["RANDOM_ACCESS"]["saving_basis"]
+    assert aggregate["RANDOM_ACCESS"]["expected_saving"] == pytest.approx(aggregate["SMALL_IO"]["expected_saving"])
+    text = run_iolens("diagnose", RANDOM_SMALL).stdout
+    block = text.split("] RANDOM_ACCESS:", 1)[1].split("\n[", 1)[0]
+    saving = "expected saving here: ≈ 30.9 ms"
+    assert text.split("SMALL_IO:", 1)[1].count(saving) >= 1 and block.count(saving) == 2
+    assert "(as under SMALL_IO above)" in block and "(as above)" not in text
