@@ -45,3 +45,16 @@ def test_the_same_fix_on_the_same_requests_saves_the_same_and_as_above_says_so()
     saving = "expected saving here: ≈ 30.9 ms"
     assert text.split("SMALL_IO:", 1)[1].count(saving) >= 1 and block.count(saving) == 2
     assert "(as under SMALL_IO above)" in block and "(as above)" not in text
+
+
+def test_a_process_without_mpi_is_not_projected_to_more_ranks():
+    log = LOGS / "public" / "darshan-logs" / "nonmpi_dxt_anonymized" / "nonmpi_dxt_anonymized.darshan"
+    insights = _json(log)["insights"]
+    costed = [i for i in insights if "Cost: ≈" in i["summary"]]
+    assert costed  # SMALL_IO and RANDOM_ACCESS still say what they cost here, and the model
+    for i in costed:
+        assert "not an MPI job: no projection to more ranks" in i["summary"], i["code"]
+        assert "at 1,024 ranks" not in i["summary"] and "projected_time_s" not in i["evidence"]["metrics"]
+        assert "model_request_latency_s" in i["evidence"]["metrics"]
+    # an MPI job of 6 ranks still is
+    assert "at 1,024 ranks" in next(i for i in _json(RANDOM_SMALL)["insights"] if i["code"] == "SMALL_IO")["summary"]
