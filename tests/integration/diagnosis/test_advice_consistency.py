@@ -58,3 +58,13 @@ def test_a_process_without_mpi_is_not_projected_to_more_ranks():
         assert "model_request_latency_s" in i["evidence"]["metrics"]
     # an MPI job of 6 ranks still is
     assert "at 1,024 ranks" in next(i for i in _json(RANDOM_SMALL)["insights"] if i["code"] == "SMALL_IO")["summary"]
+
+
+def test_a_fix_saves_no_more_than_the_cost_its_finding_names():
+    insights = _json(LOGS / "generated" / "fill_rank0.darshan")["insights"]
+    rewrites = next(i for i in insights if i["code"] == "REDUNDANT_WRITES")
+    cost = rewrites["evidence"]["metrics"]["busiest_rank_redundant_time_s"]
+    once = next(r for r in rewrites["recommendations"] if r["title"] == "Write each region once")
+    # rank 0's fill, overwritten by the data, is its cost and what writing once saves: one measure (2.53 s)
+    assert once["expected_saving"] == pytest.approx(cost, rel=0.01) and cost > 2.0
+    assert all(r["expected_saving"] is None or r["expected_saving"] <= cost * 1.001 for r in rewrites["recommendations"])
