@@ -68,3 +68,16 @@ def test_a_fix_saves_no_more_than_the_cost_its_finding_names():
     # rank 0's fill, overwritten by the data, is its cost and what writing once saves: one measure (2.53 s)
     assert once["expected_saving"] == pytest.approx(cost, rel=0.01) and cost > 2.0
     assert all(r["expected_saving"] is None or r["expected_saving"] <= cost * 1.001 for r in rewrites["recommendations"])
+
+
+def test_the_counter_estimate_of_aggregators_says_what_the_log_records():
+    log = LOGS / "public" / "darshan-logs" / "imbalanced_io" / "imbalanced-io.darshan"
+    insights = _json("--all", log)["insights"]
+    writes = next(i for i in insights if i["code"] == "COLLECTIVE_IO" and "writes" in i["title"])
+    # rank 0 moved all of the shared file's POSIX bytes (the log's point): one aggregator, and the summary says
+    # so, with the file's single Lustre stripe
+    assert writes["evidence"]["metrics"]["estimated_aggregators"] == 1
+    assert "1 aggregator (estimated) reaches" in writes["title"] and "aggregator(s)" not in writes["title"]
+    summary = writes["summary"]
+    assert "rank 0, the slowest, moved 100% of the POSIX bytes" in summary
+    assert "1 Lustre stripe" in summary and "cb_nodes" not in summary  # the log's hints are Darshan's own
