@@ -66,6 +66,28 @@ def saving_line(r: dict, source: str = "") -> str:
     return f"expected saving here: ≈ {human_seconds(r['expected_saving'])} of {of}"
 
 
+def as_above(seen: dict, r: dict, code: str) -> str | None:
+    """The line that stands for a recommendation already printed under an earlier insight (the same title and
+    snippet), or None the first time (`seen` remembers it: its insight's code and its saving). Its saving line is
+    printed per insight: when that figure differs from the earlier one, the line says the change is the same but
+    the saving is this finding's."""
+    key = (r["title"], r["snippet"])
+    if key not in seen:
+        seen[key] = (code, r.get("expected_saving"))
+        return None
+    first, saving = seen[key]
+    if _same_seconds(saving, r.get("expected_saving")):
+        return f"(as under {first} above)"
+    return f"(the same change as under {first} above; the saving here is for this finding's requests)"
+
+
+def _same_seconds(a, b) -> bool:
+    """The two savings print the same (both not estimated, or within 0.5%)."""
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) <= 0.005 * max(abs(a), abs(b))
+
+
 def _ranks(ranks, limit=12) -> str:
     if not ranks:
         return "all / not rank-specific"
@@ -111,7 +133,7 @@ def render(path: str, insights: list, job: dict | None = None, show_all: bool = 
         console.print(Text("No problems found: nothing here is worth a warning.", style="green"))
     elif said and not shown:
         console.print(Text(said, style="bold yellow"))
-    seen: set = set()
+    seen: dict = {}
     for i in shown:
         console.print(_panel(i, seen, console.width, kind))
     if said and shown:
@@ -137,7 +159,7 @@ def numbers_text(metrics: dict, width: int) -> str:
     return phrase_lines(pieces, width)
 
 
-def _panel(i: dict, seen: set, width: int = 160, kind: str | None = None) -> Panel:
+def _panel(i: dict, seen: dict, width: int = 160, kind: str | None = None) -> Panel:
     sev = i["severity"]
     ev = i["evidence"]
     parts = [Text(i["summary"])]
@@ -162,11 +184,10 @@ def _panel(i: dict, seen: set, width: int = 160, kind: str | None = None) -> Pan
         parts.append(Text(f"\n{n}. {r['title']}", style="bold"))
         if r.get("expected_saving"):
             parts.append(Text(saving_line(r, i["source"]), style="dim"))
-        key = (r["title"], r["snippet"])
-        if key in seen:
-            parts.append(Text("(as above)", style="dim"))
+        repeated = as_above(seen, r, i["code"])
+        if repeated:
+            parts.append(Text(repeated, style="dim"))
             continue
-        seen.add(key)
         if r["detail"]:
             parts.append(Text(r["detail"], style="dim"))
         if r["snippet"]:
@@ -203,7 +224,7 @@ def processes_text(processes: list) -> str:
 def _render_plain(path: str, shown: list, hidden: int, job: dict | None, unseen: dict | None = None,
                   kind: str | None = None) -> None:
     out = sys.stdout.write
-    seen: set = set()
+    seen: dict = {}
     out(f"{path}\n")
     said = verdict(shown, unseen)
     if said and not shown:
@@ -225,10 +246,10 @@ def _render_plain(path: str, shown: list, hidden: int, job: dict | None, unseen:
             out(f"  {n}. {r['title']}\n")
             if r.get("expected_saving"):
                 out(f"     {saving_line(r, i['source'])}\n")
-            if (r["title"], r["snippet"]) in seen:
-                out("     (as above)\n")
+            repeated = as_above(seen, r, i["code"])
+            if repeated:
+                out(f"     {repeated}\n")
                 continue
-            seen.add((r["title"], r["snippet"]))
             if r["detail"]:
                 out(f"     {r['detail']}\n")
             if r["snippet"]:

@@ -9,7 +9,8 @@ this run saw it, all of them busy at once; an assumed one describes one storage 
 Lustre-like file system, `fs_osts` of them working in parallel.
 
 * weak scaling: each of `fs_scale_ranks` ranks does what the average rank of this run did. A run that
-  already has that many ranks is not projected: its measured cost is the cost at that scale;
+  already has that many ranks is not projected: its measured cost is the cost at that scale; nor is a program
+  that is not an MPI job (`Context.has_layer("mpi")`): it has no ranks to add;
 * every request that is small, random or otherwise not streamed pays the request latency;
 * every request that shares a stripe with another rank's request costs one extent-lock conflict,
   `fs_lock_latency` (always assumed: a log cannot show it apart from the rest);
@@ -285,7 +286,8 @@ def profile(ctx, layer: str = "posix", op: str | None = None) -> FsProfile:
 def project(ctx, metrics: dict, here_seconds: float, *, requests: float = 0, lock_conflicts: float = 0,
             nbytes: float = 0, layer: str = "posix", op: str | None = None) -> str:
     """Add the model's constants and the projected cost to `metrics`; return the sentence that says them.
-    No projection to a rank count the run already has: its measured cost is the cost at that scale."""
+    No projection to a rank count the run already has (its measured cost is the cost at that scale), nor for a
+    program that is not an MPI job (one process, or processes that are not ranks of one launch)."""
     fs = profile(ctx, layer, op)
     metrics["model_request_latency_s"] = fs.request_latency
     metrics["model_bandwidth_bytes_per_s"] = fs.ost_bandwidth
@@ -293,6 +295,8 @@ def project(ctx, metrics: dict, here_seconds: float, *, requests: float = 0, loc
     metrics["model_bandwidth_fitted"] = int(fs.bandwidth_from == "fitted")
     here = f"≈ {fmt_time(here_seconds)}"
     here += f" of this {fmt_time(ctx.run_time)} run here" if ctx.run_time > 0 else " here"
+    if not ctx.has_layer("mpi"):  # more ranks of a program that is not an MPI job: nothing the log can say
+        return (f"Cost: {here} (not an MPI job: no projection to more ranks). Model: {fs.constants()}.")
     if fs.scale_ranks <= ctx.nprocs:
         return (f"Cost: {here}, already at {fmt_count(ctx.nprocs)} ranks (no projection to "
                 f"{fmt_count(fs.scale_ranks)}: the measured cost is the cost at that scale). Model: {fs.constants()}.")

@@ -45,6 +45,7 @@ def diagnose_context(ctx, skip=(), strict: bool = False) -> list:
     _demote_if_io_is_hidden(ctx, found)
     fit_advice(ctx, found)
     savings.attach(ctx, found, lambda code: finding(code).saving)
+    savings.order_by_saving(found)
     _quiet_what_saves_under_noise(ctx, found)
     return sorted(found, key=sort_key)
 

@@ -93,8 +93,9 @@ FIX_DOCS = {
                   "writes; the HDF5 dataset metadata time ranks wait in for the others' syncs, at most the longest "
                   "sync", "one sync per file at the end, at the mean sync's duration"),
     "overwrite": ("no fill values, each region written once (REDUNDANT_WRITES, SERIALIZED_IO)",
-                  "each rank's time in the bytes a later write overwrites (DXT; without a trace, the finding's own "
-                  "saving)", "nothing"),
+                  "each rank's time in the bytes a later write overwrites (DXT; REDUNDANT_WRITES: on the files its "
+                  "cost counts, so the saving is that cost at most; without a trace, the finding's own saving)",
+                  "nothing"),
     "coll_metadata": ("HDF5 collective metadata (HDF5_METADATA, NO_COLLECTIVE_IO, SMALL_IO)",
                       "the small metadata writes' per-request cost (latency share, cost model)",
                       "a collective write (8 collective steps) at every flush and file close"),
@@ -464,10 +465,22 @@ def _sync_less(ctx) -> Price:
 MAX_OVERWRITE_SEGMENTS = 500_000  # past this many writes on rewritten files, the attribution is not tried
 
 
-def overwrite(ctx) -> Price:
+def overwrite(ctx, files=None) -> Price:
     """Bytes written and overwritten later (a fill, then the data) no longer written (DXT: each write's bytes
-    that a later write covers again); POSIX, and MPI-IO on files accessed through it."""
-    return ctx.memo("fixes.overwrite", lambda: _overwrite(ctx))
+    that a later write covers again); POSIX, and MPI-IO on files accessed through it. `files`: only those file
+    ids' rewrites (REDUNDANT_WRITES': the files its cost is about), default every file's."""
+    if files is None:
+        return ctx.memo("fixes.overwrite", lambda: _overwrite(ctx, overwritten_time(ctx)))
+    key = tuple(sorted(int(f) for f in files))
+    return ctx.memo(f"fixes.overwrite{key}", lambda: _overwrite(ctx, _overwritten_on(ctx, key)))
+
+
+def _overwritten_on(ctx, files: tuple):
+    """`overwritten_time` of these files only (None: none of them has a rewrite the trace attributes)."""
+    per_file = {f: v for f, v in (overwritten_by_file(ctx) or {}).items() if f in files}
+    if not per_file:
+        return None
+    return (np.sum([t for t, _ in per_file.values()], axis=0), sum(n for _, n in per_file.values()), list(per_file))
 
 
 def overwritten_time(ctx):
@@ -476,7 +489,24 @@ def overwritten_time(ctx):
     return ctx.memo("fixes.overwritten_time", lambda: _overwritten_time(ctx))
 
 
+def overwritten_by_file(ctx):
+    """{file id: (per rank: its time in bytes a later write to that file overwrites, those bytes)} for the files
+    written more than their span holds, from a complete POSIX write trace; None as `overwritten_time`.
+    REDUNDANT_WRITES' cost is these times, so that it and this fix's saving are one measure."""
+    return ctx.memo("fixes.overwritten_by_file", lambda: _overwritten_by_file(ctx))
+
+
 def _overwritten_time(ctx):
+    per_file = overwritten_by_file(ctx)
+    if not per_file:
+        return None
+    per_rank_time = np.zeros(ctx.nprocs)
+    for times, _ in per_file.values():
+        per_rank_time += times
+    return per_rank_time, sum(n for _, n in per_file.values()), list(per_file)
+
+
+def _overwritten_by_file(ctx):
     if not _trace_ok(ctx, "DXT_POSIX", "write"):
         return None
     seg = ctx.trace_posix
@@ -498,18 +528,17 @@ def _overwritten_time(ctx):
     if not len(rows) or len(rows) > MAX_OVERWRITE_SEGMENTS:
         return None
     n = ctx.nprocs
-    per_rank_time, total, fids = np.zeros(n), 0, []
+    out = {}
     for c in candidates:
         mine = rows[code[rows] == c]
         mine = mine[np.lexsort((mine, start[mine]))]  # in time order
         over = _covered_later(off[mine], off[mine] + length[mine])
         if not over.any():
             continue
-        fids.append(int(files[c]))
-        total += int(over.sum())
         ok = (rank[mine] >= 0) & (rank[mine] < n)
-        per_rank_time += np.bincount(rank[mine][ok], weights=(dur[mine] * over / length[mine])[ok], minlength=n)[:n]
-    return (per_rank_time, total, fids) if total else None
+        times = np.bincount(rank[mine][ok], weights=(dur[mine] * over / length[mine])[ok], minlength=n)[:n]
+        out[int(files[c])] = (times, int(over.sum()))
+    return out or None
 
 
 def _covered_later(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -537,8 +566,7 @@ def _covered_later(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return out
 
 
-def _overwrite(ctx) -> Price:
-    found = overwritten_time(ctx)
+def _overwrite(ctx, found) -> Price:
     if found is None:
         return Price(None, "the bytes overwritten later need a complete POSIX write trace (DXT)")
     per_rank_time, nbytes, fids = found

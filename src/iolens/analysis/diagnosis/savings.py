@@ -18,7 +18,8 @@ independent HDF5 transfers, no fill, collective metadata) is priced by that chan
 it removes at every layer it touches, less what it adds); a finding may set its own on its recommendations
 (MPIIO_OVERHEAD does); `attach` only fills those that have none. A saving below zero means the change would
 cost time here: the recommendation then says so in its first words ("Likely slower here: ..."), and the JSON
-keeps `expected_saving` at 0 (its schema's minimum) with the cost in `saving_basis`.
+keeps `expected_saving` at 0 (its schema's minimum) with the cost in `saving_basis`. Such recommendations come
+after the ones that help (`order_by_saving`): the least costly first, the rest in the finding's order.
 """
 from __future__ import annotations
 
@@ -126,6 +127,18 @@ def attach(ctx, found: list, saving_of) -> None:
             else:
                 r.expected_saving, r.saving_basis = price.seconds, price.basis
             say_if_slower(r, ctx)
+
+
+def order_by_saving(found: list) -> None:
+    """Each insight's recommendations that would cost time here (saving below zero) moved after the others, the
+    least costly first; otherwise the finding's order is kept (a stable sort)."""
+    for insight in found:
+        insight.recommendations.sort(key=_slower_last)
+
+
+def _slower_last(r) -> tuple:
+    s = r.expected_saving
+    return (0, 0.0) if s is None or s >= 0 else (1, -s)
 
 
 def fix_price(ctx, insight, r):

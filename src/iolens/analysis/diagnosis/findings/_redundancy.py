@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from ...segments import RUN_ROWS, Segments, groups, per_group_at
-from .. import fixes
+from .. import fixes, savings
 from ..common import counter_stake, judge
 from ..context import MAX_RANKS
 from ..stages import stage
@@ -137,17 +137,28 @@ def _redundant_files(ctx, ids, moved, extent) -> dict:
 
 
 def stake(ctx, op: str, found: dict) -> float:
-    """The busiest rank's time in the excess bytes: each file's op time in proportion to its excess."""
+    """The busiest rank's time in the excess bytes. Rewrites from a complete trace: the time of the very bytes a
+    later write covers (`fixes.overwritten_by_file`, what writing each region once saves); otherwise each file's
+    op time in proportion to its excess."""
     bad = found["table"]
-    ids = bad["file_id"]
-    frac = bad["excess"] / bad["bytes"]
+    ids, frac = bad["file_id"], bad["excess"] / bad["bytes"]
     if found["source"] == "dxt":
+        exact = (fixes.overwritten_by_file(ctx) if op == "write" else None) or {}
+        known = np.array([int(f) in exact for f in ids.tolist()], dtype=bool)
         seg = ctx.trace_posix
-        rows = seg.is_op(op) & _members(seg.file_id, ids)
-        if not rows.any():
-            return 0.0
-        times = seg.duration[rows] * _lookup(ids, frac, seg.file_id[rows])
-        return rank_stake(seg.rank[rows], times)  # per-rank sums (`group_sums`)
+        rows = seg.is_op(op) & _members(seg.file_id, ids[~known])
+        if not known.any():
+            if not rows.any():
+                return 0.0
+            times = seg.duration[rows] * _lookup(ids, frac, seg.file_id[rows])
+            return rank_stake(seg.rank[rows], times)  # per-rank sums (`group_sums`)
+        per_rank = np.sum([exact[int(f)][0] for f in ids[known].tolist()], axis=0)
+        if rows.any():  # a rewritten file the trace could not attribute: in proportion, as above
+            rank = seg.rank[rows]
+            ok = (rank >= 0) & (rank < len(per_rank))
+            times = seg.duration[rows] * _lookup(ids, frac, seg.file_id[rows])
+            per_rank = per_rank + np.bincount(rank[ok], weights=times[ok], minlength=len(per_rank))[:len(per_rank)]
+        return float(per_rank.max())
     fid = ctx.column("POSIX", "file_id")
     recs = _members(fid, ids)
     OP = "WRITE" if op == "write" else "READ"
@@ -186,8 +197,8 @@ def features(ctx, op: str) -> dict:
         found["stake"] = stake(ctx, op, found)
     row.update({P + "moved": int(bad["bytes"].sum()), P + "extent": int(bad["extent"].sum()),
                 P + "excess": int(bad["excess"].sum()), P + "stake": found["stake"]})
-    if op == "write":  # writing each region once, priced from the trace (None without one)
-        row[P + "overwrite"] = fixes.overwrite(ctx).seconds
+    if op == "write":  # writing these files' regions once, priced from the trace (None without one)
+        row[P + "overwrite"] = fixes.overwrite(ctx, bad["file_id"].tolist()).seconds
     return row
 
 
@@ -257,6 +268,8 @@ def report(ctx, judged, op: str, recommendations) -> list:
     summary = (f"On {plural(len(fids), 'file')}, the bytes {verb} at the POSIX layer are {ratio:.1f}× {how}: "
                f"{fmt_bytes(excess)} ({fmt_pct(excess / moved)}) move more than once.")
     recs = recommendations(ctx, fids)
+    if op == "write":
+        price_on_these_files(ctx, recs, fids)
     metrics["busiest_rank_redundant_time_s"] = stake_
     severity, strong = judged["severity"], judged["strong"]
     if severity == "info":
@@ -266,6 +279,21 @@ def report(ctx, judged, op: str, recommendations) -> list:
     return [Insight(OPS[op][0], severity, title(op, judged), summary,
                     Evidence(ranks=ranks, files=ctx.names_of(fids), time_window=window, metrics=metrics),
                     recs, source=source, partial=partial, score=ratio, demotable=not strong)]
+
+
+def price_on_these_files(ctx, recs: list, fids: list) -> None:
+    """The recommendations that stop rewrites save the rewrites of the files this insight is about (the files
+    its cost counts), not every file's (`fixes.overwrite` of them); where the trace cannot say, the finding's own
+    saving applies (its cost)."""
+    price = fixes.overwrite(ctx, fids)
+    for r in recs:
+        if r.fix != "overwrite":
+            continue
+        if price.seconds is None:
+            r.fix = ""
+        else:
+            r.expected_saving, r.saving_basis = price.seconds, price.basis
+            savings.say_if_slower(r, ctx)
 
 
 def saving_rule(op, th) -> dict:
@@ -284,7 +312,10 @@ def finding(code: str, op: str, meaning: str, report) -> Finding:
         reads=("redundant_ratio", "redundant_min_bytes"),
         trigger=f"per file, bytes {moved} at the POSIX layer are at least `redundant_ratio` × the extent — the "
                 "union of the byte ranges touched (DXT, exact) or the highest offset + 1 (counters, a lower "
-                "bound) — and the excess is at least `redundant_min_bytes`.",
+                "bound) — and the excess is at least `redundant_min_bytes`."
+                + (" Its cost, the busiest rank's time in the excess, is from a complete trace the time of the very "
+                   "bytes a later write covers (what writing each region once saves), else each file's write time "
+                   "in proportion to its excess." if op == "write" else ""),
         source="dxt / counters",
         report=report,
         saving=traffic("busiest_rank_redundant_time_s"),

@@ -12,7 +12,7 @@ from ..context import MAX_RANKS
 from ..finding import Finding
 from ..insight import Evidence, Insight
 from ..savings import not_speed
-from ..units import fmt_bytes, fmt_count, plural
+from ..units import fmt_bytes, fmt_count, fmt_pct, plural
 from ..mpi_files import OPS as MPI_OPS, by_largest, mpi_table, traced
 
 CODE = "COLLECTIVE_IO"
@@ -82,7 +82,7 @@ def report(ctx, v) -> list:
         if indep:
             metrics[f"independent_{op}s"] = indep
         ranks, source, partial, window = [], "counters", False, None
-        aggregators = None
+        aggregators, estimate = None, None
         if ctx.trace_complete("DXT_POSIX", op):
             s = traced(ctx.trace_posix, op, fids)
             if not s.empty:
@@ -105,9 +105,11 @@ def report(ctx, v) -> list:
                 col = ctx.column
                 fb = int(col("POSIX", f"POSIX_BYTES_{B}")[p].sum())
                 tot = int((col("POSIX", "POSIX_BYTES_READ") + col("POSIX", "POSIX_BYTES_WRITTEN"))[p].sum())
-                top = int(col("POSIX", "POSIX_SLOWEST_RANK_BYTES")[p].max())
+                slowest = col("POSIX", "POSIX_SLOWEST_RANK_BYTES")[p]
+                top = int(slowest.max())
                 if fb and top:
                     metrics["estimated_aggregators"] = max(1, round(tot / top))
+                    estimate = (top / tot, int(col("POSIX", "POSIX_SLOWEST_RANK")[p][int(np.argmax(slowest))]))
         mixed = indep >= coll  # independent requests as many: the POSIX side is mostly theirs
         if aggregators is not None and mixed:
             metrics["posix_ranks"] = aggregators  # the independent requests' ranks too: not only aggregators
@@ -116,11 +118,15 @@ def report(ctx, v) -> list:
             metrics["aggregators"] = aggregators
             who = f"{aggregators} aggregator{'s' if aggregators != 1 else ''} ({ctx.rank_labels(ranks)})"
         elif "estimated_aggregators" in metrics:
-            who = (f"about {plural(metrics['estimated_aggregators'], 'aggregator')} (estimated from the busiest "
-                   "rank's share)")
+            who = estimated_words(ctx, metrics["estimated_aggregators"], *estimate, fids)
         else:
             who = "an unknown number of aggregators"
-        title_ = f"Collective {op}s: {fmt_count(nranks)} ranks call MPI-IO, {who} reach the file system"
+        if "estimated_aggregators" in metrics and aggregators is None:  # the title names it; the summary says why
+            k = metrics["estimated_aggregators"]
+            reach = "1 aggregator (estimated) reaches" if k == 1 else f"about {fmt_count(k)} aggregators (estimated) reach"
+        else:
+            reach = f"{who} reach"
+        title_ = f"Collective {op}s: {fmt_count(nranks)} ranks call MPI-IO, {reach} the file system"
         if not mixed:
             also = f"and {fmt_count(indep)} independent one{'' if indep == 1 else 's'}; " if indep else ""
             summary = (f"{fmt_count(coll)} collective MPI-IO {op}s ({also}{fmt_bytes(mpi_bytes)}) on "
@@ -145,13 +151,40 @@ def report(ctx, v) -> list:
     return out
 
 
+def estimated_words(ctx, k: int, share: float, rank: int, fids: list) -> str:
+    """The aggregators the counters support (no trace): the slowest rank's share of the files' POSIX bytes (its
+    inverse is `k`, the aggregators if they share the bytes evenly) and the files' Lustre stripe counts (Cray
+    MPICH's default aggregators). Not the log's `h` hints: those are the ones Darshan wrote the log itself with
+    (`cb_nodes=4` by default), not the program's."""
+    label = f"{ctx.rank_labels([rank])}, the slowest," if rank >= 0 else "the slowest rank"
+    head = "1 aggregator" if k == 1 else f"about {fmt_count(k)} aggregators"
+    why = [f"estimated from the counters: {label} moved {fmt_pct(share)} of the POSIX bytes of the shared "
+           f"file record{'s' if len(fids) != 1 else ''}"]
+    stripes = stripe_counts(ctx, fids)
+    if stripes:
+        why.append(f"{'each file has' if len(fids) > 1 else 'the file has'} {' or '.join(map(str, stripes))} "
+                   f"Lustre stripe{'s' if stripes != [1] else ''}")
+    return f"{head} ({'; '.join(why)})"
+
+
+def stripe_counts(ctx, fids: list) -> list:
+    """The distinct Lustre stripe counts of these files' layouts (first components), smallest first."""
+    lus = ctx.log.lustre
+    if "stripe_count" not in lus.columns or lus.is_empty():
+        return []
+    mine = lus.filter(pl.col("file_id").is_in(fids) & (pl.col("stripe_count") > 0))
+    return sorted(set(mine["stripe_count"].to_list()))
+
+
 FINDING = Finding(
     code=CODE,
     meaning="Collective buffering is in use (how many aggregators reached the file system).",
     healthy=True,
     key_metrics=("aggregators", "estimated_aggregators", "collective_writes", "collective_reads"),
     trigger="(info) collective MPI-IO requests exist; says how many ranks called MPI-IO and which ranks "
-            "(aggregators) wrote at the POSIX layer, or an estimate from the busiest rank's share without DXT. "
+            "(aggregators) wrote at the POSIX layer, or without DXT an estimate from the counters (the slowest "
+            "rank's share of the shared records' POSIX bytes, said in the summary with the files' Lustre stripe "
+            "counts). "
             "The same files' independent requests are counted (`independent_writes`/`independent_reads`); "
             "where they are at least as many as the collective ones, the ranks at POSIX are `posix_ranks`, not "
             "aggregators, and the summary says the file system's requests are mostly the independent ones'.",

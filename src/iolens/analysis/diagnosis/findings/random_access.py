@@ -113,7 +113,7 @@ class _RowsOf(dict):
 
 def cost(ctx, m: dict, op: str) -> None:
     """Adds to `m` the busiest rank's time in the random requests (`stake`), their files (most first) and,
-    from the trace, ranks and time window."""
+    from the trace, ranks, time window and median size (`median`; from counters their sizes are unknown)."""
     if "stake" in m:
         return
     m["ranks"], m["window"] = [], None
@@ -126,6 +126,8 @@ def cost(ctx, m: dict, op: str) -> None:
         else:  # the traced requests in trace order: the whole trace's per-rank times when they are all of it
             m["stake"] = trace_stake(ctx, here)
         m["ranks"] = most_first(rank)[:MAX_RANKS]
+        if len(rank):  # their size prices the fix (savings.latency), as SMALL_IO's sizes price its own
+            m["median"] = float(np.median(np.concatenate([tr["length"][here], tr["length"][back]])))
         m["files"] = most_first(np.concatenate([tr["file_id"][here], tr["file_id"][back]]))
         if here.any() or len(back):
             starts = np.concatenate([tr["start"][here], tr["start"][back]])
@@ -271,6 +273,8 @@ def report(ctx, judged) -> list:
         total, n_random, n_small_random = m["total"], m["n_random"], judged[f"random_{op}s"]
         metrics.update({f"random_{op}s": n_small_random, f"{op}s": total, "random_share": n_small_random / total,
                         "nonsequential_requests": n_random})
+        if m.get("median") is not None:
+            metrics["median_request_bytes"] = m["median"]
         title_ = title(judged, th, op)
         if source == "dxt":
             summary = (f"{fmt_pct(n_small_random / total)} of the POSIX {op}s are smaller than {fmt_bytes(large)} "
