@@ -67,6 +67,13 @@ def _default(value):
     return str(value)
 
 
+def warn_partial(said: list) -> None:
+    """One line on stderr when the data read is partial (`said`: the diagnosis's TRUNCATED_TRACE titles,
+    `judge.partial_titles`); stdout's tables and answers stay the data alone."""
+    if said:
+        click.echo("iolens: warning: partial data: " + "; ".join(said), err=True)
+
+
 def load_one_or_job(paths: tuple, quiet: bool, what: str):
     """(log, label): the log the arguments hold (`iolens.open`: one log, or a folder or several logs of one job
     merged), and how the output names it (the path given; a job's label)."""
