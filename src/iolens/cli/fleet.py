@@ -17,12 +17,12 @@ from ..fleet.scan import left_out_note
 from ..optional import require_extra
 from ..views.html.fleet import rules_sentence
 from .anonymize import key_options, note_new_key
-from .common import emit_json, json_option
+from .common import OptionFile, emit_json, json_option
 
 
 def threshold_options(f):
     """-t NAME=VALUE (repeatable) and --config FILE.toml, as `iolens diagnose` takes them."""
-    f = click.option("--config", "config", type=click.Path(dir_okay=False, path_type=str),
+    f = click.option("--config", "config", type=OptionFile("a TOML file", path_type=str),
                      help="TOML file with a [thresholds] table, as for `iolens diagnose` (-t wins).")(f)
     return click.option("--threshold", "-t", "overrides", multiple=True, metavar="NAME=VALUE",
                         help="Change a diagnosis threshold, e.g. -t small_request_bytes=64KiB (binary sizes: "
