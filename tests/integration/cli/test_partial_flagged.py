@@ -1,29 +1,18 @@
 """`iolens sql` and `iolens jobs` say when what they read is partial, in the diagnosis's words (TRUNCATED_TRACE's
 titles): a Darshan log with a module Darshan flagged partial, a DFTracer trace with a line that is not an event,
 a job folder with an unfinished log. `sql` warns on stderr (its answer on stdout stays the data alone); `jobs`
-names the log under its step (and in `--json`, the step's `partial`)."""
+names the log under its step (and in `--json`, the step's `partial`). The damaged trace: conftest's
+`damaged_trace`."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from support.cli import run_main
 
 STDIO_PARTIAL = "public/darshan-logs/partial_data_stdio/partial_data_stdio.darshan"
-DFTRACE = "dftracer/loader_plain/trace-a76fee9f335cb7d5-preload.pfw"
 UNFINISHED = "workflows/loader"
-
-
-@pytest.fixture
-def damaged_trace(logs_dir, tmp_path):
-    """A copy of a real DFTracer trace file with one line appended that is not an event."""
-    path = tmp_path / "trace.pfw"
-    shutil.copy(logs_dir / DFTRACE, path)
-    with open(path, "a") as fh:
-        fh.write("not json at all\n")
-    return path
 
 
 def _target(name, logs_dir, damaged_trace):
