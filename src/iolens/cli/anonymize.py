@@ -9,14 +9,14 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..pipeline import anonymize as anonymizing
-from .common import emit_json, json_option
+from .common import OptionFile, emit_json, json_option
 
 
 def key_options(f):
     """--key-file and --keep-exe-name: how tokens are made (anonymize, export --anonymize, fleet build)."""
     f = click.option("--keep-exe-name", is_flag=True,
                      help="Keep the program's base name (its folders and every argument are still replaced).")(f)
-    return click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path),
+    return click.option("--key-file", type=OptionFile("a key file", path_type=Path),
                         help="The secret the tokens are keyed with: the same key gives the same tokens in every "
                              "log. Without it a new key is written beside the output (keep it private).")(f)
 

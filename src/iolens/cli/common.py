@@ -10,10 +10,27 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..pipeline import read as reading
 from ..model import TraceLog
+from ..reader.inputs import refuse_special
 
 # readable=False on every input: a file the user may not read is the reader's one line (`iolens: error: PATH:
 # Permission denied`), not click's usage error (four lines)
 log_argument = click.argument("log", type=click.Path(path_type=str, readable=False))
+
+
+class OptionFile(click.Path):
+    """A file an option reads (--config, --key-file, --hints, --set-file, --space, ...): click's checks, then the
+    reader's (`reader.inputs.refuse_special`): a FIFO would block the command, a device never ends, so each is
+    one line (`iolens: error: PATH: is a FIFO (named pipe), not a TOML file for --config ...`) and exit 2."""
+
+    def __init__(self, what: str, **kwargs):
+        super().__init__(dir_okay=False, **kwargs)
+        self.what = what
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        option = f" for {param.opts[0]}" if param is not None and param.opts else ""
+        refuse_special(path, self.what + option)
+        return path
 
 
 def filter_options(f):
@@ -65,6 +82,13 @@ def _default(value):
     if isinstance(value, (set, tuple)):
         return list(value)
     return str(value)
+
+
+def warn_partial(said: list) -> None:
+    """One line on stderr when the data read is partial (`said`: the diagnosis's TRUNCATED_TRACE titles,
+    `judge.partial_titles`); stdout's tables and answers stay the data alone."""
+    if said:
+        click.echo("iolens: warning: partial data: " + "; ".join(said), err=True)
 
 
 def load_one_or_job(paths: tuple, quiet: bool, what: str):

@@ -8,7 +8,7 @@ from ..analysis.diagnosis import Thresholds
 from ..analysis.diagnosis.findings._catalogue import default_text
 from ..analysis.diagnosis.thresholds import DEFINITIONS, load_config, load_fs_profile, parse_assignment
 from ..views.terminal_insights import render
-from .common import emit_json, json_option, load_one_or_job
+from .common import OptionFile, emit_json, json_option, load_one_or_job
 
 
 def _list_thresholds(ctx, _param, value):
@@ -26,9 +26,10 @@ def _list_thresholds(ctx, _param, value):
 @click.option("--threshold", "-t", "overrides", multiple=True, metavar="NAME=VALUE",
               help="Change a threshold, e.g. -t small_request_bytes=64KiB -t small_min_share=20% -t "
                    "serialized_gap=5ms. Sizes are binary: 64k = 64kb = 64KiB = 65536 bytes. Repeatable.")
-@click.option("--config", "config", type=click.Path(exists=True, dir_okay=False, path_type=str),
+@click.option("--config", "config", type=OptionFile("a TOML file", exists=True, path_type=str),
               help="TOML file with a [thresholds] table (command-line --threshold wins).")
-@click.option("--fs-profile", "fs_profile", type=click.Path(exists=True, dir_okay=False, path_type=str),
+@click.option("--fs-profile", "fs_profile", type=OptionFile("a TOML or JSON file", exists=True,
+                                                                     path_type=str),
               help="TOML or JSON file with the file-system cost model (osts, request_latency, lock_latency, "
                    "ost_bandwidth, scale_ranks); -t fs_NAME=VALUE wins.")
 @click.option("--all", "show_all", is_flag=True, help="Also show info and ok insights.")

@@ -94,6 +94,15 @@ def _anonymized_export(log: str, out: Path, fmt: str, filters, quiet: bool, toke
             os.chdir(here)
 
 
+# what a log without operations to draw lacks, said for its source (a Darshan log or job: its DXT setting)
+NO_TRACE = {
+    "darshan": "no DXT trace to export (Darshan records one with DXT_ENABLE_IO_TRACE=1)",
+    "dftracer": "no POSIX read or write in this DFTracer trace to export (DFTracer's preload library traces "
+                "them: LD_PRELOAD=libdftracer_preload.so with DFTRACER_INIT=PRELOAD)",
+    "recorder": "no POSIX or MPI-IO read or write in this Recorder trace to export",
+}
+
+
 def trace_path(log: str, out: Path, fmt: str) -> Path:
     """`out` itself when it names a trace file, else `<out>/<log name>.pftrace|.json`."""
     suffix = TRACE_SUFFIX[fmt]
@@ -110,7 +119,7 @@ def _export_trace(log: str, out: Path, fmt: str, filters, quiet: bool) -> None:
     path = trace_path(log, out, fmt)
     data = load_one_or_job((log,), quiet, "export")[0]
     if not data.has_dxt:
-        raise LogError(f"{log}: no DXT trace to export (Darshan records one with DXT_ENABLE_IO_TRACE=1)")
+        raise LogError(f"{log}: {NO_TRACE.get(data.kind, NO_TRACE['darshan'])}")
     trace = perfetto.trace_ops(data, filters)
     if trace.ops.is_empty():
         click.echo("iolens: note: no operation matches the filters; the trace holds only the job", err=True)

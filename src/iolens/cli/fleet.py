@@ -17,12 +17,12 @@ from ..fleet.scan import left_out_note
 from ..optional import require_extra
 from ..views.html.fleet import rules_sentence
 from .anonymize import key_options, note_new_key
-from .common import emit_json, json_option
+from .common import OptionFile, emit_json, json_option
 
 
 def threshold_options(f):
     """-t NAME=VALUE (repeatable) and --config FILE.toml, as `iolens diagnose` takes them."""
-    f = click.option("--config", "config", type=click.Path(dir_okay=False, path_type=str),
+    f = click.option("--config", "config", type=OptionFile("a TOML file", path_type=str),
                      help="TOML file with a [thresholds] table, as for `iolens diagnose` (-t wins).")(f)
     return click.option("--threshold", "-t", "overrides", multiple=True, metavar="NAME=VALUE",
                         help="Change a diagnosis threshold, e.g. -t small_request_bytes=64KiB (binary sizes: "
@@ -90,18 +90,24 @@ def build_command(paths, store, with_files, no_diagnose, scheduler, workers, bat
         if group_by == "job":
             raise click.BadParameter(fleet_pipeline.PER_JOB_ANONYMIZED, param_hint="--anonymize")
         tokens, key_path, new_key = fleet_pipeline.store_tokens(store, key_file, keep_exe_name)
-        if new_key:
-            note_new_key(key_path)
     elif key_file is not None or keep_exe_name:
         raise click.BadParameter("--key-file and --keep-exe-name go with --anonymize", param_hint="--anonymize")
 
     signal.signal(signal.SIGTERM, _terminated)  # a batch system's time limit: close the workers, then exit
     show = not quiet and not as_json and sys.stderr.isatty()
-    with _bar(show) as progress:
-        summary = fleet_pipeline.fleet_build(paths, store, diagnose=not no_diagnose, files=with_files,
-                                             scheduler=scheduler, workers=workers, batch=batch, progress=progress,
-                                             prune=prune, thresholds=thresholds, group_by=group_by,
-                                             anonymize=tokens)
+    try:
+        with _bar(show) as progress:
+            summary = fleet_pipeline.fleet_build(paths, store, diagnose=not no_diagnose, files=with_files,
+                                                 scheduler=scheduler, workers=workers, batch=batch,
+                                                 progress=progress, prune=prune, thresholds=thresholds,
+                                                 group_by=group_by, anonymize=tokens)
+    except BaseException:
+        # a failed build keeps its new key only when rows were written with it (a stray secret otherwise)
+        if anonymize and new_key and not fleet_pipeline.forget_new_key(store, key_path, tokens):
+            note_new_key(key_path)
+        raise
+    if anonymize and new_key:
+        note_new_key(key_path)
     if as_json:
         emit_json(summary)
         return

@@ -12,7 +12,7 @@ from ..collect.run import RunError, run
 from ..errors import LogError
 from ..knobs import KnobError, parse_setting, read_knob_file
 from ..views.terminal import make_console, render_summary
-from .common import load
+from .common import OptionFile, load
 
 
 def _env_pair(text: str) -> tuple:
@@ -30,13 +30,13 @@ def _env_pair(text: str) -> tuple:
               help="Darshan's runtime library (libdarshan.so or its directory) [default: $IOLENS_DARSHAN_LIB, "
                    "darshan-config --libdir, common prefixes].")
 @click.option("--env", "env", multiple=True, metavar="KEY=VALUE", help="Set a variable for the command (repeatable).")
-@click.option("--hints", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--hints", type=OptionFile("a ROMIO hints file", path_type=Path),
               help="A ROMIO hints file (one 'key value' per line), set through ROMIO_HINTS.")
 @click.option("--set", "knob_settings", multiple=True, metavar="KNOB=VALUE",
               help="Apply a knob without changing the program (repeatable): romio.HINT=V, hdf5.alignment=1MiB, "
                    "hdf5.coll_metadata=on|off, hdf5.transfer=collective, netcdf.fill=off, env.NAME=V, ... "
                    "Sizes are binary: 64k = 64kb = 64KiB = 65536 bytes (docs/knobs.md).")
-@click.option("--set-file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--set-file", type=OptionFile("a TOML file", path_type=Path),
               help="A TOML knob file (e.g. tune's best.toml); --set wins over it.")
 @click.option("-q", "--quiet", is_flag=True, help="Only the log's path, no summary.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)

@@ -18,6 +18,7 @@ from ..views import tables as cat
 from ..views.sql import SUFFIX_FORMAT, Engine, csv_ready, records, write_frame
 from ..views.terminal import make_console
 from ..views.terminal_sql import render_answer, render_schema
+from .common import warn_partial
 
 SQL_START = ("select", "with", "from", "describe", "show", "summarize", "explain", "values", "table", "pivot",
              "unpivot", "copy", "attach", "install", "load", "set", "pragma", "create", "insert", "update",
@@ -79,6 +80,7 @@ def command(args, schema, fmt, output, limit, quiet):
         raise click.UsageError("give a log (or a job folder, several logs, a fleet store) to query")
     engine = Engine(open_target(targets))
     try:
+        warn_partial(engine.source.partial())
         if query is None and sys.stdin.isatty():
             _prompt(engine, limit if limit is not None else PROMPT_ROWS)
             return

@@ -15,7 +15,7 @@ from ..tune.loop import TuneError
 from ..tune.space import SpaceError
 from ..views.terminal import make_console
 from ..views.terminal_tune import render_tune
-from .common import emit_json, json_option
+from .common import OptionFile, emit_json, json_option
 
 
 @click.command("tune", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -27,7 +27,7 @@ from .common import emit_json, json_option
               help="Stop searching after this long (the confirmation runs still run).")
 @click.option("--trial-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Kill a run after this long and record it as failed.")
-@click.option("--space", "space", type=click.Path(dir_okay=False, exists=True),
+@click.option("--space", "space", type=OptionFile("a TOML file", exists=True),
               help="The knobs and their values (TOML: [romio], [env], [arg] tables; sizes as --set reads them, "
                    "64k = 65536 bytes; see docs/tune.md) "
                    "[default: from the baseline's log and diagnosis].")

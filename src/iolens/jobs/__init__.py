@@ -96,6 +96,8 @@ def _step(step: Step, job: Job) -> dict:
         "recovered": [p.path for p in step.processes if p.recovered],
         "empty": [p.path for p in step.empty],
         "missing_pids": step.missing_pids,
+        "partial": [{"log": q.path, "said": q.partial} for p in step.processes
+                    for q in (p, p.twin) if q is not None and q.partial],
         "pids": [p.pid for p in step.processes],
         "launcher": step.launcher.command if step.launcher else None,
         **{k: step.total(k) for k in ("reads", "writes", "bytes_read", "bytes_written")},

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..analysis.diagnosis.findings.truncated_trace import partial_titles
 from ..errors import LogError
 from ..reader.counter_names import COUNTER_NAMES
 from ..model.dftracer import DFTracerTrace
@@ -56,6 +57,9 @@ class Process:
     # its parent as `group` infers it (a process Python's multiprocessing spawned: jobs/spawn.py)
     spawned_by: Optional["Process"] = field(default=None, compare=False, repr=False)
     spawn_alternatives: list = field(default_factory=list, compare=False, repr=False)  # others alive at its start
+    # what its log holds only in part, as the diagnosis's TRUNCATED_TRACE titles say it (modules flagged partial:
+    # Darshan out of memory; a DFTracer trace file cut or holding bad lines); an unfinished log is `recovered`
+    partial: list = field(default_factory=list)
 
     @property
     def tie(self) -> Optional[str]:
@@ -119,7 +123,8 @@ def process_of(path: str, raw, counters: bool = True) -> Process:
     proc = Process(str(path), job.jobid, name.pid if name else None, command, job.start_time, job.end_time,
                    job.nprocs, job.uid, int(parent) if parent.isdigit() else None,
                    job.nprocs > 1 or any(m.name == "MPI-IO" for m in raw.modules), raw.recovered,
-                   program=os.path.basename(command.split()[0]) if command.split() else "")
+                   program=os.path.basename(command.split()[0]) if command.split() else "",
+                   partial=partial_titles(raw.modules))
     if counters:
         _count(proc, raw)
     return proc
@@ -177,6 +182,11 @@ def trace_processes(label: str, files: list) -> list:
     names = trace.file_names()
     posix, stdio = trace.counters.get("POSIX"), trace.counters.get("STDIO")
     known = [c.split()[0] for c in procs["command"].to_list() if c and c.split()]
+    said = partial_titles(trace.modules, trace.partial_cause)
+    damaged = {f.path for f in trace.raw.files if f.partial}
+    # the damage is named on the processes whose trace files hold it (all of them when no file is to blame)
+    holders = {p["rank"] for p in procs.iter_rows(named=True) if damaged & set(p["log"].split(", "))} \
+        or set(procs["rank"].to_list())
     out = []
     for p in procs.iter_rows(named=True):
         command = p["command"] or ""
@@ -184,7 +194,8 @@ def trace_processes(label: str, files: list) -> list:
         program = os.path.basename(command.split()[0] if command.split() else known[0] if known else "?")
         proc = Process(p["log"].split(", ")[0], None, p["pid"], command, t0 + p["start"], t0 + p["end"],
                        program=program, tracer="dftracer", counted=True,
-                       parent_pid=p["ppid"] if p["ppid"] in pids and p["ppid"] != p["pid"] else None)
+                       parent_pid=p["ppid"] if p["ppid"] in pids and p["ppid"] != p["pid"] else None,
+                       partial=said if p["rank"] in holders else [])
         _count_trace(proc, posix, stdio, p["rank"], names)
         out.append(proc)
     return out

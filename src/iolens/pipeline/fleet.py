@@ -1,13 +1,15 @@
 """Many logs: the fleet store (`iolens fleet build`) and its page (`iolens fleet report`). Needs `iolens[fleet]`."""
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
+from pathlib import Path
 
 from ..errors import LogError
 from ..fleet import build as fleet_builder
 from ..fleet import store as fleet_store
-from ..fleet.anonymized import PER_JOB_ANONYMIZED, own_key
+from ..fleet.anonymized import MARKER, PER_JOB_ANONYMIZED, own_key
 from ..fleet.jobs import is_per_job
 from ..fleet.scan import find_logs
 from ..fleet.recompute import with_thresholds
@@ -17,7 +19,8 @@ from ..views.html.fleet import write_fleet_report
 from .anonymize import key_tokens
 from .judge import as_thresholds
 
-__all__ = ["PER_JOB_ANONYMIZED", "check_new_store_has_logs", "fleet_build", "fleet_report", "store_tokens"]
+__all__ = ["PER_JOB_ANONYMIZED", "check_new_store_has_logs", "fleet_build", "fleet_report", "forget_new_key",
+           "store_tokens"]
 
 
 def check_new_store_has_logs(paths, store, group_by: str | None = None) -> None:
@@ -66,6 +69,24 @@ def store_tokens(store, key_file=None, keep_exe_name: bool = False) -> tuple:
     build wrote beside it (`STORE.key`), else a new one written there."""
     own = own_key(store) if key_file is None else None
     return key_tokens(store, own if own is not None else key_file, keep_exe_name)
+
+
+def forget_new_key(store, key_path, tokens: Tokens) -> bool:
+    """After a build that failed with a key it wrote (`store_tokens`' new key): the key, and the store's marker
+    of it, removed when no row was written with them (a stray secret otherwise); kept when some batch was
+    committed (the store's rows need it). True when removed."""
+    if any(fleet_store.is_table(store, t) for t in ("jobs", "errors")):
+        return False
+    Path(key_path).unlink(missing_ok=True)
+    marker = os.path.join(str(store), MARKER)
+    try:
+        with open(marker) as fh:
+            ours = json.load(fh).get("key_fingerprint") == tokens.key.fingerprint()
+    except (OSError, ValueError):
+        ours = False
+    if ours:
+        os.unlink(marker)
+    return True
 
 
 PER_JOB_THRESHOLDS = ("a per-job store (--group-by job) keeps its diagnosis as built (a job's steps are judged "

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from ..analysis.diagnosis import Thresholds
 from ..analysis.diagnosis import diagnose as run_checks
+from ..analysis.diagnosis.findings import truncated_trace
 from ..analysis.diagnosis.insight import SCHEMA_VERSION
-from ..analysis.summary import is_empty, job_measures, skipped_io
+from ..analysis.summary import is_empty, job_measures, skipped_io, unfinished_processes
 from ..jobs import diagnose_job
 from ..model import TraceLog
 
-__all__ = ["as_thresholds", "by_step", "diagnose", "diagnose_json", "page_insights", "unseen"]
+__all__ = ["as_thresholds", "by_step", "diagnose", "diagnose_json", "page_insights", "partial_titles", "unseen"]
 
 
 def as_thresholds(values=None) -> Thresholds:
@@ -56,6 +57,12 @@ def unseen(log: TraceLog) -> dict:
     if is_empty(log.modules):
         out["empty"] = True
     return out
+
+
+def partial_titles(log: TraceLog) -> list:
+    """What `log` holds only in part, as the diagnosis's TRUNCATED_TRACE titles word it (its modules flagged
+    partial, its processes whose log is unfinished), without judging the trace: for `iolens sql`."""
+    return truncated_trace.partial_titles(log.modules, log.partial_cause, unfinished_processes(log))
 
 
 def page_insights(log: TraceLog, thresholds=None) -> list:

@@ -28,7 +28,7 @@ from ..reader.log import read_raw
 from ..reader.recorder import is_recorder_trace
 from ..views import tables as cat
 from ..views.export import conflicts_table
-from .judge import diagnose
+from .judge import diagnose, partial_titles
 from .read import open as open_log
 
 READ_WHOLE = "whole"  # Source.reads entries: what was read, in order ("light": every region but DXT's)
@@ -96,6 +96,10 @@ class Source:
     def log(self):
         """The whole log, as `iolens.open` gives it (a log of the Log contract)."""
         raise LogError("a fleet store has no single log: query its tables", self.label)
+
+    def partial(self) -> list:
+        """What the target holds only in part, one sentence each (`judge.partial_titles`), [] when whole."""
+        return partial_titles(self._counters_log())
 
     def insights(self) -> list:
         """The insights as `iolens diagnose --json` lists them (default thresholds)."""
@@ -229,6 +233,9 @@ class ManySources(Source):
     def log(self):
         raise LogError("several logs: name one (this tool reads one log at a time)", self.label)
 
+    def partial(self) -> list:
+        return [f"{s.label}: {said}" for s in self.sources for said in s.partial()]
+
     def insights(self) -> list:
         raise LogError("several logs: name one (this tool reads one log at a time)", self.label)
 
@@ -240,6 +247,9 @@ class StoreSource(Source):
 
     def names(self) -> list:
         return [t for t in fleet_store.TABLES if fleet_store.is_table(self.label, t)]
+
+    def partial(self) -> list:
+        return []  # a store's logs are judged when ingested (its `errors` table)
 
     def _build(self, name: str) -> pl.DataFrame:
         return fleet_store.read(self.label, name)

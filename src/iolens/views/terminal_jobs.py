@@ -88,6 +88,8 @@ def _log_notes(step: dict) -> str:
     if step["empty"]:
         parts.append(f"{len(step['empty'])} empty unfinished (named: " + ", ".join(Path(p).name for p in step["empty"])
                      + ")")
+    for p in step.get("partial", []):
+        parts.append(f"partial data in {Path(p['log']).name}: " + "; ".join(p["said"]))
     if step["missing_pids"]:
         parts.append("no log from pid " + ", ".join(map(str, step["missing_pids"])) + " (a worker that left none?)")
     return "; ".join(parts)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -45,3 +46,13 @@ def odd_name(logs_dir, tmp_path) -> str:
     with open(raw, "wb") as fh:
         fh.write((logs_dir / "generated/fill_rank0.darshan").read_bytes())
     return os.fsdecode(raw)
+
+
+@pytest.fixture
+def damaged_trace(logs_dir, tmp_path):
+    """A copy of a real DFTracer trace file with one line appended that is not an event (test_partial_flagged)."""
+    path = tmp_path / "trace.pfw"
+    shutil.copy(logs_dir / "dftracer/loader_plain/trace-a76fee9f335cb7d5-preload.pfw", path)
+    with open(path, "a") as fh:
+        fh.write("not json at all\n")
+    return path

@@ -1,6 +1,7 @@
 """Damaged Recorder traces: one clear line (`iolens.LogError`; `iolens: error: ...` and exit 2 from the CLI),
-never a traceback or a hang. Cases: a missing rank file, cut files, a wrong version, and seeded random
-damage of every rank file of a real trace."""
+never a traceback or a hang; or, for a rank whose files are missing, the other ranks read and the trace flagged
+partial. Cases: a missing rank file, cut files, a wrong version, and seeded random damage of every rank file of
+a real trace."""
 from __future__ import annotations
 
 import random
@@ -39,9 +40,36 @@ def reads_or_says_why(folder: Path) -> None:
     assert time.perf_counter() - began < 60  # a hang guard, not a speed test
 
 
-def test_missing_rank_file(copy):
+def test_missing_rank_file_reads_the_other_ranks(copy):
+    """A rank whose files are missing: the other ranks are read, the trace flagged partial, the rank named."""
     (copy / "2.cst").unlink()
-    assert "missing 2.cst" in one_error_line(copy)
+    log = iolens.read(copy)
+    assert sorted(log.calls["rank"].unique().to_list()) == [0, 1, 3]
+    assert log.job["partial"] and all(m.partial for m in log.modules) and log.partial_cause == "damage"
+    assert [n for n in log.job["notes"] if "rank 2's trace files are missing (2.cst)" in n]
+    proc = subprocess.run([IOLENS, "info", str(copy)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "rank 2's trace files are missing" in proc.stdout, proc.stderr
+    assert "PARTIAL" in proc.stdout
+
+
+def test_every_rank_missing_is_one_line(copy):
+    for rank in range(4):
+        (copy / f"{rank}.cst").unlink()
+    assert "missing 0.cst" in one_error_line(copy)
+
+
+def test_a_missing_rank_in_each_layout(copy_release):
+    """Whichever files hold rank 1 alone (its signatures, grammar, timestamps) are gone: the others are read."""
+    own = [copy_release / f"1.{ext}" for ext in ("cst", "cfg", "ts") if (copy_release / f"1.{ext}").exists()]
+    whole = iolens.read(copy_release).calls
+    if not own:  # every file is shared by the ranks (2.5 merged): nothing holds rank 1 alone
+        assert sorted(whole["rank"].unique().to_list()) == [0, 1, 2, 3]
+        return
+    own[-1].unlink()
+    log = iolens.read(copy_release)
+    assert sorted(log.calls["rank"].unique().to_list()) == [0, 2, 3]
+    assert log.calls.height == whole.filter(whole["rank"] != 1).height
+    assert log.job["partial"] and any("rank 1's trace files are missing" in n for n in log.job["notes"])
 
 
 @pytest.mark.parametrize("version", ["2.2.1", "3.0.0"])

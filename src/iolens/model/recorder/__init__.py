@@ -26,6 +26,7 @@ class RecorderTrace(CallTraceLog):
 
     kind = "recorder"
     consistency_model = True  # its calls hold MPI's collectives, which order the ranks
+    partial_cause = "damage"  # a rank whose files are missing: what it did is gone, not dropped for memory
 
     def __init__(self, raw: RecorderRaw):
         self.raw = raw
@@ -37,6 +38,9 @@ class RecorderTrace(CallTraceLog):
             self.consistency_model = False
             self.notes[raw.untraced.index("MPI")] += (" (RECORDER_MPI_TRACING=0, Recorder 2.5's default): "
                                                        "conflicts are not judged per consistency model")
+        for rank, gone in raw.missing.items():
+            self.notes.append(f"rank {rank}'s trace files are missing ({', '.join(gone)}): its calls are not in "
+                              "the trace; the other ranks are read")
 
     # --- calls -------------------------------------------------------------------------------
     @cached_property
@@ -67,7 +71,7 @@ class RecorderTrace(CallTraceLog):
             "mounts": [],
             "modules": [{"name": m.name, "version": m.version, "partial": m.partial, "records": m.records,
                          "supported": m.supported, "note": m.note} for m in self.modules],
-            "partial": False,
+            "partial": bool(self.raw.missing),
             "notes": self.notes,
             "format": "recorder",
             "calls": calls.height,
@@ -75,20 +79,22 @@ class RecorderTrace(CallTraceLog):
 
     @cached_property
     def modules(self) -> list:
+        # Recorder keeps every call: a module is partial only when a rank's files are missing from the folder
+        lost = bool(self.raw.missing)
+        lost_note = "a rank's trace files are missing (see the notes)"
         out = []
         for k, (name, table) in enumerate((("POSIX", self.counters.get("POSIX")),
                                            ("MPI-IO", self.counters.get("MPI-IO")))):
             if table is not None:
-                out.append(ModuleInfo(k, name, 0, False, 0, True, table.height, "computed from Recorder calls"))
+                out.append(ModuleInfo(k, name, 0, lost, 0, True, table.height,
+                                      lost_note if lost else "computed from Recorder calls"))
         recs = self.dxt_records
         for k, name in enumerate(DXT_MODULES):
             n = recs.filter(pl.col("module") == name).height
             if n:
-                out.append(ModuleInfo(10 + k, name, 0, False, 0, True, n, "Recorder reads and writes"))
+                out.append(ModuleInfo(10 + k, name, 0, lost, 0, True, n,
+                                      lost_note if lost else "Recorder reads and writes"))
         return out
-
-    def is_partial(self, name: str) -> bool:
-        return False  # Recorder keeps every call
 
     def extra_tables(self) -> dict:
         return {"calls": self.calls}

@@ -50,6 +50,7 @@ class RecorderRaw:
     func_names: list
     ranks: list = field(default_factory=list)  # RankTrace per rank
     untraced: tuple = ()  # layers Recorder did not trace ("MPI": Recorder 2.5's default)
+    missing: dict = field(default_factory=dict)  # rank -> its own files not in the folder (the rank read as empty)
 
     def func_classes(self) -> np.ndarray:
         """Recorder's class of every function id 0..255: 0 POSIX, 1 MPI-IO, 2 MPI, 3 HDF5, 4 user function
@@ -87,9 +88,17 @@ def read_trace(path: str, progress=None) -> RecorderRaw:
         raw, files = _read_header(folder, path)
         decoded = {}  # signature tables and grammars ranks share (merged traces) are decoded once
         for rank in range(raw.nprocs):
-            raw.ranks.append(_read_rank(files, raw, rank, decoded))
+            gone = [f for f in files.own_files(rank) if not os.path.lexists(os.path.join(folder, f))]
+            if gone:  # the other ranks are read; this one is empty, named in `missing` (the trace is partial)
+                raw.missing[rank] = gone
+                raw.ranks.append(_no_calls(rank))
+            else:
+                raw.ranks.append(_read_rank(files, raw, rank, decoded))
             if progress:
                 progress((rank + 1) / raw.nprocs)
+        if len(raw.missing) == raw.nprocs:
+            raise LogError(f"missing {', '.join(raw.missing[0])} in the Recorder trace folder (no rank's files "
+                           "are there)")
         return raw
     except LogError as exc:
         exc.path = exc.path or path
@@ -114,6 +123,13 @@ def _read_header(folder: str, path: str) -> tuple:
     raw = RecorderRaw(path, version, header.nprocs, header.start_ts, header.time_resolution, names,
                       untraced=header.untraced)
     return raw, TraceFiles(folder, release, header)
+
+
+def _no_calls(rank: int) -> RankTrace:
+    """A rank whose files are missing: no signature, no call."""
+    none = np.empty(0, dtype=np.uint8)
+    return RankTrace(rank, none, none, np.empty(0, dtype=np.uint64), [], none, np.empty(0, dtype=np.int32),
+                     np.empty(0), np.empty(0))
 
 
 def _read_rank(files: TraceFiles, raw: RecorderRaw, rank: int, decoded: dict) -> RankTrace:

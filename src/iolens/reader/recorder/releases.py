@@ -143,6 +143,15 @@ class TraceFiles:
         self._cache = {}
         self.grammar_of = self._grammar_ids() if header.interprocess else list(range(header.nprocs))
 
+    def own_files(self, rank: int) -> list:
+        """The files that hold rank `rank`'s trace alone (none when every table and timestamp is merged)."""
+        own = []
+        if not self.header.interprocess:
+            own += [f"{rank}.cst", f"{rank}.cfg"]
+        if not self.release.merged_timestamps:
+            own.append(f"{rank}.ts")
+        return own
+
     def _once(self, key, load):
         if key not in self._cache:
             self._cache[key] = load()

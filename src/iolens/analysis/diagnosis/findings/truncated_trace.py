@@ -41,8 +41,7 @@ def report(ctx, _=None) -> list:
             out.append(_damaged_counters_insight(ctx, module))
         elif ctx.log.is_partial(module):
             out.append(Insight(
-                CODE, "warning",
-                f"The {module} counters are incomplete: Darshan ran out of records",
+                CODE, "warning", counters_title(module, "memory"),
                 f"Darshan flagged the {module} module as partial: files opened after its record memory ran out "
                 "are missing, so totals and per-file conclusions from these counters are lower bounds.",
                 Evidence(metrics={"records": (ctx.log.module(module).records if ctx.log.module(module) else 0)}),
@@ -70,7 +69,7 @@ def _dxt_insight(ctx, module, d) -> Insight:
     if parts:
         title = f"The {module} trace is truncated: it holds " + " and ".join(parts)
     else:
-        title = f"The {module} trace is truncated (module flagged partial)"
+        title = trace_title(module)
     summary = ("; ".join(d["truncation_reasons"]) + ". Conclusions drawn from the trace (timing, ranks, offsets) "
                "are partial; totals come from the counters.")
     for op in missing_kind:
@@ -107,7 +106,7 @@ def _unfinished_insight(ctx, u: dict) -> Insight:
     ops = " and ".join(f"{fmt_count(u[k])} {k}" for k in ("reads", "writes") if u[k])
     ranks = next((p["ranks"] for p in unfinished_processes(ctx.log) if p["log"] == u["log"]), [])
     return Insight(
-        CODE, "warning", f"The trace of {who} is missing: its log is unfinished ({name})",
+        CODE, "warning", unfinished_title(u),
         f"{name} is an unfinished log: the process was ended while Darshan was writing it, so its DXT trace "
         f"({ops}) was never written. Its counters were recovered (flagged recovered) and are in every total; "
         "what is drawn from the trace (timing, offsets, per-rank time) leaves this process out. A full DXT "
@@ -129,12 +128,45 @@ def _damaged_counters_insight(ctx, module: str) -> Insight:
     calls the damage took are not counted. No tracer memory is at fault: the fix is whole trace files."""
     info = ctx.log.module(module)
     return Insight(
-        CODE, "warning", f"The {module} counters are incomplete: some trace files are damaged",
+        CODE, "warning", counters_title(module, "damage"),
         f"The {module} counters are computed from the trace's calls, and some trace file was cut or holds lines "
         "that are not events (the notes name them): the calls it lost are not counted, so totals and per-file "
         "conclusions from these counters are lower bounds.",
         Evidence(metrics={"records": info.records if info else 0}),
         [whole_trace_files()], source="counters", partial=True, score=100.0, demotable=False)
+
+
+def counters_title(module: str, cause: str) -> str:
+    """The title of a counter module flagged partial, by `partial_cause`."""
+    why = "some trace files are damaged" if cause == "damage" else "Darshan ran out of records"
+    return f"The {module} counters are incomplete: {why}"
+
+
+def trace_title(module: str) -> str:
+    """The title of a DXT module flagged partial, when its counts are not compared with the counters."""
+    return f"The {module} trace is truncated (module flagged partial)"
+
+
+def unfinished_title(u: dict) -> str:
+    """The title of a process whose log is unfinished (`summary.unfinished_processes`' {pid, log})."""
+    who = f"pid {u['pid']}" if u["pid"] is not None else "a process"
+    return f"The trace of {who} is missing: its log is unfinished ({Path(u['log']).name})"
+
+
+def partial_titles(modules, cause: str = "memory", unfinished=()) -> list:
+    """What a log holds only in part, in the words of this finding's titles, from what the reader flagged
+    without judging the trace (no counts compared): the modules flagged partial (`modules`: the log's module
+    infos, `cause` its `partial_cause`) and the processes whose log is unfinished. For the commands that show
+    tables rather than a diagnosis (`iolens sql`, `iolens jobs`): they say the data is partial the same way."""
+    out = [unfinished_title(u) for u in unfinished]
+    for m in modules:
+        if not m.partial:
+            continue
+        if m.name.startswith("DXT"):
+            out.append(trace_title(m.name))
+        elif m.name in COUNTER_MODULES:
+            out.append(counters_title(m.name, cause))
+    return out
 
 
 def whole_trace_files() -> Recommendation:
