@@ -83,6 +83,7 @@ def anonymize(logs, out, key_file=None, *, keep_exe_name: bool = False, force: b
     out = Path(out_text)
     if not single and out.exists() and not out.is_dir():
         raise LogError("exists and is not a folder (several logs go into a folder)", str(out))
+    made = _first_missing(key_beside(out).parent) if key_file is None else None
     tokens, key_path, new_key = key_tokens(out, key_file, keep_exe_name)
     done = Anonymization(str(key_path), new_key, tokens, skipped=skipped)
     try:
@@ -90,6 +91,7 @@ def anonymize(logs, out, key_file=None, *, keep_exe_name: bool = False, force: b
     finally:
         if new_key and not done.written:  # nothing was written with it: a new key would only be a stray secret
             Path(key_path).unlink(missing_ok=True)
+            _remove_empty(Path(key_path).parent, made)
     if new_key and done.written and on_new_key is not None:
         on_new_key(key_path)
     return done
@@ -115,6 +117,29 @@ def _write(done: Anonymization, found: list, out: Path, single: bool, force: boo
             done.written.append((str(path), report))
         if progress is not None:
             progress(n, len(plan))
+
+
+def _first_missing(folder: Path) -> Path | None:
+    """The outermost folder of `folder`'s ancestry (itself included) that does not exist yet, or None."""
+    missing = None
+    for f in (folder, *folder.parents):
+        if f.exists():
+            break
+        missing = f
+    return missing
+
+
+def _remove_empty(folder: Path, made: Path | None) -> None:
+    """Remove the folders this run made for its output, from `folder` up to `made`, where they stayed empty."""
+    if made is None:
+        return
+    for f in (folder, *folder.parents):
+        try:
+            f.rmdir()
+        except OSError:  # not empty (or gone): leave it and what holds it
+            return
+        if f == made:
+            return
 
 
 def key_tokens(output, key_file=None, keep_exe_name: bool = False) -> tuple:

@@ -1,5 +1,5 @@
-"""A run that fails leaves no new key behind and prints no note of one: `anonymize` whose output cannot be
-written, `fleet build --anonymize` whose store cannot be written. A build that wrote rows keeps its key."""
+"""A run that fails leaves no new key behind (nor the folders it made for it) and prints no note of one:
+`anonymize` whose output cannot be written or whose log cannot be read, `fleet build --anonymize` whose store cannot be written. A build that wrote rows keeps its key."""
 from __future__ import annotations
 
 from support.cli import run_iolens
@@ -13,6 +13,17 @@ def test_anonymize_to_an_output_it_cannot_write(logs_dir, tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("iolens: error: ") and r.stderr.count("\n") == 1
     assert "key" not in r.stderr.split(":", 2)[-1].replace(".key", "")  # no note of a key
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_run_removes_the_folders_it_made_for_its_output(tmp_path):
+    bad = tmp_path / "bad.darshan"
+    bad.write_bytes(b"hello, not a log")
+    (tmp_path / "kept").mkdir()
+    for out in (tmp_path / "new" / "deeper" / "out.darshan", tmp_path / "kept" / "made" / "out.darshan"):
+        r = run_iolens("anonymize", bad, "-o", out, check=False)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.darshan", "kept"]  # not new/deeper/
+    assert list((tmp_path / "kept").iterdir()) == []  # a folder that was there stays, what was made goes
 
 
 def test_fleet_build_into_a_store_it_cannot_write(logs_dir, tmp_path):
