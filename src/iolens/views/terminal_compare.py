@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model.darshan import LAYER_NAMES, SIZE_BIN_LABELS
+from ..analysis.units import plural
 from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 # the training loop's rows (a run with spans: `runs[].loop`)
@@ -116,7 +117,7 @@ def _render_config(result: dict, console: Console) -> None:
     same = [c["label"] for c in result["config"] if not any(c["changed"]) and ":" not in c["key"]]
     same_files = {c["key"].split(":", 1)[1] for c in result["config"] if not any(c["changed"]) and ":" in c["key"]}
     if same_files:
-        same.append(f"access pattern and Lustre layout of {len(same_files):,} matched file(s)")
+        same.append(f"access pattern and Lustre layout of {plural(len(same_files), 'matched file')}")
     console.print(Text("What changed in the configuration", style="bold"))
     if not changed:
         console.print(Text("  nothing the logs record"))

@@ -12,6 +12,7 @@ from rich.text import Text
 from ..analysis.summary import unseen_sentence
 from .labels import evidence_source
 from .terminal import phrase_lines
+from ..analysis.units import plural
 from .units import human_bytes, human_count, human_rate, human_ratio, human_seconds
 
 STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "cyan", "ok": "green"}
@@ -139,7 +140,7 @@ def render(path: str, insights: list, job: dict | None = None, show_all: bool = 
     if said and shown:
         console.print(Text(said, style="bold yellow"))
     if hidden:
-        console.print(Text(f"{hidden} informational insight(s) hidden; --all shows them.", style="dim"))
+        console.print(Text(f"{plural(hidden, 'informational insight')} hidden; --all shows them.", style="dim"))
 
 
 def _who(job: dict) -> str:
@@ -260,4 +261,4 @@ def _render_plain(path: str, shown: list, hidden: int, job: dict | None, unseen:
     if said and shown:
         out(f"\n{said}\n")
     if hidden:
-        out(f"\n{hidden} informational insight(s) hidden; --all shows them.\n")
+        out(f"\n{plural(hidden, 'informational insight')} hidden; --all shows them.\n")

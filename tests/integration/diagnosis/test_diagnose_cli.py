@@ -61,7 +61,7 @@ def test_healthy_log_says_so_and_all_shows_info():
     r = iolens("diagnose", *quiet, GEN / "collective_2phase.darshan")
     assert r.returncode == 0
     assert "No problems found" in r.stdout and "COLLECTIVE_IO" not in r.stdout
-    assert "1 informational insight(s) hidden" in r.stdout
+    assert "1 informational insight hidden" in r.stdout
     r = iolens("diagnose", "--all", *quiet, GEN / "collective_2phase.darshan")
     assert "[INFO] COLLECTIVE_IO" in r.stdout and "ranks: 0, 1" in r.stdout
 

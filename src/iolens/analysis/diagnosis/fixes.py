@@ -131,18 +131,19 @@ def _collective_step(ctx) -> tuple:
     steps = STEPS_OPEN_CLOSE * opens + views
     step = max(meta - posix, 0.0) / steps
     per_rank_opens = opens / max(ctx.nprocs, 1)
+    per_rank_views = views / max(ctx.nprocs, 1)
+    calls = plural(per_rank_opens, "collective open", shown=f"{per_rank_opens:.3g}") + (
+        " and " + plural(per_rank_views, "view", shown=f"{per_rank_views:.3g}") if views else "")
     return step, (f"a collective step ≈ {fmt_time(step)}: the ranks' MPI-IO open/close/set_view time above POSIX "
-                  f"({fmt_time(max(meta - posix, 0.0) / max(ctx.nprocs, 1))} per rank for "
-                  f"{per_rank_opens:.3g} collective open(s)" + (f" and {views / max(ctx.nprocs, 1):.3g} view(s)"
-                                                                if views else "")
-                  + f", ~{STEPS_OPEN_CLOSE} steps each open and close)")
+                  f"({fmt_time(max(meta - posix, 0.0) / max(ctx.nprocs, 1))} per rank for {calls}, "
+                  f"~{STEPS_OPEN_CLOSE} steps each open and close)")
 
 
 def ranks_per_node(ctx) -> str:
     hosts = ctx.hosts
     if not hosts:
         return f"{fmt_count(ctx.nprocs)} ranks (nodes unknown without DXT)"
-    return f"{fmt_count(ctx.nprocs)} ranks on {fmt_count(hosts)} node(s)"
+    return f"{fmt_count(ctx.nprocs)} ranks on {plural(hosts, 'node')}"
 
 
 def _bandwidth(ctx, op: str) -> tuple:
@@ -252,11 +253,11 @@ def _collective(ctx, op: str, aggregators) -> Price:
     agg[:a] = moved + io
     change.add("MPI-IO", per_rank(syncs, n) + agg)
     change.add("POSIX", np.where(np.arange(n) < a, io, 0.0))
-    handoff_text = (f" + {fmt_count(handoffs)} more handoff(s) of the exchange's messages (each rank's "
+    handoff_text = (f" + {plural(handoffs, 'more handoff')} of the exchange's messages (each rank's "
                     f"{fmt_bytes(nbytes / a / n)} to an aggregator in {fmt_bytes(FRAGMENT)} fragments, the "
                     f"first of each round counted in its steps) × {fmt_time(pair_step)} (a collective step over "
                     f"log2 of {fmt_count(n)} ranks)" if step is not None and handoffs else "")
-    sync_text = (f"{rounds} round(s) of the two-phase exchange (at most {fmt_bytes(CB_BUFFER)} per aggregator "
+    sync_text = (f"{plural(rounds, 'round', shown=str(rounds))} of the two-phase exchange (at most {fmt_bytes(CB_BUFFER)} per aggregator "
                  f"each, one collective call per round: {STEPS_CALL + STEPS_ROUND} steps) × {step_text}"
                  f"{handoff_text} = {fmt_time(syncs)} for every rank" if step is not None else
                  f"the exchange's synchronisation not charged ({step_text})")
@@ -340,7 +341,7 @@ def _exchange_rounds(ctx, fids, op, writers, aggregators, buffer) -> Price:
     change = Change()
     change.remove("MPI-IO", fewer, f"{plural(calls, 'collective call', shown=f'{calls:.3g}')} per rank of "
                                    f"{fmt_bytes(per_call)}: "
-                                   f"{rounds_now} → {rounds_new} round(s) each ({STEPS_ROUND} steps a round; "
+                                   f"{rounds_now} → {plural(rounds_new, 'round', shown=str(rounds_new))} each ({STEPS_ROUND} steps a round; "
                                    + (step_text if step is not None else f"steps not priced: {step_text}") + ")")
     if a_new > now:
         posix = _op_time(ctx, "POSIX", fids, op)
@@ -622,7 +623,8 @@ def _coll_metadata(ctx) -> Price:
         points = (ctx.total("H5F", "H5F_FLUSHES") + ctx.total("H5F", "H5F_OPENS")) / max(n, 1)
     if step is not None and points:
         added = points * (STEPS_CALL + STEPS_ROUND) * step
-        change.add("MPI-IO", added, f"adds a collective metadata write at each of {points:.3g} flush/close point(s) per "
+        change.add("MPI-IO", added, f"adds a collective metadata write at each of "
+                                    f"{plural(points, 'flush/close point', shown=f'{points:.3g}')} per "
                                     f"rank ({STEPS_CALL + STEPS_ROUND} steps each, {step_text}: {fmt_time(added)})")
         if ctx.has("H5D"):
             change.add("H5D", added)

@@ -49,10 +49,10 @@ def report(ctx, _=None) -> list:
     if writes:
         metrics["mean_write_bytes"] = nbytes / writes
     who = _loop.loop_who(ctx, loop)
-    title = (f"Checkpoints stop the training loop {fmt_pct(share)} of its time ({n} checkpoint(s), "
+    title = (f"Checkpoints stop the training loop {fmt_pct(share)} of its time ({plural(n, 'checkpoint')}, "
              f"{fmt_time(total / n)} each)")
     summary = (f"The training loop ({who}) spends {fmt_time(total)} of its {fmt_time(s['loop_time'])} "
-               f"({fmt_pct(share)}) in {n} checkpoint(s): {fmt_time(total / n)} each on average, the longest "
+               f"({fmt_pct(share)}) in {plural(n, 'checkpoint')}: {fmt_time(total / n)} each on average, the longest "
                f"{fmt_time(worst['time'])}")
     if worst["step"] is not None:
         summary += f" (step {worst['step']})"
@@ -61,12 +61,12 @@ def report(ctx, _=None) -> list:
         metrics["write_calls_unsized"] = unsized
         summary += (f". Each makes {plural(unsized / n, 'write call', shown=f'{unsized / n:.3g}')}, whose sizes "
                     "the trace does not hold, and "
-                    f"{syncs / n:.3g} fsync(s)")
+                    f"{plural(syncs / n, 'fsync', shown=f'{syncs / n:.3g}')}")
     else:
         summary += (f". Each writes {fmt_bytes(nbytes / n)} in "
                     f"{plural(writes / n, 'write call', shown=f'{writes / n:.3g}')}"
                     + (f" of {fmt_bytes(nbytes / writes)}" if writes else "")
-                    + f" and {syncs / n:.3g} fsync(s): {fmt_bytes(bandwidth)}/s over the checkpoint's time")
+                    + f" and {plural(syncs / n, 'fsync', shown=f'{syncs / n:.3g}')}: {fmt_bytes(bandwidth)}/s over the checkpoint's time")
     summary += (". Writing takes "
                 f"{fmt_time(write_time)} ({fmt_pct(write_time / total)}), fsync {fmt_time(sync_time)} "
                 f"({fmt_pct(sync_time / total)}); the rest, {fmt_time(max(total - io_time, 0.0))}, is the "
@@ -108,7 +108,7 @@ def _recommendations(ctx, loop, ckpt: pl.DataFrame, m: dict) -> list:
         if syncs > n:
             saved = sync_time * (syncs - n) / syncs
             title, detail = "Sync once per checkpoint", (
-                f"The checkpoints call fsync {syncs} times for {n} checkpoint(s); one fsync after the last write "
+                f"The checkpoints call fsync {syncs} times for {plural(n, 'checkpoint')}; one fsync after the last write "
                 "of each makes it as durable.")
             basis = f"the fsync time ({fmt_time(sync_time)}) × the {syncs - n} of {syncs} fsyncs removed"
         else:
@@ -134,7 +134,7 @@ def _recommendations(ctx, loop, ckpt: pl.DataFrame, m: dict) -> list:
                           "their bytes at the fastest write's rate, per call)"))
     recs.append(_loop.with_saving(Recommendation(
         "Checkpoint less often",
-        f"{n} checkpoint(s) in {fmt_time(m['loop_time_s'])} of training: checkpoint every other time (twice the "
+        f"{plural(n, 'checkpoint')} in {fmt_time(m['loop_time_s'])} of training: checkpoint every other time (twice the "
         "interval) if the work you could lose in a failure allows it.", "", "text"),
         total / 2, f"half of the checkpoints' time ({fmt_time(total)})"))
     return recs

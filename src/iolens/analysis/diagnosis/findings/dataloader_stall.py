@@ -113,7 +113,7 @@ def _supply(ctx, loop, m: dict) -> str:
         text = (f"The loop loads its batches itself ({fmt_time(p)} a batch) and computes for {fmt_time(c)} a step: "
                 "no worker process makes batches ahead of it.")
     else:
-        text = (f"Its own work takes {fmt_time(c)} a step, while a batch takes one of its {n} worker(s) "
+        text = (f"Its own work takes {fmt_time(c)} a step, while a batch takes {'its one worker' if n == 1 else f'one of its {fmt_count(n)} workers'} "
                 f"{fmt_time(p)}: together one batch every {fmt_time(p / n)}"
                 + (", slower than the loop uses them." if p / n > c else
                    ", as fast as the loop uses them on average: the waits are bursts."))

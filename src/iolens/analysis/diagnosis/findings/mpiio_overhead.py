@@ -25,7 +25,7 @@ from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight
 from .. import fixes, savings
 from ..savings import its_own
-from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_pct, fmt_time, plural
 from . import _advice as advice
 
 CODE = "MPIIO_OVERHEAD"
@@ -431,7 +431,7 @@ def _recs(ctx, metrics: dict, files: list) -> list:
         hints["cb_nodes"] = str(agg)
         if per_host and agg > hosts:
             hints["cb_config_list"] = f"*:{per_host}"
-        why = (f"Collective buffering funnels the data through {writers or 'a few'} aggregator rank(s): the "
+        why = (f"Collective buffering funnels the data through {plural(writers, 'aggregator rank') if writers else 'a few aggregator ranks'}: the "
                f"others wait. cb_nodes={agg} spreads the file-system work" +
                (f"; cb_config_list=*:{per_host} allows {per_host} aggregators per node (ROMIO's default is one)"
                 if "cb_config_list" in hints else "") + ". Measure: on one node more aggregators can also slow "

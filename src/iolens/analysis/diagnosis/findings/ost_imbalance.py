@@ -84,7 +84,7 @@ def report(ctx, judged) -> list:
                "overloaded_osts": len(heavy_osts), "lustre_bytes": total}
     title_ = title(judged, th)
     summary = (f"The job's Lustre traffic is uneven across the {len(per_ost)} OSTs it uses: "
-               f"{len(heavy_osts)} OST(s) (" + ", ".join(map(str, heavy_osts[:8])) + ") carry at least "
+               f"{plural(len(heavy_osts), 'OST')} (" + ", ".join(map(str, heavy_osts[:8])) + ") carry at least "
                f"{th.ost_imbalance_ratio:g}× the mean, so the slowest server sets the pace. "
                f"{plural(len(fids), 'file')} {'has' if len(fids) == 1 else 'have'} data on OST {heaviest}.")
     big = int(layouts(ctx).stripe_count.max())

@@ -16,7 +16,7 @@ import polars as pl
 from ..common import matters
 from ..finding import Finding, Threshold
 from ..insight import Evidence, Insight, Recommendation
-from ..units import fmt_time
+from ..units import fmt_time, plural
 from ._lustre import layouts
 
 CODE = "SLOW_OST"
@@ -212,7 +212,7 @@ def report(ctx, judged) -> list:
                "slow_osts": len(slow_ids), "osts_compared": per.height}
     title_ = title(judged, th)
     summary = (f"Comparing single-stripe files of the job, those on OST {ost}"
-               + (f" (and {len(slow_ids) - 1} more OST(s): " + ", ".join(str(s) for s in slow_ids[1:6]) + ")"
+               + (f" (and {plural(len(slow_ids) - 1, 'more OST')}: " + ", ".join(str(s) for s in slow_ids[1:6]) + ")"
                   if len(slow_ids) > 1 else "")
                + f" need {ratio:.0f}× the time per byte of files on the other {per.height - 1} OSTs. The ranks "
                f"using them finish up to {fmt_time(tmax)} late: the storage server, not the application, is the "
