@@ -38,7 +38,8 @@ def command(log: str, out: Path, fmt: str, start, end, rank_from, rank_to, file_
     lustre, heatmap, conflicts; a Recorder or DFTracer trace's calls, processes and spans; a job's processes
     and steps; columns: README, docs/recorder.md, docs/dftracer.md, docs/jobs.md). LOG may be a folder of one
     job's logs: its merged tables. With --format perfetto or chrome-json, write the DXT trace instead: one
-    process per rank, a track per layer, a slice per operation.
+    process per rank, a track per layer, a slice per operation (and a DFTracer trace's spans on a track
+    above them).
 
     --start/--end/--from/--to/--file narrow the trace (and the segments and conflicts tables). --anonymize
     exports the anonymised log instead (docs/anonymize.md); --file then takes a token."""

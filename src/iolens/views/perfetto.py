@@ -3,7 +3,8 @@
 One process per rank (`rank N @ host`, pid N + 1: Perfetto reserves pid 0), one track per layer under it
 (MPI-IO above POSIX), one slice per operation named by its kind (`write`/`read`) with file, offset, length and
 Lustre OSTs as arguments; the job's facts are trace metadata and the arguments of a `job` slice over the run;
-the cross-rank conflicts (analysis/conflicts.py) are slices on a track group of their own.
+the cross-rank conflicts (analysis/conflicts.py) are slices on a track group of their own. A trace with
+application spans (DFTracer) has them as slices on a `spans` track per process and thread, above its I/O.
 Slices on one track must nest, so operations of one rank and layer that overlap in time (threads,
 asynchronous I/O) are spread over extra tracks (`POSIX #2`, ...), as few as the overlap needs.
 
@@ -26,7 +27,7 @@ from ..model.darshan import DXT_VIEW_ORDER
 from ..output import whole_file
 from . import protobuf as pb
 from .export import conflicts_table
-from .html.filters import Filters, apply_filters
+from .html.filters import Filters, apply_filters, window_and_ranks
 
 LAYERS = DXT_VIEW_ORDER  # DXT module -> layer name, in the order their tracks are shown
 BROWSER_LIMIT = 1 << 30  # past this the UI in a browser tab runs out of memory; trace_processor --httpd copes
@@ -34,6 +35,8 @@ SEQUENCE = 1  # trusted_packet_sequence_id of every packet (one writer)
 ARG_NAMES = ("file", "offset", "length", "osts")
 CONFLICTS_TRACK = "cross-rank conflicts (POSIX)"
 CHUNK_EVENTS = 1 << 19
+SPAN_UUID = 1 << 40  # uuids of span tracks (and of processes with spans but no I/O): apart from the others
+SPANS_ORDER = -1_000_000  # sibling order of span tracks: above every layer's
 # Perfetto proto field numbers (protos/perfetto/trace/...): TracePacket, TrackEvent, DebugAnnotation, ...
 PACKET, P_TIMESTAMP, P_SEQUENCE, P_TRACK_EVENT, P_INTERNED, P_FLAGS, P_CHROME, P_TRACK = 1, 8, 10, 11, 12, 13, 5, 60
 E_TYPE, E_TRACK, E_NAME_IID, E_ANNOTATION, E_NAME = 9, 11, 10, 4, 23
@@ -51,6 +54,7 @@ class TraceOps:
     names: dict  # file_id -> file name
     job: dict
     conflicts: pl.DataFrame | None = None  # conflict_slices(): one slice per merged conflict range
+    spans: pl.DataFrame | None = None  # span_slices(): the application's spans (DFTracer), on their tracks
 
 
 def trace_ops(log, filters: Filters = Filters(), conflicts: bool = True) -> TraceOps:
@@ -59,7 +63,35 @@ def trace_ops(log, filters: Filters = Filters(), conflicts: bool = True) -> Trac
     trace = _trace_ops(log, filters)
     if conflicts and log.has_dxt:
         trace.conflicts = conflict_slices(conflicts_table(log, apply_filters(log.segments, log.files, filters)))
+    spans = getattr(log, "spans", None)
+    if spans is not None and spans.height:
+        trace.spans = span_slices(spans.filter(window_and_ranks(filters)))
     return trace
+
+
+def span_slices(spans: pl.DataFrame) -> pl.DataFrame:
+    """The spans with times in ns and a lane each: spans of one process and thread nest (DFTracer's `depth`);
+    one that overlaps another without nesting goes to a further lane, where it does nest."""
+    s = (spans.select("rank", "tid", "cat", "name", "epoch", "step",
+                      (pl.col("start") * 1e9).round().cast(pl.Int64).clip(lower_bound=0).alias("start_ns"),
+                      (pl.col("end") * 1e9).round().cast(pl.Int64).clip(lower_bound=0).alias("end_ns"))
+         .with_columns(pl.max_horizontal("start_ns", "end_ns").alias("end_ns"))
+         .sort("rank", "tid", "start_ns", pl.col("end_ns"), descending=[False, False, False, True]))
+    lanes, stacks, thread = [], [], None
+    for rank, tid, t0, t1 in s.select("rank", "tid", "start_ns", "end_ns").iter_rows():
+        if (rank, tid) != thread:
+            thread, stacks = (rank, tid), []
+        for lane, stack in enumerate(stacks):  # the first lane where the span nests in the open ones
+            while stack and stack[-1] <= t0 and not (stack[-1] == t0 == t1):
+                stack.pop()
+            if not stack or t1 <= stack[-1]:
+                break
+        else:
+            stacks.append([])
+            lane = len(stacks) - 1
+        stacks[lane].append(t1)
+        lanes.append(lane)
+    return s.with_columns(pl.Series("lane", lanes, dtype=pl.Int64))
 
 
 def _trace_ops(log, filters: Filters) -> TraceOps:
@@ -182,6 +214,8 @@ def write_perfetto(trace: TraceOps, path: Path) -> int:
         out.write(_packet(job_end))
         for packet in _conflict_packets(trace):
             out.write(_packet(packet))
+        for packet in _span_packets(trace):
+            out.write(_packet(packet))
     return ops.height
 
 
@@ -236,6 +270,63 @@ def _conflict_packets(trace: TraceOps):
             P_TRACK_EVENT, pb.field_varint(E_TYPE, SLICE_BEGIN) + track + pb.field_bytes(E_NAME, name) + args)
         yield pb.field_varint(P_TIMESTAMP, t1) + common + pb.field_bytes(
             P_TRACK_EVENT, pb.field_varint(E_TYPE, SLICE_END) + track)
+
+
+def span_tracks(trace: TraceOps) -> pl.DataFrame:
+    """One track per (rank, thread, lane) of the spans: uuid, rank, tid, lane, name (`spans`, with the thread
+    when the process has spans in several, `#2`... for a further lane)."""
+    tracks = trace.spans.select("rank", "tid", "lane").unique().sort("rank", "tid", "lane")
+    threads = pl.col("tid").n_unique().over("rank")
+    return tracks.with_columns(
+        pl.int_range(SPAN_UUID, SPAN_UUID + pl.len(), dtype=pl.Int64).alias("uuid"),
+        (pl.lit("spans") + pl.when(threads > 1).then(pl.format(" (thread {})", "tid")).otherwise(pl.lit(""))
+         + pl.when(pl.col("lane") > 0).then(pl.format(" #{}", pl.col("lane") + 1)).otherwise(pl.lit("")))
+        .alias("name"))
+
+
+def span_args(cat, epoch, step) -> list:
+    return [(k, v) for k, v in (("cat", cat), ("epoch", epoch), ("step", step)) if v is not None]
+
+
+def _span_packets(trace: TraceOps):
+    """Span tracks under their process (a process of its own for a rank with spans and no I/O), and per
+    track its slices: begin and end packets in nesting order (a track's packets are in time order)."""
+    if trace.spans is None or trace.spans.is_empty():
+        return
+    tracks = span_tracks(trace)
+    parents = dict(zip(trace.ranks["rank"].to_list(), trace.ranks["uuid"].to_list()))
+    for i, rank in enumerate(sorted(set(tracks["rank"].to_list()) - set(parents))):
+        parents[rank] = SPAN_UUID + tracks.height + i
+        process = pb.field_varint(1, rank + 1) + pb.field_bytes(6, f"rank {rank}")
+        yield pb.field_bytes(P_TRACK, pb.field_varint(1, parents[rank]) + pb.field_bytes(3, process)
+                             + pb.field_varint(11, EXPLICIT_ORDER))
+    for rank, tid, lane, uuid, name in tracks.iter_rows():
+        yield pb.field_bytes(P_TRACK, pb.field_varint(1, uuid) + pb.field_varint(5, parents[rank])
+                             + pb.field_bytes(2, name) + pb.field_varint(12, SPANS_ORDER + lane))
+    common = pb.field_varint(P_SEQUENCE, SEQUENCE) + pb.field_varint(P_FLAGS, NEEDS_STATE)
+    rows = trace.spans.join(tracks.select("rank", "tid", "lane", "uuid"), on=["rank", "tid", "lane"])
+    rows = rows.sort("uuid", "start_ns", "end_ns", descending=[False, False, True])
+    open_, track = [], None
+
+    def end(uuid, t1):
+        return pb.field_varint(P_TIMESTAMP, t1) + common + pb.field_bytes(
+            P_TRACK_EVENT, pb.field_varint(E_TYPE, SLICE_END) + pb.field_varint(E_TRACK, uuid))
+
+    for uuid, name, cat, epoch, step, t0, t1 in rows.select("uuid", "name", "cat", "epoch", "step", "start_ns",
+                                                            "end_ns").iter_rows():
+        if uuid != track:
+            yield from (end(track, e) for e in reversed(open_))
+            open_, track = [], uuid
+        while open_ and open_[-1] <= t0 and not (open_[-1] == t0 == t1):
+            yield end(uuid, open_.pop())
+        args = b"".join(pb.field_bytes(E_ANNOTATION, pb.field_bytes(10, k) + (
+            pb.field_varint(A_INT, v) if isinstance(v, int) else pb.field_bytes(A_STRING, str(v))))
+            for k, v in span_args(cat, epoch, step))
+        yield pb.field_varint(P_TIMESTAMP, t0) + common + pb.field_bytes(
+            P_TRACK_EVENT, pb.field_varint(E_TYPE, SLICE_BEGIN) + pb.field_varint(E_TRACK, uuid)
+            + pb.field_bytes(E_NAME, name) + args)
+        open_.append(t1)
+    yield from (end(track, e) for e in reversed(open_))
 
 
 def job_track(trace: TraceOps) -> int:
@@ -345,6 +436,7 @@ def write_chrome_json(trace: TraceOps, path: Path) -> int:
         meta.append({"ph": "M", "name": "thread_sort_index", "pid": rank + 1, "tid": track,
                      "args": {"sort_index": order[module] * 1_000_000 + lane}})
     meta.extend(_conflict_events(trace))
+    meta.extend(_span_events(trace))
     with whole_file(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
         out.write('{"displayTimeUnit": "ns", "metadata": ')
         out.write(json.dumps(job_facts(trace.job), default=str, ensure_ascii=False))
@@ -355,6 +447,28 @@ def write_chrome_json(trace: TraceOps, path: Path) -> int:
             out.write(",\n".join(events.to_list()))
         out.write("\n]}\n")
     return ops.height
+
+
+def _span_events(trace: TraceOps) -> list:
+    """Chrome JSON: the spans as `X` events on a thread per span track of their rank's process."""
+    if trace.spans is None or trace.spans.is_empty():
+        return []
+    tracks = span_tracks(trace)
+    out = []
+    named = set(trace.ranks["rank"].to_list())
+    for rank, tid, lane, uuid, name in tracks.iter_rows():
+        if rank not in named:
+            named.add(rank)
+            out.append({"ph": "M", "name": "process_name", "pid": rank + 1, "args": {"name": f"rank {rank}"}})
+        out.append({"ph": "M", "name": "thread_name", "pid": rank + 1, "tid": uuid, "args": {"name": name}})
+        out.append({"ph": "M", "name": "thread_sort_index", "pid": rank + 1, "tid": uuid,
+                    "args": {"sort_index": SPANS_ORDER + lane}})
+    rows = trace.spans.join(tracks.select("rank", "tid", "lane", "uuid"), on=["rank", "tid", "lane"])
+    for rank, uuid, name, cat, epoch, step, t0, t1 in rows.select("rank", "uuid", "name", "cat", "epoch", "step",
+                                                                  "start_ns", "end_ns").iter_rows():
+        out.append({"name": name, "cat": "span", "ph": "X", "ts": t0 / 1000, "dur": (t1 - t0) / 1000,
+                    "pid": rank + 1, "tid": uuid, "args": dict(span_args(cat, epoch, step))})
+    return out
 
 
 def _conflict_events(trace: TraceOps) -> list:

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import iolens
-from iolens.views.perfetto import assign_lanes, trace_ops, write_chrome_json, write_perfetto
+from iolens.views.perfetto import assign_lanes, span_slices, trace_ops, write_chrome_json, write_perfetto
 
 from support.cli import IOLENS
 
@@ -46,11 +46,13 @@ def parse_pftrace(path: Path) -> dict:
         if packet.HasField("track_event"):
             assert packet.trusted_packet_sequence_id == 1
             timeline.append((packet.timestamp, packet.track_event))
-    slices, open_ = defaultdict(list), {}
-    # the trace processor orders packets by timestamp (stably): slices on a track must then nest
+    slices, open_ = defaultdict(list), defaultdict(list)
+    # the trace processor orders packets by timestamp (stably): slices on a track must then nest (an end
+    # closes the innermost open slice); only span tracks hold nested slices
     for ts, ev in sorted(timeline, key=lambda te: te[0]):
         if ev.type == pb2.TrackEvent.TYPE_SLICE_BEGIN:
-            assert ev.track_uuid not in open_, "a slice begins on a track whose slice is still open"
+            assert not open_[ev.track_uuid] or tracks.get(ev.track_uuid, (0, ""))[1].startswith("spans"), \
+                "a slice begins on a track whose slice is still open"
             args = {}
             for a in ev.debug_annotations:
                 name = arg_names.get(a.name_iid, a.name)
@@ -60,11 +62,11 @@ def parse_pftrace(path: Path) -> dict:
                     args[name] = a.int_value
                 else:
                     args[name] = a.string_value
-            open_[ev.track_uuid] = (ts, events.get(ev.name_iid, ev.name), args)
+            open_[ev.track_uuid].append((ts, events.get(ev.name_iid, ev.name), args))
         else:
-            t0, name, args = open_.pop(ev.track_uuid)
+            t0, name, args = open_[ev.track_uuid].pop()
             slices[ev.track_uuid].append((t0, ts, name, args))
-    assert not open_
+    assert not any(open_.values())
     return {"slices": slices, "tracks": tracks, "processes": processes, "metadata": metadata}
 
 
@@ -82,8 +84,8 @@ def written_ops(parsed: dict) -> Counter:
         if track not in parsed["tracks"]:
             continue
         parent, layer, _ = parsed["tracks"][track]
-        if parent not in parsed["processes"]:
-            continue  # the job slice, the conflicts
+        if parent not in parsed["processes"] or layer.startswith("spans"):
+            continue  # the job slice, the conflicts, the application's spans
         pid, pname = parsed["processes"][parent]
         layer = layer.split(" #")[0]
         for t0, t1, name, args in slices:
@@ -250,3 +252,69 @@ def test_lustre_osts_are_slice_arguments(public, tmp_path):
     want = Counter((o, ln, None if osts is None else " ".join(map(str, osts)))
                    for o, ln, osts in log.segments.select("offset", "length", "osts").iter_rows())
     assert got == want and any(k[2] == "106" for k in got)
+
+
+def written_spans(parsed: dict) -> Counter:
+    out = Counter()
+    for track, (parent, name, _) in parsed["tracks"].items():
+        if name.startswith("spans"):
+            pid = parsed["processes"][parent][0]
+            out.update((pid - 1, n, args["cat"], args.get("epoch"), args.get("step"), t0, t1)
+                       for t0, t1, n, args in parsed["slices"][track])
+    return out
+
+
+def expected_spans(spans: pl.DataFrame) -> Counter:
+    return Counter((r, n, c, e, st, round(t0 * 1e9), max(round(t0 * 1e9), round(t1 * 1e9)))
+                   for r, n, c, e, st, t0, t1 in spans.select("rank", "name", "cat", "epoch", "step", "start", "end")
+                   .iter_rows())
+
+
+def test_dftracer_spans_are_slices_above_the_io(logs_dir, tmp_path):
+    path = logs_dir / "dftracer" / "loader_gz"
+    proc = run("export", path, "-o", tmp_path, "--format", "perfetto")
+    assert proc.returncode == 0, proc.stderr
+    parsed = parse_pftrace(tmp_path / "loader_gz.pftrace")  # asserts that slices nest on every track
+    log = iolens.read(str(path))
+    assert log.spans.height and written_spans(parsed) == expected_spans(log.spans)
+    per_kind = Counter((r, n) for r, n, *_ in written_spans(parsed).elements())
+    assert per_kind == Counter(log.spans.select("rank", "name").iter_rows())
+    assert written_ops(parsed) == expected_ops(log)  # the I/O slices as before
+    # each process's span tracks come before its I/O tracks; a span-only process still has its spans
+    for uuid in parsed["processes"]:
+        children = sorted((order, name) for parent, name, order in parsed["tracks"].values() if parent == uuid)
+        names = [name for _, name in children]
+        assert names == sorted(names, key=lambda n: not n.startswith("spans"))
+    span_ranks = {r for r, *_ in written_spans(parsed)}
+    assert span_ranks == set(log.spans["rank"].to_list())
+    # the rank filter keeps the spans of those ranks only
+    out = tmp_path / "rank1.json"
+    proc = run("export", path, "-o", out, "--format", "chrome-json", "--from", "1", "--to", "1")
+    assert proc.returncode == 0, proc.stderr
+    events = [e for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "span"]
+    assert Counter((e["pid"] - 1, e["name"]) for e in events) == Counter(
+        log.spans.filter(pl.col("rank") == 1).select("rank", "name").iter_rows())
+
+
+def test_darshan_trace_has_no_span_tracks(logs, tmp_path):
+    path = logs("generated2/shared_header_conflict")
+    trace = trace_ops(iolens.read(str(path)))
+    assert trace.spans is None
+    write_perfetto(trace, tmp_path / "a.pftrace")
+    assert not any(name.startswith("spans") for _, name, _ in parse_pftrace(tmp_path / "a.pftrace")["tracks"].values())
+
+
+def test_overlapping_spans_get_a_lane_and_a_span_only_process_its_own(logs_dir, tmp_path):
+    log = iolens.read(str(logs_dir / "dftracer" / "loader_gz"))
+    first = log.spans.row(0, named=True)  # the rank-0 `epoch` span, around the others of its thread
+    extra = pl.DataFrame([{**first, "name": "straddle", "start": first["end"] - 1e-3, "end": first["end"] + 1.0},
+                          {**first, "name": "lonely", "rank": 9, "start": 0.5, "end": 0.5}], schema=log.spans.schema)
+    trace = trace_ops(log)
+    trace.spans = span_slices(pl.concat([log.spans, extra]))
+    write_perfetto(trace, tmp_path / "t.pftrace")
+    parsed = parse_pftrace(tmp_path / "t.pftrace")  # asserts nesting on every track
+    assert written_spans(parsed) == expected_spans(pl.concat([log.spans, extra]))
+    lanes = {name: parsed["processes"][parent] for parent, name, _ in parsed["tracks"].values()
+             if name.startswith("spans")}
+    assert lanes["spans #2"] == (1, f"rank 0 @ {log.dxt_records['hostname'][0]}")
+    assert (10, "rank 9") in parsed["processes"].values()
