@@ -119,10 +119,11 @@ def trace_path(log: str, out: Path, fmt: str) -> Path:
 def _export_trace(log: str, out: Path, fmt: str, filters, quiet: bool) -> None:
     path = trace_path(log, out, fmt)
     data = load_one_or_job((log,), quiet, "export")[0]
-    if not data.has_dxt:
+    spans = getattr(data, "spans", None)
+    if not data.has_dxt and (spans is None or spans.is_empty()):  # a trace of spans alone draws them
         raise LogError(f"{log}: {NO_TRACE.get(data.kind, NO_TRACE['darshan'])}")
     trace = perfetto.trace_ops(data, filters)
-    if trace.ops.is_empty():
+    if trace.ops.is_empty() and (trace.spans is None or trace.spans.is_empty()):
         click.echo("iolens: note: no operation matches the filters; the trace holds only the job", err=True)
     size = perfetto.estimate_bytes(trace.ops.height, fmt)
     if size > perfetto.BROWSER_LIMIT:

@@ -296,6 +296,19 @@ def test_dftracer_spans_are_slices_above_the_io(logs_dir, tmp_path):
         log.spans.filter(pl.col("rank") == 1).select("rank", "name").iter_rows())
 
 
+def test_a_trace_of_spans_alone_exports_them(logs_dir, tmp_path):
+    trace = tmp_path / "spans_only"  # loader_plain without its POSIX and STDIO calls: DFTracer's Python API alone
+    trace.mkdir()
+    for f in (logs_dir / "dftracer" / "loader_plain").glob("*.pfw"):
+        lines = f.read_text().splitlines(keepends=True)
+        (trace / f.name).write_text("".join(x for x in lines if '"cat":"POSIX"' not in x and '"cat":"STDIO"' not in x))
+    log = iolens.read(str(trace))
+    assert log.calls.is_empty() and log.spans.height
+    proc = run("export", trace, "-o", tmp_path, "--format", "perfetto")
+    assert proc.returncode == 0 and "no operation" not in proc.stderr, proc.stderr
+    assert written_spans(parse_pftrace(tmp_path / "spans_only.pftrace")) == expected_spans(log.spans)
+
+
 def test_darshan_trace_has_no_span_tracks(logs, tmp_path):
     path = logs("generated2/shared_header_conflict")
     trace = trace_ops(iolens.read(str(path)))
