@@ -76,7 +76,7 @@ def render_summary(summary: dict, console: Console) -> None:
         facts.add_row("recovered", Text("unfinished log: what Darshan wrote before the process ended; "
                                         "missing: " + "; ".join(job["missing"]), style="bold yellow"))
     console.print(facts)
-    console.print(_modules_table(job, summary.get("partial_cause", "memory")))
+    console.print(_modules_table(job, summary.get("partial_cause", "memory"), job.get("format")))
     if summary["layers"]:
         table, footnote = _layers_table(summary["layers"], console.width)
         console.print(table)
@@ -141,7 +141,7 @@ def _dftracer_tables(dft: dict) -> list:
     return out
 
 
-def _modules_table(job: dict, partial_cause: str = "memory") -> Table:
+def _modules_table(job: dict, partial_cause: str = "memory", kind: str | None = None) -> Table:
     table = Table(title="Modules", title_justify="left", show_edge=False)
     for col in ("module", "version", "records", "status"):
         table.add_column(col, justify="right" if col in ("version", "records") else "left",
@@ -157,7 +157,8 @@ def _modules_table(job: dict, partial_cause: str = "memory") -> Table:
             status = Text("recovered from an unfinished log", style="yellow")
         else:
             status = Text("complete", style="green")
-        table.add_row(m["name"], str(m["version"]), human_count(m["records"]) if m["supported"] else "-", status)
+        name = trace_module(m["name"], kind) if m["name"].startswith("DXT_") else m["name"]  # a tracer's calls
+        table.add_row(name, str(m["version"]), human_count(m["records"]) if m["supported"] else "-", status)
     if not job["modules"]:
         table.add_row("(none)", "", "", Text("the log holds no module data", style="dim"))
     return table
