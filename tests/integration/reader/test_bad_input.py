@@ -275,6 +275,7 @@ def test_truncated_anywhere(logs_dir, tmp_path, rel):
         check_api(path)
 
 
+@pytest.mark.slow  # in process, test_truncated_anywhere reads every cut; the fixed CLI cases run by default
 def test_truncated_cli(logs_dir, tmp_path):
     """A sample of the truncations through the real command line (each cut point of every sample is read in
     process by test_truncated_anywhere; a cut in the header, by the fixed cases)."""
@@ -323,6 +324,7 @@ def test_corrupt_compressed_regions(logs_dir, tmp_path, rel):
             assert "corrupt" in exc.message or "truncated" in exc.message, exc.message
 
 
+@pytest.mark.slow  # in process, the corrupt-stream tests read every flip; the fixed CLI cases run by default
 def test_corrupt_compressed_cli(logs_dir, tmp_path):
     paths = []
     for rel in SAMPLES:

@@ -149,6 +149,7 @@ def test_cut_files_of_release_25(copy_25, name):
     assert f"missing {name}" in said or (name == "recorder.mt" and "no log or trace" in said)
 
 
+@pytest.mark.slow  # the 2.4 layout's random damage runs by default, each layout's missing rank too
 def test_seeded_random_damage_of_other_layouts(copy_release):
     """Every file of a 2.3, 2.4-merged, 2.5 and 2.5-merged trace: read or one LogError, never anything else."""
     rng = random.Random(25)
