@@ -94,13 +94,18 @@ def test_pattern_recognition_is_refused(tmp_path, logs_dir):
 
 @pytest.mark.parametrize("name", ["0.cst", "1.cfg", "3.ts", "recorder.mt"])
 def test_cut_files(copy, name):
-    data = (copy / name).read_bytes()
+    each_cut_is_one_error(copy, name)
+
+
+def each_cut_is_one_error(folder, name: str) -> None:
+    """`folder/name` cut at several points: each read is one LogError line naming the trace, as is the CLI's."""
+    data = (folder / name).read_bytes()
     for cut in sorted({0, 3, 17, len(data) // 3, len(data) // 2, len(data) - 5, len(data) - 1}):
-        (copy / name).write_bytes(data[:cut])
+        (folder / name).write_bytes(data[:cut])
         with pytest.raises(LogError) as err:
-            iolens.read(copy)
-        assert str(copy) in str(err.value) and "\n" not in str(err.value)
-    assert "trace" in one_error_line(copy) or name in one_error_line(copy)
+            iolens.read(folder)
+        assert str(folder) in str(err.value) and "\n" not in str(err.value)
+    assert "trace" in one_error_line(folder) or name in one_error_line(folder)
 
 
 def test_not_a_trace(tmp_path):
@@ -137,13 +142,7 @@ def test_huge_repeat_count_is_refused_fast(copy):
 @pytest.mark.parametrize("name", ["recorder.cst", "ug.cfg", "ug.mt", "recorder.ts", "recorder.mt"])
 def test_cut_files_of_release_25(copy_25, name):
     """Recorder 2.5's shared files (one signature table, the unique grammars, every rank's timestamps)."""
-    data = (copy_25 / name).read_bytes()
-    for cut in sorted({0, 3, 17, len(data) // 3, len(data) // 2, len(data) - 5, len(data) - 1}):
-        (copy_25 / name).write_bytes(data[:cut])
-        with pytest.raises(LogError) as err:
-            iolens.read(copy_25)
-        assert str(copy_25) in str(err.value) and "\n" not in str(err.value)
-    assert "trace" in one_error_line(copy_25) or name in one_error_line(copy_25)
+    each_cut_is_one_error(copy_25, name)
     (copy_25 / name).unlink()
     said = one_error_line(copy_25)  # without recorder.mt the folder is no Recorder trace at all
     assert f"missing {name}" in said or (name == "recorder.mt" and "no log or trace" in said)
